@@ -1,0 +1,3 @@
+from gaplab.cli import main
+
+raise SystemExit(main())
