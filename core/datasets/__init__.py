@@ -1,0 +1,8 @@
+"""Sequence-labelling data sets (containers and loaders).
+
+Import-light: loaders read their bundled assets only when called.
+"""
+from .base import SequenceData
+from .ocr import load_ocr
+
+__all__ = ["SequenceData", "load_ocr"]

@@ -1,0 +1,71 @@
+"""SSVM models: the chain (OCR, CoNLL) and the multiclass (toy) model, plus the generic
+max-oracle access used by tests, the app and the estimator."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import kernels as kr
+from .chain import ChainModel
+from .multiclass import MulticlassModel
+
+__all__ = ["ChainModel", "MulticlassModel", "max_oracle", "label_score"]
+
+
+def _check_block(model, i, w):
+    if not 0 <= int(i) < model.arrays.n:
+        raise IndexError(f"block {i} out of range [0, {model.arrays.n})")
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    if w.shape != (model.arrays.d,):
+        raise ValueError(f"w must have shape ({model.arrays.d},), got {w.shape}")
+    return int(i), w
+
+
+def max_oracle(model, i: int, w, *, loss_augmented: bool = True):
+    """Loss-augmented decoding argmax_y L_i(y) + ⟨w, ψ(x_i, y)⟩ (Paper: Eq. (2), up to the
+    constant −⟨w, ψ(x_i, y_i)⟩), or plain decoding when ``loss_augmented`` is False.
+
+    Returns
+    -------
+    y : ndarray of int64
+        The maximizing labelling (shape (T_i,) for chains, (1,) for multiclass).
+    value : float
+        Its objective value.
+    """
+    i, w = _check_block(model, i, w)
+    M = model.arrays
+    p = int(M.stat_off[i + 1] - M.stat_off[i])
+    L = int(M.lab_off[i + 1] - M.lab_off[i])
+    h = np.zeros(p)
+    kr.block_scores(M, i, w, h)
+    if not loss_augmented:
+        _subtract_loss(model, M, i, h)
+    y = np.zeros(L, dtype=np.int64)
+    val = kr.block_oracle(M, i, h, y, np.zeros(L * M.K), np.zeros(L * M.K, dtype=np.int64))
+    return y, float(val)
+
+
+def _subtract_loss(model, M, i, h):
+    if M.kind == kr.MODEL_CHAIN:
+        t0, t1 = int(M.lab_off[i]), int(M.lab_off[i + 1])
+        T = t1 - t0
+        K = M.K
+        U = h[: T * K].reshape(T, K)
+        U -= 1.0 / T
+        U[np.arange(T), M.gt[t0:t1]] += 1.0 / T
+    else:
+        r0, r1 = int(M.mc_row_off[i]), int(M.mc_row_off[i + 1])
+        h[: r1 - r0] -= M.mc_loss[r0:r1]
+
+
+def label_score(model, i: int, w, y, *, loss_augmented: bool = False) -> float:
+    """⟨w, ψ(x_i, y)⟩ (+ L_i(y) when ``loss_augmented``) computed in statistics space."""
+    i, w = _check_block(model, i, w)
+    M = model.arrays
+    p = int(M.stat_off[i + 1] - M.stat_off[i])
+    h = np.zeros(p)
+    kr.block_scores(M, i, w, h)
+    y = np.ascontiguousarray(y, dtype=np.int64)
+    val = kr.label_dot(M, i, y, h)
+    if not loss_augmented:
+        val -= kr.label_loss(M, i, y)
+    return float(val)

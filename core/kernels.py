@@ -1,0 +1,1035 @@
+"""numba kernels of the solver core: model access in "statistics space", atoms (active set and
+cache), samplers, the block step of every kind, exact gap passes and the batch FW step.
+
+Representation (see DESIGN.md, "On the dimension of SSVM", Paper App. G): a block's dual point
+α_i only enters w through its *statistics* μ_i = Σ_y α_i(y) m(y), where m(y) is the indicator
+statistics of a labelling y (for a chain: one-hot node marginals (T, K) and transition counts
+(K, K); for the multiclass model: the one-hot vector of the label). The joint feature map is
+linear in them, ψ(x_i, y) = B_i m(y), so
+
+    w = (1/(λn)) Σ_i B_i (m(y_i) − μ_i),        ℓ_i = (1/n) Σ_y α_i(y) L_i(y),
+
+and every quantity of a block step is a cheap function of a "score vector" h_i(w) in statistics
+space (⟨m(y), h_i⟩ = ⟨w, ψ(x_i, y)⟩ + L_i(y)), of ‖B_i δ‖² (via a per-sequence Gram matrix for
+chains) and of an axpy w += c B_i δ. Memory is O(tokens·K + n·K²), independent of d, which is
+what lets the same kernels run dense OCR (d = 4,082) and sparse CoNLL (d ≈ 1.6M).
+
+All state lives in plain arrays (see gaplab.core.state); the model is a ModelArrays tuple;
+one compiled specialization serves every model kind (chain, multiclass) by a runtime branch.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit, uint64
+
+from .rng import rng_randint, rng_uniform
+
+# ----------------------------------------------------------------------------- model arrays
+MODEL_CHAIN = 0
+MODEL_MULTICLASS = 1
+
+ModelArrays = namedtuple(
+    "ModelArrays",
+    [
+        "kind", "n", "d", "K",
+        "stat_off",      # int64 (n+1): statistics offsets (chain: T*K + K*K per block; multiclass: |Y_i|)
+        "lab_off",       # int64 (n+1): label storage offsets (chain: tokens; multiclass: one slot per block)
+        "gt",            # int64: ground-truth labels (chain: per token; multiclass: per block)
+        # chain
+        "feat_indptr", "feat_indices", "feat_values", "F1",  # token CSR, F1 = n_features + 1 (constant attribute)
+        "gram_off", "gram",                                    # per-sequence T x T Gram of augmented features
+        "first_off", "last_off", "trans_off",
+        # multiclass: rows = labels of each block
+        "mc_row_off", "mc_indptr", "mc_indices", "mc_values", "mc_loss",
+    ],
+)
+
+# ----------------------------------------------------------------------------- state layout
+# counters (int64)
+C_ITER = 0          # block steps done (iterations k)
+C_ORACLE = 1        # max-oracle calls, gap passes included
+C_HIT = 2           # cache hits
+C_FW = 3            # FW steps
+C_AWAY = 4          # away steps
+C_PAIR = 5          # pairwise steps
+C_DROP = 6          # drop steps (an away corner's mass reached 0)
+C_GAPPASS = 7       # exact gap passes done
+C_PERM_POS = 8      # position in the current permutation (permutation sampler)
+C_UNVISITED = 9     # number of blocks whose gap was never computed
+C_LOG_POS = 10      # number of step records written to the ring log
+C_GROW = 11         # 1 when a block's atom pool is full and must grow before the next step
+C_LAST_CHECK = 12   # iteration k_0 of the last exact gap pass (-1: none)
+C_PURGE = 13        # atoms purged for α <= drop_tol
+C_STEP_ORACLE = 14  # oracle calls made by block steps
+C_BATCH = 15        # batch FW steps taken
+C_DIAG_ORACLE = 16  # diagnostic oracle calls (app: gap after a step), not counted as work
+N_COUNTERS = 24
+
+# scalars (float64)
+S_ELL = 0           # ℓ = Σ ℓ_i
+S_GLOBAL_GAP = 1    # g^(k_0): exact duality gap of the last gap pass (inf before any)
+S_LAST_PRIMAL = 2   # primal objective at the last gap pass
+N_SCALARS = 8
+
+# int config
+I_SAMPLING = 0
+I_STEP = 1
+I_CACHE = 2
+I_CACHE_SIZE = 3
+I_TRACK = 4
+I_BOX = 5
+N_CFG_I = 8
+# float config
+F_LAM = 0
+F_P = 1
+F_CACHE_F = 2
+F_CACHE_NU = 3
+F_DROP_TOL = 4
+N_CFG_F = 8
+
+# sampling / step codes (mirror gaplab.core.config enums)
+SAMPLE_UNIFORM, SAMPLE_PERM, SAMPLE_GAP, SAMPLE_MAXGAP = 0, 1, 2, 3
+STEP_FW, STEP_PAIRWISE, STEP_AWAY, STEP_COMBINED = 0, 1, 2, 3
+# step record kinds
+KIND_FW, KIND_AWAY, KIND_PAIRWISE, KIND_NONE = 0, 1, 2, 3
+FLAG_HIT, FLAG_DROP, FLAG_ORACLE = 1, 2, 4
+
+# log columns (float64 ring log, one row per step)
+L_ITER, L_BLOCK, L_KIND, L_FLAGS, L_GAMMA, L_GAMMA_MAX, L_GAP, L_CORNER_GAP, L_IMPROVE, L_ACTIVE = range(10)
+N_LOG = 10
+
+StateArrays = namedtuple(
+    "StateArrays",
+    [
+        "w", "v", "lb", "ub",      # primal w = clip(v) (w is v when there is no box)
+        "mu", "ell",               # block statistics and block losses ℓ_i
+        "gap_est", "gap_iter", "gap_exact",
+        "tree", "unv", "unv_pos", "perm", "rng",
+        "counters", "scalars",
+        "a_lab", "a_alpha", "a_loss", "a_hash", "a_used", "a_count",
+        "h", "dlt", "tmp", "ybuf", "yaway", "vit_f", "vit_i", "zbuf",
+        "log", "last_fw", "last_away", "batch_lab",
+    ],
+)
+
+# ============================================================================ model access
+
+
+@njit(cache=True, nogil=True)
+def block_stat_size(M, i):
+    return M.stat_off[i + 1] - M.stat_off[i]
+
+
+@njit(cache=True, nogil=True)
+def block_lab_len(M, i):
+    return M.lab_off[i + 1] - M.lab_off[i]
+
+
+@njit(cache=True, nogil=True)
+def block_scores(M, i, w, h):
+    """Fill h[:p_i] with the loss-augmented score vector of block i in statistics space:
+    ⟨m(y), h⟩ = ⟨w, ψ(x_i, y)⟩ + L_i(y) for every labelling y."""
+    if M.kind == MODEL_CHAIN:
+        K = M.K
+        t0 = M.lab_off[i]
+        T = M.lab_off[i + 1] - t0
+        F = M.F1 - 1
+        invT = 1.0 / T
+        for t in range(T):
+            tok = t0 + t
+            base = t * K
+            cst = F * K
+            for k in range(K):
+                h[base + k] = w[cst + k]
+            for p in range(M.feat_indptr[tok], M.feat_indptr[tok + 1]):
+                j = M.feat_indices[p]
+                val = M.feat_values[p]
+                row = j * K
+                for k in range(K):
+                    h[base + k] += val * w[row + k]
+            g = M.gt[tok]
+            for k in range(K):
+                if k != g:
+                    h[base + k] += invT
+        for k in range(K):
+            h[k] += w[M.first_off + k]
+            h[(T - 1) * K + k] += w[M.last_off + k]
+        off = T * K
+        for q in range(K * K):
+            h[off + q] = w[M.trans_off + q]
+    else:
+        r0 = M.mc_row_off[i]
+        nl = M.mc_row_off[i + 1] - r0
+        for y in range(nl):
+            r = r0 + y
+            s = M.mc_loss[r]
+            for p in range(M.mc_indptr[r], M.mc_indptr[r + 1]):
+                s += M.mc_values[p] * w[M.mc_indices[p]]
+            h[y] = s
+
+
+@njit(cache=True, nogil=True)
+def block_oracle(M, i, h, y, vit_f, vit_i):
+    """Max oracle on block i: y ← argmax_y ⟨m(y), h⟩ (loss-augmented decoding when h holds
+    the loss); returns the maximum. Chain: Viterbi, O(T K²). Multiclass: enumeration.
+    Ties: the lowest label (per position, Viterbi's first maximiser)."""
+    if M.kind == MODEL_CHAIN:
+        K = M.K
+        T = M.lab_off[i + 1] - M.lab_off[i]
+        TK = T * K
+        for k in range(K):
+            vit_f[k] = h[k]
+        for t in range(1, T):
+            for b in range(K):
+                best = -np.inf
+                arg = 0
+                for a in range(K):
+                    val = vit_f[(t - 1) * K + a] + h[TK + a * K + b]
+                    if val > best:
+                        best = val
+                        arg = a
+                vit_f[t * K + b] = best + h[t * K + b]
+                vit_i[t * K + b] = arg
+        best = -np.inf
+        arg = 0
+        for k in range(K):
+            val = vit_f[(T - 1) * K + k]
+            if val > best:
+                best = val
+                arg = k
+        y[T - 1] = arg
+        for t in range(T - 1, 0, -1):
+            y[t - 1] = vit_i[t * K + y[t]]
+        return best
+    else:
+        nl = M.mc_row_off[i + 1] - M.mc_row_off[i]
+        best = -np.inf
+        arg = 0
+        for k in range(nl):
+            if h[k] > best:
+                best = h[k]
+                arg = k
+        y[0] = arg
+        return best
+
+
+@njit(cache=True, nogil=True)
+def label_dot(M, i, y, vec):
+    """⟨m(y), vec⟩ for a labelling y of block i (y: int array of the block's label length)."""
+    if M.kind == MODEL_CHAIN:
+        K = M.K
+        T = M.lab_off[i + 1] - M.lab_off[i]
+        s = 0.0
+        for t in range(T):
+            s += vec[t * K + y[t]]
+        off = T * K
+        for t in range(T - 1):
+            s += vec[off + y[t] * K + y[t + 1]]
+        return s
+    else:
+        return vec[y[0]]
+
+
+@njit(cache=True, nogil=True)
+def label_add(M, i, y, coef, vec):
+    """vec += coef · m(y)."""
+    if M.kind == MODEL_CHAIN:
+        K = M.K
+        T = M.lab_off[i + 1] - M.lab_off[i]
+        for t in range(T):
+            vec[t * K + y[t]] += coef
+        off = T * K
+        for t in range(T - 1):
+            vec[off + y[t] * K + y[t + 1]] += coef
+    else:
+        vec[y[0]] += coef
+
+
+@njit(cache=True, nogil=True)
+def label_loss(M, i, y):
+    """Task loss L_i(y) (chain: normalized Hamming; multiclass: the model's loss table)."""
+    if M.kind == MODEL_CHAIN:
+        t0 = M.lab_off[i]
+        T = M.lab_off[i + 1] - t0
+        c = 0
+        for t in range(T):
+            if y[t] != M.gt[t0 + t]:
+                c += 1
+        return c / T
+    else:
+        return M.mc_loss[M.mc_row_off[i] + y[0]]
+
+
+@njit(cache=True, nogil=True)
+def gt_label(M, i, y):
+    """Copy the ground-truth labelling of block i into y."""
+    if M.kind == MODEL_CHAIN:
+        t0 = M.lab_off[i]
+        for t in range(M.lab_off[i + 1] - t0):
+            y[t] = M.gt[t0 + t]
+    else:
+        y[0] = M.gt[i]
+
+
+@njit(cache=True, nogil=True)
+def block_sqnorm(M, i, dlt, zbuf):
+    """‖B_i δ‖² for a statistics direction δ of block i (zbuf: a zero work vector of size d,
+    left zero)."""
+    if M.kind == MODEL_CHAIN:
+        K = M.K
+        T = M.lab_off[i + 1] - M.lab_off[i]
+        g0 = M.gram_off[i]
+        s = 0.0
+        for t in range(T):
+            for u in range(T):
+                gtu = M.gram[g0 + t * T + u]
+                if gtu != 0.0:
+                    acc = 0.0
+                    for k in range(K):
+                        acc += dlt[t * K + k] * dlt[u * K + k]
+                    s += gtu * acc
+        for k in range(K):
+            s += dlt[k] * dlt[k] + dlt[(T - 1) * K + k] * dlt[(T - 1) * K + k]
+        off = T * K
+        for q in range(K * K):
+            s += dlt[off + q] * dlt[off + q]
+        return s
+    else:
+        r0 = M.mc_row_off[i]
+        nl = M.mc_row_off[i + 1] - r0
+        for y in range(nl):
+            c = dlt[y]
+            if c != 0.0:
+                r = r0 + y
+                for p in range(M.mc_indptr[r], M.mc_indptr[r + 1]):
+                    zbuf[M.mc_indices[p]] += c * M.mc_values[p]
+        s = 0.0
+        for y in range(nl):
+            if dlt[y] != 0.0:
+                r = r0 + y
+                for p in range(M.mc_indptr[r], M.mc_indptr[r + 1]):
+                    j = M.mc_indices[p]
+                    s += zbuf[j] * zbuf[j]
+                    zbuf[j] = 0.0
+        return s
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _clip(x, lo, hi):
+    if x < lo:
+        return lo
+    if x > hi:
+        return hi
+    return x
+
+
+@njit(cache=True, nogil=True)
+def block_axpy(M, i, coef, dlt, v, w, lb, ub, has_box):
+    """v += coef · B_i δ, and w = clip(v, lb, ub) on the touched coordinates when has_box
+    (without a box, w and v are the same array)."""
+    if M.kind == MODEL_CHAIN:
+        K = M.K
+        t0 = M.lab_off[i]
+        T = M.lab_off[i + 1] - t0
+        F = M.F1 - 1
+        for t in range(T):
+            tok = t0 + t
+            base = t * K
+            for k in range(K):
+                v[F * K + k] += coef * dlt[base + k]
+            for p in range(M.feat_indptr[tok], M.feat_indptr[tok + 1]):
+                row = M.feat_indices[p] * K
+                c = coef * M.feat_values[p]
+                for k in range(K):
+                    v[row + k] += c * dlt[base + k]
+            if has_box:
+                for k in range(K):
+                    j = F * K + k
+                    w[j] = _clip(v[j], lb[j], ub[j])
+                for p in range(M.feat_indptr[tok], M.feat_indptr[tok + 1]):
+                    row = M.feat_indices[p] * K
+                    for k in range(K):
+                        w[row + k] = _clip(v[row + k], lb[row + k], ub[row + k])
+        for k in range(K):
+            v[M.first_off + k] += coef * dlt[k]
+            v[M.last_off + k] += coef * dlt[(T - 1) * K + k]
+        off = T * K
+        for q in range(K * K):
+            v[M.trans_off + q] += coef * dlt[off + q]
+        if has_box:
+            for k in range(K):
+                j = M.first_off + k
+                w[j] = _clip(v[j], lb[j], ub[j])
+                j = M.last_off + k
+                w[j] = _clip(v[j], lb[j], ub[j])
+            for q in range(K * K):
+                j = M.trans_off + q
+                w[j] = _clip(v[j], lb[j], ub[j])
+    else:
+        r0 = M.mc_row_off[i]
+        nl = M.mc_row_off[i + 1] - r0
+        for y in range(nl):
+            c = coef * dlt[y]
+            if c != 0.0:
+                r = r0 + y
+                for p in range(M.mc_indptr[r], M.mc_indptr[r + 1]):
+                    j = M.mc_indices[p]
+                    v[j] += c * M.mc_values[p]
+                    if has_box:
+                        w[j] = _clip(v[j], lb[j], ub[j])
+
+
+# ============================================================================ atoms
+# Atoms of block i live in slots 0..a_count[i]-1: labels in a_lab[lab_off[i]*cap + s*L : ... + L]
+# (L = label length of the block), α in a_alpha[i, s], task loss L_i(y) in a_loss[i, s],
+# FNV-1a hash in a_hash[i, s], last iteration used in a_used[i, s].
+# Active set = atoms with α > 0; cache = all atoms (active set ⊆ cache).
+
+
+@njit(cache=True, nogil=True)
+def label_hash(y, L):
+    hsh = uint64(1469598103934665603)
+    for t in range(L):
+        hsh ^= uint64(y[t] + 1)
+        hsh *= uint64(1099511628211)
+    return hsh
+
+
+@njit(cache=True, nogil=True)
+def atom_base(M, S, i, s):
+    cap = S.a_alpha.shape[1]
+    L = M.lab_off[i + 1] - M.lab_off[i]
+    return M.lab_off[i] * cap + s * L
+
+
+@njit(cache=True, nogil=True)
+def atom_find(M, S, i, y, hsh):
+    """Slot of labelling y in block i's atoms, or -1 (hash, then exact comparison)."""
+    L = M.lab_off[i + 1] - M.lab_off[i]
+    for s in range(S.a_count[i]):
+        if S.a_hash[i, s] == hsh:
+            b = atom_base(M, S, i, s)
+            same = True
+            for t in range(L):
+                if S.a_lab[b + t] != y[t]:
+                    same = False
+                    break
+            if same:
+                return s
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def atom_remove(M, S, i, s):
+    """Remove slot s of block i (swap with the last slot)."""
+    last = S.a_count[i] - 1
+    if s != last:
+        L = M.lab_off[i + 1] - M.lab_off[i]
+        bs = atom_base(M, S, i, s)
+        bl = atom_base(M, S, i, last)
+        for t in range(L):
+            S.a_lab[bs + t] = S.a_lab[bl + t]
+        S.a_alpha[i, s] = S.a_alpha[i, last]
+        S.a_loss[i, s] = S.a_loss[i, last]
+        S.a_hash[i, s] = S.a_hash[i, last]
+        S.a_used[i, s] = S.a_used[i, last]
+    S.a_alpha[i, last] = 0.0
+    S.a_count[i] = last
+
+
+@njit(cache=True, nogil=True)
+def atom_insert(M, S, i, y, hsh, loss, k):
+    """Insert labelling y (α = 0) into block i; evicts the least recently used inactive atom
+    when the pool is full. Returns the slot, or -1 when every slot holds an active atom
+    (the caller must grow the pool first; see C_GROW)."""
+    cap = S.a_alpha.shape[1]
+    L = M.lab_off[i + 1] - M.lab_off[i]
+    if S.a_count[i] < cap:
+        s = S.a_count[i]
+        S.a_count[i] += 1
+    else:
+        s = -1
+        oldest = np.iinfo(np.int64).max
+        for q in range(cap):
+            if S.a_alpha[i, q] == 0.0 and S.a_used[i, q] < oldest:
+                oldest = S.a_used[i, q]
+                s = q
+        if s < 0:
+            return -1
+    b = atom_base(M, S, i, s)
+    for t in range(L):
+        S.a_lab[b + t] = y[t]
+    S.a_alpha[i, s] = 0.0
+    S.a_loss[i, s] = loss
+    S.a_hash[i, s] = hsh
+    S.a_used[i, s] = k
+    return s
+
+
+@njit(cache=True, nogil=True)
+def atoms_trim(M, S, cfg_i, i):
+    """Keep the cache within its size: drop inactive atoms (α = 0), least recently used first,
+    while the block holds more than cache_size atoms; without a cache drop every inactive atom.
+    Active atoms are never dropped. Flags C_GROW when the pool is full of active atoms."""
+    limit = cfg_i[I_CACHE_SIZE] if cfg_i[I_CACHE] != 0 else 0
+    while S.a_count[i] > limit:
+        s = -1
+        oldest = np.iinfo(np.int64).max
+        for q in range(S.a_count[i]):
+            if S.a_alpha[i, q] == 0.0 and S.a_used[i, q] < oldest:
+                oldest = S.a_used[i, q]
+                s = q
+        if s < 0:
+            break
+        atom_remove(M, S, i, s)
+    cap = S.a_alpha.shape[1]
+    if S.a_count[i] >= cap:
+        full = True
+        for q in range(cap):
+            if S.a_alpha[i, q] == 0.0:
+                full = False
+                break
+        if full:
+            S.counters[C_GROW] = 1
+
+
+@njit(cache=True, nogil=True)
+def n_active(S, i):
+    c = 0
+    for s in range(S.a_count[i]):
+        if S.a_alpha[i, s] > 0.0:
+            c += 1
+    return c
+
+
+@njit(cache=True, nogil=True)
+def resync_block(M, S, cfg_i, cfg_f, i):
+    """Recompute μ_i and ℓ_i from block i's atoms and move w accordingly (exactly), after the
+    atoms' α were changed outside a step (purge + renormalization, path rescaling)."""
+    n = M.n
+    lam = cfg_f[F_LAM]
+    so = M.stat_off[i]
+    p = M.stat_off[i + 1] - so
+    L = M.lab_off[i + 1] - M.lab_off[i]
+    for q in range(p):
+        S.tmp[q] = 0.0
+    ell = 0.0
+    for s in range(S.a_count[i]):
+        a = S.a_alpha[i, s]
+        if a > 0.0:
+            b = atom_base(M, S, i, s)
+            label_add(M, i, S.a_lab[b:b + L], a, S.tmp)
+            ell += a * S.a_loss[i, s]
+    for q in range(p):
+        S.dlt[q] = S.tmp[q] - S.mu[so + q]
+        S.mu[so + q] = S.tmp[q]
+    block_axpy(M, i, -1.0 / (lam * n), S.dlt, S.v, S.w, S.lb, S.ub, cfg_i[I_BOX] != 0)
+    S.scalars[S_ELL] += ell / n - S.ell[i]
+    S.ell[i] = ell / n
+
+
+@njit(cache=True, nogil=True)
+def purge_small(M, S, cfg_i, cfg_f, i):
+    """Purge atoms with 0 < α <= drop_tol, renormalize α and resync the block."""
+    tol = cfg_f[F_DROP_TOL]
+    purged = False
+    tot = 0.0
+    for s in range(S.a_count[i]):
+        a = S.a_alpha[i, s]
+        if a > 0.0 and a <= tol:
+            S.a_alpha[i, s] = 0.0
+            purged = True
+            S.counters[C_PURGE] += 1
+        else:
+            tot += S.a_alpha[i, s]
+    if purged:
+        for s in range(S.a_count[i]):
+            S.a_alpha[i, s] /= tot
+        resync_block(M, S, cfg_i, cfg_f, i)
+
+
+# ============================================================================ samplers
+
+
+@njit(cache=True, nogil=True)
+def _tree_leaf_value(S, cfg_f, i):
+    g = S.gap_est[i]
+    if not (g > 0.0):  # also NaN-safe
+        return 0.0
+    p = cfg_f[F_P]
+    return g if p == 1.0 else g ** p
+
+
+@njit(cache=True, nogil=True)
+def tree_update(S, cfg_f, i):
+    size = S.tree.shape[0] // 2
+    j = size + i
+    S.tree[j] = _tree_leaf_value(S, cfg_f, i)
+    j //= 2
+    while j >= 1:
+        S.tree[j] = S.tree[2 * j] + S.tree[2 * j + 1]
+        j //= 2
+
+
+@njit(cache=True, nogil=True)
+def tree_rebuild(S, cfg_f, n):
+    size = S.tree.shape[0] // 2
+    for j in range(size, 2 * size):
+        S.tree[j] = 0.0
+    for i in range(n):
+        S.tree[size + i] = _tree_leaf_value(S, cfg_f, i)
+    for j in range(size - 1, 0, -1):
+        S.tree[j] = S.tree[2 * j] + S.tree[2 * j + 1]
+
+
+@njit(cache=True, nogil=True)
+def mark_visited(S, i):
+    """Remove block i from the list of blocks whose gap was never computed."""
+    pos = S.unv_pos[i]
+    if pos >= 0:
+        last = S.counters[C_UNVISITED] - 1
+        other = S.unv[last]
+        S.unv[pos] = other
+        S.unv_pos[other] = pos
+        S.unv[last] = i
+        S.unv_pos[i] = -1
+        S.counters[C_UNVISITED] = last
+
+
+@njit(cache=True, nogil=True)
+def sample_block(M, S, cfg_i, cfg_f):
+    """Draw the next block (Paper: Alg. 1 line 3 / Alg. 2 line 4). Gap-based samplers first
+    visit every never-visited block (gap estimate +inf) in uniformly random order."""
+    n = M.n
+    mode = cfg_i[I_SAMPLING]
+    if mode == SAMPLE_UNIFORM:
+        return rng_randint(S.rng, n)
+    if mode == SAMPLE_PERM:
+        pos = S.counters[C_PERM_POS]
+        if pos == 0:
+            for j in range(n):
+                S.perm[j] = j
+            for j in range(n - 1, 0, -1):
+                r = rng_randint(S.rng, j + 1)
+                tmp = S.perm[j]
+                S.perm[j] = S.perm[r]
+                S.perm[r] = tmp
+        i = S.perm[pos]
+        pos += 1
+        S.counters[C_PERM_POS] = 0 if pos == n else pos
+        return i
+    nu = S.counters[C_UNVISITED]
+    if nu > 0:
+        return S.unv[rng_randint(S.rng, nu)]
+    if mode == SAMPLE_MAXGAP:
+        best = -np.inf
+        arg = 0
+        for j in range(n):
+            if S.gap_est[j] > best:
+                best = S.gap_est[j]
+                arg = j
+        return arg
+    total = S.tree[1]
+    if not (total > 0.0):
+        return rng_randint(S.rng, n)
+    u = rng_uniform(S.rng) * total
+    size = S.tree.shape[0] // 2
+    j = 1
+    while j < size:
+        left = S.tree[2 * j]
+        if u < left:
+            j = 2 * j
+        else:
+            u -= left
+            j = 2 * j + 1
+    i = j - size
+    if i >= n or S.tree[j] <= 0.0:  # round-off at the right edge: take the last positive leaf
+        for q in range(n - 1, -1, -1):
+            if S.tree[size + q] > 0.0:
+                return q
+    return i
+
+
+@njit(cache=True, nogil=True)
+def set_block_gap(S, cfg_i, cfg_f, i, g, k):
+    S.gap_est[i] = g
+    S.gap_iter[i] = k
+    mark_visited(S, i)
+    if cfg_i[I_SAMPLING] == SAMPLE_GAP:
+        tree_update(S, cfg_f, i)
+
+
+# ============================================================================ block step
+
+
+@njit(cache=True, nogil=True)
+def _line(g, q, lam, n, gmax):
+    """Exact line search on the quadratic dual: γ = g λ n² / ‖B δ‖², clipped to [0, gmax];
+    returns (γ, dual improvement γ g − γ² q / (2 λ n²))."""
+    if g <= 0.0:
+        return 0.0, 0.0
+    if q <= 0.0:
+        gam = gmax
+    else:
+        gam = g * lam * n * n / q
+        if gam > gmax:
+            gam = gmax
+    return gam, gam * g - 0.5 * gam * gam * q / (lam * n * n)
+
+
+@njit(cache=True, nogil=True)
+def block_step(M, S, cfg_i, cfg_f, i):
+    """One block step on block i (Paper: Alg. 1, 3, 4, 5 and their combination). Writes one
+    record to the ring log. Returns the step kind (KIND_*)."""
+    n = M.n
+    lam = cfg_f[F_LAM]
+    k = S.counters[C_ITER]
+    so = M.stat_off[i]
+    p = M.stat_off[i + 1] - so
+    L = M.lab_off[i + 1] - M.lab_off[i]
+    track = cfg_i[I_TRACK] != 0
+    has_box = cfg_i[I_BOX] != 0
+    step = cfg_i[I_STEP]
+    h = S.h
+    mu = S.mu[so:so + p]
+
+    block_scores(M, i, S.w, h)
+    mu_h = 0.0
+    for q in range(p):
+        mu_h += mu[q] * h[q]
+
+    # ---- FW corner: cache corner on a hit, else the max oracle (Paper: Alg. 5)
+    flags = 0
+    hit = False
+    fw_slot = -1
+    fw_val = 0.0
+    fw_loss = 0.0
+    if cfg_i[I_CACHE] != 0 and S.a_count[i] > 0:
+        best = -np.inf
+        for s in range(S.a_count[i]):
+            b = atom_base(M, S, i, s)
+            val = label_dot(M, i, S.a_lab[b:b + L], h)
+            if val > best:
+                best = val
+                fw_slot = s
+        ghat = (best - mu_h) / n
+        thr = max(cfg_f[F_CACHE_F] * S.gap_est[i], cfg_f[F_CACHE_NU] / n * S.scalars[S_GLOBAL_GAP])
+        if S.gap_iter[i] >= 0 and ghat >= thr:
+            hit = True
+            flags |= FLAG_HIT
+            fw_val = best
+            fw_loss = S.a_loss[i, fw_slot]
+            b = atom_base(M, S, i, fw_slot)
+            for t in range(L):
+                S.ybuf[t] = S.a_lab[b + t]
+            S.a_used[i, fw_slot] = k
+            S.counters[C_HIT] += 1
+        else:
+            fw_slot = -1
+    if not hit:
+        fw_val = block_oracle(M, i, h, S.ybuf, S.vit_f, S.vit_i)
+        flags |= FLAG_ORACLE
+        S.counters[C_ORACLE] += 1
+        S.counters[C_STEP_ORACLE] += 1
+        set_block_gap(S, cfg_i, cfg_f, i, (fw_val - mu_h) / n, k)
+        fw_loss = label_loss(M, i, S.ybuf)
+        if track:
+            hsh = label_hash(S.ybuf, L)
+            fw_slot = atom_find(M, S, i, S.ybuf, hsh)
+            if fw_slot < 0:
+                fw_slot = atom_insert(M, S, i, S.ybuf, hsh, fw_loss, k)
+            else:
+                S.a_used[i, fw_slot] = k
+    for t in range(L):
+        S.last_fw[t] = S.ybuf[t]
+    g_fw = (fw_val - mu_h) / n
+
+    # ---- away corner: argmin over the active set of H_i (Paper: Alg. 3, 4)
+    a_slot = -1
+    a_val = 0.0
+    if step != STEP_FW:
+        best = np.inf
+        for s in range(S.a_count[i]):
+            if S.a_alpha[i, s] > 0.0:
+                b = atom_base(M, S, i, s)
+                val = label_dot(M, i, S.a_lab[b:b + L], h)
+                if val < best:
+                    best = val
+                    a_slot = s
+        a_val = best
+        b = atom_base(M, S, i, a_slot)
+        for t in range(L):
+            S.yaway[t] = S.a_lab[b + t]
+            S.last_away[t] = S.yaway[t]
+
+    # ---- candidates
+    kind = KIND_FW
+    gam = 0.0
+    gmax = 1.0
+    g_used = g_fw
+    best_imp = -1.0
+    dl = S.dlt
+    if step == STEP_FW or step == STEP_AWAY or step == STEP_COMBINED:
+        for q in range(p):
+            dl[q] = -mu[q]
+        label_add(M, i, S.ybuf, 1.0, dl)
+        qn = block_sqnorm(M, i, dl, S.zbuf)
+        gam, best_imp = _line(g_fw, qn, lam, n, 1.0)
+        kind = KIND_FW
+        gmax = 1.0
+    if step == STEP_AWAY or step == STEP_COMBINED:
+        alpha_a = S.a_alpha[i, a_slot]
+        g_a = (mu_h - a_val) / n
+        if alpha_a < 1.0:
+            amax = alpha_a / (1.0 - alpha_a)
+        else:
+            amax = np.inf
+        # away direction δ = μ_i − m(y_a)
+        for q in range(p):
+            S.tmp[q] = mu[q]
+        label_add(M, i, S.yaway, -1.0, S.tmp)
+        qa = block_sqnorm(M, i, S.tmp, S.zbuf)
+        if g_a > 0.0 and qa > 0.0:
+            gam_a, imp_a = _line(g_a, qa, lam, n, amax)
+        else:
+            gam_a, imp_a = 0.0, 0.0
+        take = (g_a > g_fw) if step == STEP_AWAY else (imp_a > best_imp)
+        if take:
+            kind = KIND_AWAY
+            gam = gam_a
+            gmax = amax
+            best_imp = imp_a
+            g_used = g_a
+            for q in range(p):
+                dl[q] = S.tmp[q]
+    if step == STEP_PAIRWISE or step == STEP_COMBINED:
+        alpha_a = S.a_alpha[i, a_slot]
+        g_p = (fw_val - a_val) / n
+        for q in range(p):
+            S.tmp[q] = 0.0
+        label_add(M, i, S.ybuf, 1.0, S.tmp)
+        label_add(M, i, S.yaway, -1.0, S.tmp)
+        qp = block_sqnorm(M, i, S.tmp, S.zbuf)
+        gam_p, imp_p = _line(g_p, qp, lam, n, alpha_a)
+        if step == STEP_PAIRWISE or imp_p > best_imp:
+            kind = KIND_PAIRWISE
+            gam = gam_p
+            gmax = alpha_a
+            best_imp = imp_p
+            g_used = g_p
+            for q in range(p):
+                dl[q] = S.tmp[q]
+
+    # ---- apply (one atomic change of μ_i, ℓ_i, w and the atoms)
+    if gam > 0.0:
+        for q in range(p):
+            mu[q] += gam * dl[q]
+        block_axpy(M, i, -gam / (lam * n), dl, S.v, S.w, S.lb, S.ub, has_box)
+    old_ell = S.ell[i]
+    if kind == KIND_FW:
+        new_ell = old_ell + gam * (fw_loss / n - old_ell)
+        S.counters[C_FW] += 1
+        if track:
+            if gam >= 1.0:
+                for s in range(S.a_count[i]):
+                    S.a_alpha[i, s] = 0.0
+                S.a_alpha[i, fw_slot] = 1.0
+            elif gam > 0.0:
+                for s in range(S.a_count[i]):
+                    S.a_alpha[i, s] *= (1.0 - gam)
+                S.a_alpha[i, fw_slot] += gam
+    elif kind == KIND_AWAY:
+        a_loss = S.a_loss[i, a_slot]
+        new_ell = old_ell + gam * (old_ell - a_loss / n)
+        S.counters[C_AWAY] += 1
+        if gam > 0.0:
+            for s in range(S.a_count[i]):
+                S.a_alpha[i, s] *= (1.0 + gam)
+            if gam >= gmax:
+                S.a_alpha[i, a_slot] = 0.0
+                flags |= FLAG_DROP
+                S.counters[C_DROP] += 1
+            else:
+                S.a_alpha[i, a_slot] -= gam
+    else:
+        a_loss = S.a_loss[i, a_slot]
+        new_ell = old_ell + gam * (fw_loss - a_loss) / n
+        S.counters[C_PAIR] += 1
+        if gam > 0.0 and fw_slot != a_slot:
+            if gam >= gmax:
+                S.a_alpha[i, fw_slot] += S.a_alpha[i, a_slot]
+                S.a_alpha[i, a_slot] = 0.0
+                flags |= FLAG_DROP
+                S.counters[C_DROP] += 1
+            else:
+                S.a_alpha[i, a_slot] -= gam
+                S.a_alpha[i, fw_slot] += gam
+    S.ell[i] = new_ell
+    S.scalars[S_ELL] += new_ell - old_ell
+    if track:
+        if kind != KIND_PAIRWISE and gam > 0.0 and cfg_f[F_DROP_TOL] > 0.0:
+            purge_small(M, S, cfg_i, cfg_f, i)
+        atoms_trim(M, S, cfg_i, i)
+
+    # ---- record
+    r = S.counters[C_LOG_POS] % S.log.shape[0]
+    S.log[r, L_ITER] = k
+    S.log[r, L_BLOCK] = i
+    S.log[r, L_KIND] = kind
+    S.log[r, L_FLAGS] = flags
+    S.log[r, L_GAMMA] = gam
+    S.log[r, L_GAMMA_MAX] = gmax
+    S.log[r, L_GAP] = S.gap_est[i]
+    S.log[r, L_CORNER_GAP] = g_used
+    S.log[r, L_IMPROVE] = best_imp if best_imp > 0.0 else 0.0
+    S.log[r, L_ACTIVE] = n_active(S, i) if track else -1
+    S.counters[C_LOG_POS] += 1
+    S.counters[C_ITER] = k + 1
+    return kind
+
+
+@njit(cache=True, nogil=True)
+def run_steps(M, S, cfg_i, cfg_f, max_steps):
+    """Run up to ``max_steps`` block steps; stop early (before a step) when an atom pool must
+    grow (C_GROW). Returns the number of steps done."""
+    done = 0
+    while done < max_steps:
+        if S.counters[C_GROW] != 0:
+            break
+        i = sample_block(M, S, cfg_i, cfg_f)
+        block_step(M, S, cfg_i, cfg_f, i)
+        done += 1
+    return done
+
+
+# ============================================================================ exact gaps
+
+
+@njit(cache=True, nogil=True)
+def exact_gap_pass(M, S, cfg_i, cfg_f, count, store_labels):
+    """Exact duality gap: one max-oracle call per block at the current w (Paper: Alg. 2,
+    "update global gap"). Refreshes every gap estimate (iteration = current k). Returns
+    (duality gap Σ g_i, Σ_i max_y H_i(y; w)). With ``count`` the n calls are added to the oracle
+    counter and g^(k_0) is updated; ``store_labels`` keeps every FW corner in S.batch_lab for a
+    batch FW step."""
+    n = M.n
+    k = S.counters[C_ITER]
+    total = 0.0
+    hsum = 0.0
+    for i in range(n):
+        so = M.stat_off[i]
+        p = M.stat_off[i + 1] - so
+        L = M.lab_off[i + 1] - M.lab_off[i]
+        block_scores(M, i, S.w, S.h)
+        mu_h = 0.0
+        for q in range(p):
+            mu_h += S.mu[so + q] * S.h[q]
+        val = block_oracle(M, i, S.h, S.ybuf, S.vit_f, S.vit_i)
+        gt_label(M, i, S.yaway)
+        hsum += val - (label_dot(M, i, S.yaway, S.h) - label_loss(M, i, S.yaway))
+        g = (val - mu_h) / n
+        total += g
+        if store_labels:
+            b = M.lab_off[i]
+            for t in range(L):
+                S.batch_lab[b + t] = S.ybuf[t]
+        if count:
+            S.gap_exact[i] = g
+            S.gap_est[i] = g
+            S.gap_iter[i] = k
+            mark_visited(S, i)
+    if count:
+        S.counters[C_ORACLE] += n
+        S.counters[C_GAPPASS] += 1
+        S.counters[C_LAST_CHECK] = k
+        S.scalars[S_GLOBAL_GAP] = total
+        if cfg_i[I_SAMPLING] == SAMPLE_GAP:
+            tree_rebuild(S, cfg_f, n)
+    return total, hsum
+
+
+@njit(cache=True, nogil=True)
+def block_gap_now(M, S, i):
+    """Exact block gap g_i at the current w (one diagnostic oracle call, not counted as work)."""
+    so = M.stat_off[i]
+    p = M.stat_off[i + 1] - so
+    block_scores(M, i, S.w, S.h)
+    mu_h = 0.0
+    for q in range(p):
+        mu_h += S.mu[so + q] * S.h[q]
+    val = block_oracle(M, i, S.h, S.yaway, S.vit_f, S.vit_i)
+    S.counters[C_DIAG_ORACLE] += 1
+    return (val - mu_h) / M.n
+
+
+@njit(cache=True, nogil=True)
+def batch_fw_step(M, S, cfg_i, cfg_f, gap):
+    """Batch FW step towards the FW corners stored by the last exact gap pass (Paper: Alg. 8;
+    the authors' do_batch_step). Returns γ, or -1.0 if some atom pool must grow first
+    (nothing changed then)."""
+    n = M.n
+    lam = cfg_f[F_LAM]
+    track = cfg_i[I_TRACK] != 0
+    has_box = cfg_i[I_BOX] != 0
+    if track:
+        cap = S.a_alpha.shape[1]
+        for i in range(n):
+            if S.a_count[i] >= cap:
+                free = False
+                for s in range(cap):
+                    if S.a_alpha[i, s] == 0.0:
+                        free = True
+                        break
+                if not free:
+                    S.counters[C_GROW] = 1
+                    return -1.0
+    d = S.zbuf.shape[0]
+    z = np.zeros(d)
+    zero = np.zeros(0)
+    for i in range(n):
+        so = M.stat_off[i]
+        p = M.stat_off[i + 1] - so
+        b = M.lab_off[i]
+        L = M.lab_off[i + 1] - b
+        for q in range(p):
+            S.dlt[q] = -S.mu[so + q]
+        label_add(M, i, S.batch_lab[b:b + L], 1.0, S.dlt)
+        block_axpy(M, i, 1.0, S.dlt, z, z, zero, zero, False)
+    qn = 0.0
+    for j in range(d):
+        qn += z[j] * z[j]
+    gam, _ = _line(gap, qn, lam, n, 1.0)
+    if gam <= 0.0:
+        return 0.0
+    k = S.counters[C_ITER]
+    for i in range(n):
+        so = M.stat_off[i]
+        p = M.stat_off[i + 1] - so
+        b = M.lab_off[i]
+        L = M.lab_off[i + 1] - b
+        y = S.batch_lab[b:b + L]
+        for q in range(p):
+            S.mu[so + q] *= (1.0 - gam)
+        label_add(M, i, y, gam, S.mu[so:so + p])
+        loss = label_loss(M, i, y)
+        old = S.ell[i]
+        S.ell[i] = old + gam * (loss / n - old)
+        S.scalars[S_ELL] += S.ell[i] - old
+        if track:
+            hsh = label_hash(y, L)
+            s = atom_find(M, S, i, y, hsh)
+            if s < 0:
+                s = atom_insert(M, S, i, y, hsh, loss, k)
+            for q in range(S.a_count[i]):
+                S.a_alpha[i, q] *= (1.0 - gam)
+            S.a_alpha[i, s] += gam
+            atoms_trim(M, S, cfg_i, i)
+    c = -gam / (lam * n)
+    for j in range(d):
+        S.v[j] += c * z[j]
+        if has_box:
+            S.w[j] = _clip(S.v[j], S.lb[j], S.ub[j])
+    S.counters[C_BATCH] += 1
+    return gam

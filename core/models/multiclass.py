@@ -1,0 +1,125 @@
+"""Multiclass model with enumerated labels and explicit per-label features (toy problems).
+
+Block i has labels 0..|Y_i|-1; label y has the feature vector ψ(x_i, y) ∈ R^d (a sparse row)
+and the task loss L_i(y); gt[i] is the correct label (with L_i(gt) = 0). The max oracle
+enumerates the labels. Paper: App. C (the hard/easy toy example) uses this model.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernels import MODEL_MULTICLASS, ModelArrays
+
+__all__ = ["MulticlassModel"]
+
+_EMPTY_I = np.zeros(0, dtype=np.int64)
+_EMPTY_F = np.zeros(0, dtype=np.float64)
+
+
+class MulticlassModel:
+    """Enumerated-label SSVM model.
+
+    Parameters
+    ----------
+    features : list of ndarray
+        ``features[i]`` is a float array of shape (|Y_i|, d): ψ(x_i, y) for every label y.
+    losses : list of ndarray
+        ``losses[i]`` has shape (|Y_i|,), non-negative, with ``losses[i][gt[i]] == 0``.
+    gt : array of int, shape (n,)
+        Correct label of each block.
+
+    Raises
+    ------
+    ValueError
+        On inconsistent shapes, non-finite values, a negative loss, a non-zero loss of the
+        correct label or a label out of range.
+    """
+
+    kind = "multiclass"
+
+    def __init__(self, features, losses, gt, label_names=None):
+        n = len(features)
+        if n < 1:
+            raise ValueError("features must hold at least one block")
+        if len(losses) != n:
+            raise ValueError(f"losses must have {n} entries, got {len(losses)}")
+        gt = np.asarray(gt, dtype=np.int64).ravel()
+        if gt.shape != (n,):
+            raise ValueError(f"gt must have shape ({n},), got {gt.shape}")
+        d = None
+        rows_indptr, rows_idx, rows_val, loss_all, row_off = [0], [], [], [], [0]
+        for i, (Phi, Li) in enumerate(zip(features, losses)):
+            Phi = np.asarray(Phi, dtype=np.float64)
+            Li = np.asarray(Li, dtype=np.float64).ravel()
+            if Phi.ndim != 2 or Phi.shape[0] < 1:
+                raise ValueError(f"features[{i}] must have shape (n_labels, d), got {Phi.shape}")
+            if d is None:
+                d = Phi.shape[1]
+            elif Phi.shape[1] != d:
+                raise ValueError(f"features[{i}] has d={Phi.shape[1]}, expected {d}")
+            if not np.all(np.isfinite(Phi)):
+                raise ValueError(f"features[{i}] contains NaN or inf")
+            if Li.shape != (Phi.shape[0],):
+                raise ValueError(f"losses[{i}] must have shape ({Phi.shape[0]},), got {Li.shape}")
+            if not np.all(np.isfinite(Li)) or np.any(Li < 0):
+                raise ValueError(f"losses[{i}] must be finite and >= 0")
+            if not 0 <= gt[i] < Phi.shape[0]:
+                raise ValueError(f"gt[{i}] = {gt[i]} is outside [0, {Phi.shape[0]})")
+            if Li[gt[i]] != 0:
+                raise ValueError(f"losses[{i}][gt[{i}]] must be 0, got {Li[gt[i]]}")
+            for y in range(Phi.shape[0]):
+                nz = np.flatnonzero(Phi[y])
+                rows_idx.append(nz)
+                rows_val.append(Phi[y, nz])
+                rows_indptr.append(rows_indptr[-1] + nz.size)
+            loss_all.append(Li)
+            row_off.append(row_off[-1] + Phi.shape[0])
+        self.n = n
+        self.d = int(d)
+        self.gt = gt
+        self.n_labels = np.diff(row_off)
+        self.K = int(self.n_labels.max())
+        self.max_len = 1
+        self.label_names = label_names
+        row_off = np.asarray(row_off, dtype=np.int64)
+        self.arrays = ModelArrays(
+            MODEL_MULTICLASS, n, self.d, self.K, row_off.copy(), np.arange(n + 1, dtype=np.int64), gt,
+            _EMPTY_I, _EMPTY_I, _EMPTY_F, 0, np.zeros(n + 1, dtype=np.int64), _EMPTY_F, 0, 0, 0,
+            row_off, np.asarray(rows_indptr, dtype=np.int64),
+            np.concatenate(rows_idx).astype(np.int64) if rows_idx else _EMPTY_I,
+            np.concatenate(rows_val) if rows_val else _EMPTY_F,
+            np.concatenate(loss_all),
+        )
+        self._features = [np.asarray(f, dtype=np.float64) for f in features]
+        self._losses = [np.asarray(x, dtype=np.float64) for x in losses]
+
+    @property
+    def stat_sizes(self) -> np.ndarray:
+        return np.diff(self.arrays.stat_off)
+
+    def label_len(self, i: int) -> int:
+        return 1
+
+    def joint_feature(self, i: int, y) -> np.ndarray:
+        y = int(np.asarray(y).ravel()[0])
+        return self._features[i][y].copy()
+
+    def loss(self, i: int, y) -> float:
+        return float(self._losses[i][int(np.asarray(y).ravel()[0])])
+
+    def ground_truth(self, i: int) -> np.ndarray:
+        return np.array([self.gt[i]], dtype=np.int64)
+
+    def predict(self, w: np.ndarray, data=None) -> np.ndarray:
+        """argmax_y ⟨w, ψ(x_i, y)⟩ per block (training blocks only), int64 of shape (n,)."""
+        if data is not None:
+            raise ValueError("MulticlassModel predicts on its own blocks only (data must be None)")
+        w = np.asarray(w, dtype=np.float64)
+        return np.array([int(np.argmax(F @ w)) for F in self._features], dtype=np.int64)
+
+    def error(self, w: np.ndarray, data=None) -> float:
+        return float(np.mean(self.predict(w, data) != self.gt))
+
+    def describe_label(self, i: int, y) -> str:
+        y = int(np.asarray(y).ravel()[0])
+        return str(self.label_names[y]) if self.label_names is not None else str(y)

@@ -1,0 +1,655 @@
+"""The solver: one block-update kernel for every step kind, stepped one block at a time
+(``Solver.step``), k at a time (``steps``) or until a stopping rule (``run``).
+
+Stepping and running share one code path and one RNG stream: a run of whole passes and the
+same number of single steps give the same trace. Paper: Alg. 1-5 (block steps, samplers,
+cache), Alg. 8 (batch FW step), Sec. 2.3 (duality gap).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from . import kernels as kr
+from .config import CacheConfig, Sampling, SolverConfig, Status, StepKind
+from .state import allocate_state, copy_state, grow_atoms, state_nbytes
+
+__all__ = ["Solver", "StepRecord", "Result", "ExactGap"]
+
+_KIND_NAMES = {kr.KIND_FW: "fw", kr.KIND_AWAY: "away", kr.KIND_PAIRWISE: "pairwise", kr.KIND_NONE: "none"}
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """What one block step did (Paper: Alg. 1, 3, 4, 5).
+
+    Attributes
+    ----------
+    iteration : int
+        Iteration k of the step (block steps done before it).
+    block : int
+        The block (training example) i that was updated.
+    kind : str
+        "fw", "away" or "pairwise".
+    cache_hit : bool
+        The FW corner came from the cache (no oracle call).
+    drop : bool
+        The away corner's mass reached 0 (drop step).
+    oracle_called : bool
+        A max-oracle call was made (cache miss or no cache).
+    gamma, gamma_max : float
+        Step size and its upper bound (1 for FW, α_a for pairwise, α_a/(1-α_a) for away).
+    block_gap_estimate : float
+        The block's gap estimate after the step's oracle call (exact at the step's iterate when
+        the oracle was called; unchanged and stale on a cache hit).
+    direction_gap : float
+        ⟨-∇_i f, d⟩ of the chosen direction d (the FW gap for a FW step).
+    improvement : float
+        Decrease of the dual objective f (>= 0).
+    active_set_size : int
+        Number of atoms with α > 0 on the block after the step (-1 when not tracked).
+    fw_corner, away_corner : ndarray of int64 or None
+        The labellings of the FW corner and of the away corner (None for a FW step).
+    """
+
+    iteration: int
+    block: int
+    kind: str
+    cache_hit: bool
+    drop: bool
+    oracle_called: bool
+    gamma: float
+    gamma_max: float
+    block_gap_estimate: float
+    direction_gap: float
+    improvement: float
+    active_set_size: int
+    fw_corner: np.ndarray | None = None
+    away_corner: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class ExactGap:
+    """Result of an exact gap pass (n oracle calls at the current w).
+
+    Attributes
+    ----------
+    gap : float
+        Duality gap g(α) = Σ_i g_i = primal − dual (Paper: Eq. (4)-(6)).
+    primal, dual : float
+        Primal objective λ/2‖w‖² + (1/n)Σ_i max_y H_i(y; w) and dual objective (maximization form).
+    block_gaps : ndarray of float64, shape (n,)
+        Exact block gaps g_i (Paper: Eq. (5)).
+    """
+
+    gap: float
+    primal: float
+    dual: float
+    block_gaps: np.ndarray
+
+
+@dataclass
+class Result:
+    """Outcome of :meth:`Solver.run`.
+
+    Attributes
+    ----------
+    status : Status
+    primal, dual, exact_gap : float
+        At the last exact gap pass (fresh at the end of the run when ``final_gap_check``).
+    heuristic_gap : float
+        Sum of the (stale) block gap estimates at the end.
+    effective_passes : float
+        Oracle calls / n (gap passes included).
+    oracle_calls, cache_hits, steps : int
+    wall_time_s : float
+        Seconds spent in the solver (block steps and gap passes; test-error evaluation excluded).
+    step_counts : dict
+        Counts of "fw", "away", "pairwise", "drop", "cache_hit", "purge", "batch" steps.
+    w : ndarray of float64, shape (d,)
+    trace : list of dict
+        One record per pass over the data and per gap check (see :meth:`Solver.trace`).
+    """
+
+    status: Status
+    primal: float
+    dual: float
+    exact_gap: float
+    heuristic_gap: float
+    effective_passes: float
+    oracle_calls: int
+    cache_hits: int
+    steps: int
+    wall_time_s: float
+    step_counts: dict
+    w: np.ndarray
+    trace: list = field(default_factory=list)
+
+    def to_dict(self, include_w: bool = False) -> dict:
+        out = {k: v for k, v in asdict(self).items() if k not in ("w", "status")}
+        out["status"] = self.status.name.lower()
+        if include_w:
+            out["w"] = self.w.tolist()
+        return out
+
+
+def _check_bounds(lb, ub, d):
+    if lb is None and ub is None:
+        return None, None
+    lb = np.full(d, -np.inf) if lb is None else np.asarray(lb, dtype=np.float64)
+    ub = np.full(d, np.inf) if ub is None else np.asarray(ub, dtype=np.float64)
+    if lb.shape != (d,):
+        raise ValueError(f"lower bound lb must have shape ({d},), got {lb.shape}")
+    if ub.shape != (d,):
+        raise ValueError(f"upper bound ub must have shape ({d},), got {ub.shape}")
+    if np.isnan(lb).any() or np.isnan(ub).any():
+        raise ValueError("box bounds lb/ub contain NaN")
+    if np.any(lb > ub):
+        j = int(np.flatnonzero(lb > ub)[0])
+        raise ValueError(f"box bounds need lb <= ub; coordinate {j} has lb={lb[j]} > ub={ub[j]}")
+    if np.any(lb == np.inf) or np.any(ub == -np.inf):
+        raise ValueError("box bounds need lb < +inf and ub > -inf")
+    return lb, ub
+
+
+class Solver:
+    """BCFW-family solver for the SSVM dual (Paper: Eq. (3)).
+
+    Parameters
+    ----------
+    model : ChainModel or MulticlassModel
+        The model over the training set (one dual block per example).
+    config : SolverConfig, optional
+        Settings; keyword ``overrides`` replace single fields (validated).
+    lb, ub : array of float64, shape (d,), optional
+        Box constraints on w (±inf allowed; Paper: App. H). The untruncated v = Aα is kept and
+        w = clip(v, lb, ub).
+    test_data : SequenceData, optional
+        Evaluated (test error) at every exact gap check, outside the timed solver work.
+    log_size : int
+        Size of the ring log of step records (for the app).
+
+    Raises
+    ------
+    ValueError, TypeError
+        On invalid settings or bounds; nothing is allocated then.
+    """
+
+    def __init__(self, model, config: SolverConfig | None = None, *, lb=None, ub=None,
+                 test_data=None, log_size: int = 4096, **overrides):
+        if not hasattr(model, "arrays"):
+            raise TypeError(f"model must be a gaplab model (ChainModel, MulticlassModel), got {type(model).__name__}")
+        config = SolverConfig() if config is None else config
+        if not isinstance(config, SolverConfig):
+            raise TypeError(f"config must be a SolverConfig, got {type(config).__name__}")
+        if overrides:
+            if "cache" in overrides and isinstance(overrides["cache"], dict):
+                overrides["cache"] = CacheConfig(**overrides["cache"])
+            config = config.replace(**overrides)
+        lb, ub = _check_bounds(lb, ub, model.arrays.d)
+        if isinstance(log_size, bool) or not isinstance(log_size, int) or log_size < 1:
+            raise ValueError(f"log_size must be an int >= 1, got {log_size!r}")
+        self.model = model
+        self.config = config
+        self.test_data = test_data
+        self.track = config.needs_atoms
+        self._M = model.arrays
+        self.n = self._M.n
+        self.S = allocate_state(model, config, lb=lb, ub=ub, track=self.track, log_size=log_size)
+        self._ci, self._cf = _cfg(config, lb is not None, self.track)
+        self.wall_time = 0.0
+        self.passes_since_check = 0
+        self._trace: list[dict] = []
+        self._last_exact: ExactGap | None = None
+        self._last_exact_iter = -1
+        self.status = Status.RUNNING
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def lam(self) -> float:
+        return self.config.lam
+
+    @property
+    def w(self) -> np.ndarray:
+        """Current primal iterate w(α) (a copy), float64 of shape (d,)."""
+        return self.S.w.copy()
+
+    @property
+    def iteration(self) -> int:
+        return int(self.S.counters[kr.C_ITER])
+
+    @property
+    def oracle_calls(self) -> int:
+        return int(self.S.counters[kr.C_ORACLE])
+
+    @property
+    def effective_passes(self) -> float:
+        """Oracle calls / n (an effective pass is n max-oracle calls)."""
+        return self.oracle_calls / self.n
+
+    @property
+    def gap_estimates(self) -> np.ndarray:
+        """Stale per-block gap estimates g_i^(k_i) (+inf where never computed), copy."""
+        return self.S.gap_est.copy()
+
+    @property
+    def staleness(self) -> np.ndarray:
+        """Iterations since each block gap estimate was computed (-1: never), int64 (n,)."""
+        it = self.S.gap_iter
+        return np.where(it >= 0, self.iteration - it, -1)
+
+    @property
+    def heuristic_gap(self) -> float:
+        """Sum of the stale block gap estimates (inf until every block was visited)."""
+        return float(np.sum(self.S.gap_est))
+
+    def dual_objective(self) -> float:
+        """Dual objective (maximization form) D(α) = ℓ − λ/2‖w‖² [− λ(β_u·ub − β_l·lb) with a
+        box], O(d). Paper: Eq. (3) (its negative), App. H Eq. (38)."""
+        S, lam = self.S, self.lam
+        D = S.scalars[kr.S_ELL] - 0.5 * lam * float(S.w @ S.w)
+        if self._ci[kr.I_BOX]:
+            bu = np.maximum(S.v - S.ub, 0.0)
+            bl = np.maximum(S.lb - S.v, 0.0)
+            fin_u, fin_l = bu > 0, bl > 0
+            D -= lam * (float(bu[fin_u] @ S.ub[fin_u]) - float(bl[fin_l] @ S.lb[fin_l]))
+        return float(D)
+
+    def sampling_probabilities(self) -> np.ndarray:
+        """Probability of each block at the next draw under the current sampler, float64 (n,)."""
+        n = self.n
+        mode = self.config.sampling
+        S = self.S
+        if mode in (Sampling.UNIFORM, Sampling.PERMUTATION):
+            if mode == Sampling.PERMUTATION and S.counters[kr.C_PERM_POS] > 0:
+                p = np.zeros(n)
+                rest = S.perm[S.counters[kr.C_PERM_POS]:]
+                p[rest] = 1.0 / rest.size
+                return p
+            return np.full(n, 1.0 / n)
+        nu = int(S.counters[kr.C_UNVISITED])
+        if nu > 0:
+            p = np.zeros(n)
+            p[S.unv[:nu]] = 1.0 / nu
+            return p
+        g = np.maximum(np.nan_to_num(S.gap_est, nan=0.0), 0.0)
+        if mode == Sampling.MAXGAP:
+            p = np.zeros(n)
+            p[int(np.argmax(S.gap_est))] = 1.0
+            return p
+        wts = g ** self.config.gap_power
+        tot = wts.sum()
+        return wts / tot if tot > 0 else np.full(n, 1.0 / n)
+
+    def active_set_sizes(self) -> np.ndarray:
+        """Number of atoms with α > 0 per block (int64 (n,)); -1 when atoms are not tracked."""
+        if not self.track:
+            return np.full(self.n, -1, dtype=np.int64)
+        return (self.S.a_alpha > 0).sum(axis=1).astype(np.int64)
+
+    def cache_sizes(self) -> np.ndarray:
+        """Number of cached labellings per block (atoms, active or not), int64 (n,)."""
+        return self.S.a_count.copy() if self.track else np.zeros(self.n, dtype=np.int64)
+
+    def atoms(self, i: int):
+        """The atoms of block i: list of (labelling int64 array, α, loss)."""
+        if not 0 <= i < self.n:
+            raise IndexError(f"block {i} out of range [0, {self.n})")
+        if not self.track:
+            return []
+        M, S = self._M, self.S
+        L = int(M.lab_off[i + 1] - M.lab_off[i])
+        cap = S.a_alpha.shape[1]
+        out = []
+        for s in range(int(S.a_count[i])):
+            b = int(M.lab_off[i]) * cap + s * L
+            out.append((S.a_lab[b:b + L].copy(), float(S.a_alpha[i, s]), float(S.a_loss[i, s])))
+        return out
+
+    def step_counts(self) -> dict:
+        c = self.S.counters
+        return {"fw": int(c[kr.C_FW]), "away": int(c[kr.C_AWAY]), "pairwise": int(c[kr.C_PAIR]),
+                "drop": int(c[kr.C_DROP]), "cache_hit": int(c[kr.C_HIT]), "purge": int(c[kr.C_PURGE]),
+                "batch": int(c[kr.C_BATCH])}
+
+    # ------------------------------------------------------------------ exact gaps
+    def exact_gap(self, *, count: bool = True) -> ExactGap:
+        """Exact duality gap at the current iterate (n oracle calls; Paper: Eq. (4)).
+
+        With ``count`` (default) this is a gap check: the calls are counted as an effective pass,
+        every block gap estimate is refreshed and g^(k_0) of the cache criterion is updated. With
+        ``count=False`` it only observes (nothing in the solver state changes but a scratch buffer).
+        """
+        S = self.S
+        saved = None
+        if not count:
+            saved = (S.gap_est.copy(), S.gap_iter.copy(), S.gap_exact.copy())
+        t0 = time.perf_counter()
+        blocks_before = S.gap_exact.copy()
+        gap, hsum = kr.exact_gap_pass(self._M, S, self._ci, self._cf, count, False)
+        if count:
+            self.wall_time += time.perf_counter() - t0
+            block_gaps = S.gap_exact.copy()
+        else:
+            block_gaps = np.full(self.n, np.nan)
+            S.gap_est[:], S.gap_iter[:], S.gap_exact[:] = saved
+            del blocks_before
+        primal = 0.5 * self.lam * float(S.w @ S.w) + hsum / self.n
+        if count:
+            S.scalars[kr.S_LAST_PRIMAL] = primal
+        res = ExactGap(gap=float(gap), primal=float(primal), dual=self.dual_objective(), block_gaps=block_gaps)
+        if count:
+            self._last_exact = res
+            self._last_exact_iter = self.iteration
+        return res
+
+    # ------------------------------------------------------------------ stepping
+    def _grow_if_needed(self):
+        if self.S.counters[kr.C_GROW]:
+            self.S = grow_atoms(self._M, self.S)
+
+    def _advance(self, max_steps: int) -> int:
+        """Run up to max_steps block steps without crossing a pass boundary."""
+        self._grow_if_needed()
+        n = self.n
+        todo = min(max_steps, n - (self.iteration % n))
+        t0 = time.perf_counter()
+        done = kr.run_steps(self._M, self.S, self._ci, self._cf, todo)
+        self.wall_time += time.perf_counter() - t0
+        if done < todo:
+            self._grow_if_needed()
+            t0 = time.perf_counter()
+            done += kr.run_steps(self._M, self.S, self._ci, self._cf, todo - done)
+            self.wall_time += time.perf_counter() - t0
+        if self.iteration % n == 0 and done > 0:
+            self._end_of_pass()
+        return done
+
+    def _end_of_pass(self):
+        self.passes_since_check += 1
+        rec = self._record("pass")
+        if self.passes_since_check >= self.config.gap_check:
+            self._gap_check()
+        return rec
+
+    def _gap_check(self):
+        self.passes_since_check = 0
+        ex = self.exact_gap(count=True)
+        test_err = self.test_error() if self.test_data is not None else math.nan
+        self._record("gap_check", exact=ex, test_error=test_err)
+        if self.config.batch_step and ex.gap > 0:
+            self._batch_step(ex.gap)
+
+    def _batch_step(self, gap):
+        kr.exact_gap_pass(self._M, self.S, self._ci, self._cf, False, True)
+        t0 = time.perf_counter()
+        gam = kr.batch_fw_step(self._M, self.S, self._ci, self._cf, gap)
+        if gam < 0:
+            self._grow_if_needed()
+            gam = kr.batch_fw_step(self._M, self.S, self._ci, self._cf, gap)
+        self.wall_time += time.perf_counter() - t0
+        self._record("batch", extra={"gamma": float(gam)})
+
+    def _record(self, kind, exact: ExactGap | None = None, test_error=math.nan, extra=None):
+        c = self.S.counters
+        rec = {
+            "kind": kind,
+            "iteration": int(c[kr.C_ITER]),
+            "effective_passes": self.effective_passes,
+            "oracle_calls": int(c[kr.C_ORACLE]),
+            "wall_time_s": self.wall_time,
+            "heuristic_gap": self.heuristic_gap,
+            "exact_gap": exact.gap if exact else math.nan,
+            "primal": exact.primal if exact else math.nan,
+            "dual": self.dual_objective(),
+            "cache_hits": int(c[kr.C_HIT]),
+            "test_error": test_error,
+        }
+        rec.update(self.step_counts())
+        if extra:
+            rec.update(extra)
+        self._trace.append(rec)
+        return rec
+
+    def step(self) -> StepRecord:
+        """One block step (k = 1 of the same kernel that runs whole passes)."""
+        self.steps(1)
+        return self.last_steps(1)[-1]
+
+    def steps(self, k: int) -> int:
+        """Run k block steps (gap checks happen at pass boundaries exactly as in ``run``).
+        Returns the number of steps done."""
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+            raise ValueError(f"k must be an int >= 0, got {k!r}")
+        done = 0
+        while done < k:
+            done += self._advance(int(k - done))
+        return done
+
+    def last_steps(self, m: int) -> list[StepRecord]:
+        """The last m step records (at most the ring log's size)."""
+        S = self.S
+        total = int(S.counters[kr.C_LOG_POS])
+        cap = S.log.shape[0]
+        m = min(m, total, cap)
+        out = []
+        for j in range(total - m, total):
+            r = S.log[j % cap]
+            flags = int(r[kr.L_FLAGS])
+            kind = _KIND_NAMES[int(r[kr.L_KIND])]
+            is_last = j == total - 1
+            i = int(r[kr.L_BLOCK])
+            L = int(self._M.lab_off[i + 1] - self._M.lab_off[i])
+            out.append(StepRecord(
+                iteration=int(r[kr.L_ITER]), block=i, kind=kind,
+                cache_hit=bool(flags & kr.FLAG_HIT), drop=bool(flags & kr.FLAG_DROP),
+                oracle_called=bool(flags & kr.FLAG_ORACLE), gamma=float(r[kr.L_GAMMA]),
+                gamma_max=float(r[kr.L_GAMMA_MAX]), block_gap_estimate=float(r[kr.L_GAP]),
+                direction_gap=float(r[kr.L_CORNER_GAP]), improvement=float(r[kr.L_IMPROVE]),
+                active_set_size=int(r[kr.L_ACTIVE]),
+                fw_corner=S.last_fw[:L].copy() if is_last else None,
+                away_corner=S.last_away[:L].copy() if (is_last and self.config.step != StepKind.FW) else None,
+            ))
+        return out
+
+    def block_gap_now(self, i: int) -> float:
+        """Exact gap of block i at the current w (a diagnostic oracle call, not counted)."""
+        if not 0 <= i < self.n:
+            raise IndexError(f"block {i} out of range [0, {self.n})")
+        return float(kr.block_gap_now(self._M, self.S, int(i)))
+
+    # ------------------------------------------------------------------ running
+    def run(self, *, max_passes: float | None = None, time_limit: float | None = None,
+            gap_threshold: float | None = None, callback: Callable | None = None,
+            final_gap_check: bool = True, should_stop: Callable[[], bool] | None = None) -> Result:
+        """Run until a stopping rule fires.
+
+        Parameters
+        ----------
+        max_passes : float, optional
+            Budget in effective passes counted from the start of the solver (default: config).
+        time_limit : float, optional
+            Seconds of solver time for this call (default: config).
+        gap_threshold : float, optional
+            Stop when the exact duality gap <= this (default: config). Only an exact, fresh gap
+            stops the run unless ``config.stop_on_heuristic_gap``.
+        callback : callable(solver, record) -> bool, optional
+            Called after every pass and gap check record; returning True stops the run.
+        final_gap_check : bool
+            Make sure the result carries an exact gap of the final iterate (one more counted gap
+            pass if the last one is stale).
+        should_stop : callable() -> bool, optional
+            Polled between chunks (used by the app's Stop button).
+
+        Returns
+        -------
+        Result
+        """
+        cfg = self.config
+        max_passes = cfg.max_passes if max_passes is None else float(max_passes)
+        time_limit = cfg.time_limit if time_limit is None else float(time_limit)
+        thr = cfg.gap_threshold if gap_threshold is None else float(gap_threshold)
+        if math.isnan(max_passes) or max_passes <= 0:
+            raise ValueError(f"max_passes must be > 0, got {max_passes!r}")
+        if math.isnan(time_limit) or time_limit <= 0:
+            raise ValueError(f"time_limit must be > 0, got {time_limit!r}")
+        if math.isnan(thr) or thr < 0:
+            raise ValueError(f"gap_threshold must be >= 0, got {thr!r}")
+        n = self.n
+        start_time = self.wall_time
+        budget_calls = max_passes * n
+        status = Status.RUNNING
+        n_records = len(self._trace)
+        while status == Status.RUNNING:
+            remaining = int(math.floor(budget_calls - self.oracle_calls)) if math.isfinite(budget_calls) else n
+            if remaining <= 0:
+                status = Status.MAX_PASSES
+                break
+            self._advance(min(remaining, n))
+            for rec in self._trace[n_records:]:
+                if rec["kind"] == "gap_check" and thr > 0 and rec["exact_gap"] <= thr:
+                    status = Status.CONVERGED
+                elif (rec["kind"] == "pass" and cfg.stop_on_heuristic_gap and thr > 0
+                      and rec["heuristic_gap"] <= thr):
+                    status = Status.CONVERGED_HEURISTIC
+                if callback is not None and callback(self, rec):
+                    status = Status.STOPPED if status == Status.RUNNING else status
+            n_records = len(self._trace)
+            if status != Status.RUNNING:
+                break
+            if self.wall_time - start_time >= time_limit:
+                status = Status.TIME_LIMIT
+            elif should_stop is not None and should_stop():
+                status = Status.STOPPED
+        if final_gap_check and (self._last_exact is None or self._last_exact_iter != self.iteration):
+            ex = self.exact_gap(count=True)
+            self._record("gap_check", exact=ex,
+                         test_error=self.test_error() if self.test_data is not None else math.nan)
+        self.status = status
+        return self.result()
+
+    def result(self) -> Result:
+        ex = self._last_exact
+        return Result(
+            status=self.status,
+            primal=ex.primal if ex else math.nan,
+            dual=self.dual_objective(),
+            exact_gap=ex.gap if ex else math.nan,
+            heuristic_gap=self.heuristic_gap,
+            effective_passes=self.effective_passes,
+            oracle_calls=self.oracle_calls,
+            cache_hits=int(self.S.counters[kr.C_HIT]),
+            steps=self.iteration,
+            wall_time_s=self.wall_time,
+            step_counts=self.step_counts(),
+            w=self.w,
+            trace=[dict(r) for r in self._trace],
+        )
+
+    def trace(self) -> list[dict]:
+        """Trace records so far: one per pass ("pass"), per gap check ("gap_check") and per batch
+        step ("batch"), with iteration, effective_passes, oracle_calls, wall_time_s,
+        heuristic_gap, exact_gap (NaN unless computed), primal (idem), dual, cache_hits, step
+        counts and test_error (at gap checks when test data is given)."""
+        return [dict(r) for r in self._trace]
+
+    def test_error(self) -> float:
+        if self.test_data is None:
+            return math.nan
+        return self.model.error(self.S.w, self.test_data)
+
+    def train_error(self) -> float:
+        return self.model.error(self.S.w)
+
+    # ------------------------------------------------------------------ warm starts & copies
+    def copy(self) -> "Solver":
+        """An independent copy (state, RNG, counters and trace)."""
+        other = object.__new__(Solver)
+        other.__dict__.update(self.__dict__)
+        other.S = copy_state(self.S)
+        other._trace = [dict(r) for r in self._trace]
+        other._ci, other._cf = self._ci.copy(), self._cf.copy()
+        return other
+
+    def warm_start(self, lam: float, *, keep: str = "primal") -> "Solver":
+        """A new solver at regularization ``lam`` started from this solver's point.
+
+        keep="dual": same α, w scaled by λ_old/λ (the authors' warm start on the dual).
+        keep="primal": same w; α moved towards the ground truth, α(y) ← ρα(y) for y ≠ y_i with
+        ρ = λ/λ_old (Paper: Proposition 1); needs λ <= λ_old and tracked atoms or FW steps.
+        Counters and trace start from zero; gap estimates are kept (stale) and g^(k_0) reset.
+        """
+        if keep not in ("primal", "dual"):
+            raise ValueError(f"keep must be 'primal' or 'dual', got {keep!r}")
+        new_cfg = self.config.replace(lam=lam)
+        other = self.copy()
+        other.config = new_cfg
+        other._ci, other._cf = _cfg(new_cfg, bool(self._ci[kr.I_BOX]), self.track)
+        S = other.S
+        ratio = self.lam / new_cfg.lam
+        if keep == "dual":
+            S.v *= ratio
+            if S.w is not S.v:
+                np.clip(S.v, S.lb, S.ub, out=S.w)
+        else:
+            rho = new_cfg.lam / self.lam
+            if rho > 1:
+                raise ValueError(f"keep='primal' needs lam <= {self.lam} (the current λ), got {lam}")
+            _rescale_to_gt(other, rho)
+        S.counters[:] = 0
+        S.counters[kr.C_UNVISITED] = int(np.sum(S.gap_iter < 0))
+        S.counters[kr.C_LAST_CHECK] = -1
+        S.gap_iter[S.gap_iter >= 0] = 0
+        S.scalars[kr.S_GLOBAL_GAP] = np.inf
+        other.wall_time = 0.0
+        other.passes_since_check = 0
+        other._trace = []
+        other._last_exact = None
+        other._last_exact_iter = -1
+        other.status = Status.RUNNING
+        if new_cfg.sampling == Sampling.GAP:
+            kr.tree_rebuild(S, other._cf, other.n)
+        return other
+
+    def memory_bytes(self) -> int:
+        return state_nbytes(self.S)
+
+
+def _cfg(config, has_box, track):
+    from .state import _cfg_arrays
+    return _cfg_arrays(config, has_box, track)
+
+
+def _rescale_to_gt(solver: Solver, rho: float):
+    """α(y) ← ρ α(y) for y ≠ y_i, the rest on y_i (w unchanged; Paper: Prop. 1)."""
+    S, M = solver.S, solver._M
+    y = np.zeros_like(S.ybuf)
+    for i in range(M.n):
+        so, se = int(M.stat_off[i]), int(M.stat_off[i + 1])
+        kr.gt_label(M, i, y)
+        S.mu[so:se] *= rho
+        kr.label_add(M, i, y, 1.0 - rho, S.mu[so:se])
+    S.ell *= rho
+    S.scalars[kr.S_ELL] = float(S.ell.sum())
+    if solver.track:
+        _rescale_atoms(M, S, rho)
+    S.gap_est[:] = np.where(np.isfinite(S.gap_est), S.gap_est, np.inf)
+
+
+def _rescale_atoms(M, S, rho):
+    for i in range(M.n):
+        L = int(M.lab_off[i + 1] - M.lab_off[i])
+        y = np.zeros(L, dtype=np.int64)
+        kr.gt_label(M, i, y)
+        hsh = kr.label_hash(y, L)
+        S.a_alpha[i, : S.a_count[i]] *= rho
+        s = kr.atom_find(M, S, i, y, hsh)
+        if s < 0:
+            if S.a_count[i] >= S.a_alpha.shape[1]:
+                raise RuntimeError("atom pool full during rescaling")  # pools keep a free slot
+            s = kr.atom_insert(M, S, i, y, hsh, kr.label_loss(M, i, y), 0)
+        S.a_alpha[i, s] += 1.0 - rho
