@@ -18,17 +18,24 @@ class Sampling(enum.IntEnum):
     PERMUTATION  a new random permutation every n block steps
     GAP          P(i) proportional to the gap estimate g_i**p (Paper: Alg. 2, p = 1)
     MAXGAP       the block with the largest gap estimate (ties: lowest index)
+    WEIGHTS      P(i) proportional to fixed weights given to the solver (``sampling_weights``:
+                 curvature- or Lipschitz-proportional baselines of App. C)
+    EXACT_GAP    idealized sampler of Theorem 2: every block gap is recomputed before each
+                 draw (n extra oracle calls per step, counted separately as sampler oracle calls)
     """
 
     UNIFORM = 0
     PERMUTATION = 1
     GAP = 2
     MAXGAP = 3
+    WEIGHTS = 4
+    EXACT_GAP = 5
 
     @classmethod
     def parse(cls, value) -> "Sampling":
         return _parse_enum(cls, value, "sampling", {"perm": "PERMUTATION", "gap_sampling": "GAP",
-                                                     "max_gap": "MAXGAP", "max": "MAXGAP"})
+                                                     "max_gap": "MAXGAP", "max": "MAXGAP",
+                                                     "exact": "EXACT_GAP", "fixed": "WEIGHTS"})
 
 
 class StepKind(enum.IntEnum):

@@ -65,6 +65,7 @@ C_PURGE = 13        # atoms purged for α <= drop_tol
 C_STEP_ORACLE = 14  # oracle calls made by block steps
 C_BATCH = 15        # batch FW steps taken
 C_DIAG_ORACLE = 16  # diagnostic oracle calls (app: gap after a step), not counted as work
+C_SAMPLER_ORACLE = 17  # oracle calls of the idealized exact-gap sampler (reported separately)
 N_COUNTERS = 24
 
 # scalars (float64)
@@ -90,7 +91,7 @@ F_DROP_TOL = 4
 N_CFG_F = 8
 
 # sampling / step codes (mirror gaplab.core.config enums)
-SAMPLE_UNIFORM, SAMPLE_PERM, SAMPLE_GAP, SAMPLE_MAXGAP = 0, 1, 2, 3
+SAMPLE_UNIFORM, SAMPLE_PERM, SAMPLE_GAP, SAMPLE_MAXGAP, SAMPLE_WEIGHTS, SAMPLE_EXACT_GAP = 0, 1, 2, 3, 4, 5
 STEP_FW, STEP_PAIRWISE, STEP_AWAY, STEP_COMBINED = 0, 1, 2, 3
 # step record kinds
 KIND_FW, KIND_AWAY, KIND_PAIRWISE, KIND_NONE = 0, 1, 2, 3
@@ -111,6 +112,7 @@ StateArrays = namedtuple(
         "a_lab", "a_alpha", "a_loss", "a_hash", "a_used", "a_count",
         "h", "dlt", "tmp", "ybuf", "yaway", "vit_f", "vit_i", "zbuf",
         "log", "last_fw", "last_away", "batch_lab",
+        "weights",                 # fixed sampling weights (curvature / Lipschitz samplers)
     ],
 )
 
@@ -555,6 +557,8 @@ def purge_small(M, S, cfg_i, cfg_f, i):
 
 @njit(cache=True, nogil=True)
 def _tree_leaf_value(S, cfg_f, i):
+    if S.weights.shape[0] > 0:
+        return S.weights[i]
     g = S.gap_est[i]
     if not (g > 0.0):  # also NaN-safe
         return 0.0
@@ -620,6 +624,18 @@ def sample_block(M, S, cfg_i, cfg_f):
         pos += 1
         S.counters[C_PERM_POS] = 0 if pos == n else pos
         return i
+    if mode == SAMPLE_WEIGHTS:
+        return _tree_draw(S, n)
+    if mode == SAMPLE_EXACT_GAP:
+        # idealized sampler of Theorem 2: every block gap recomputed before the draw
+        k = S.counters[C_ITER]
+        for j in range(n):
+            S.gap_est[j] = _block_gap_at(M, S, j)
+            S.gap_iter[j] = k
+            mark_visited(S, j)
+        S.counters[C_SAMPLER_ORACLE] += n
+        tree_rebuild(S, cfg_f, n)
+        return _tree_draw(S, n)
     nu = S.counters[C_UNVISITED]
     if nu > 0:
         return S.unv[rng_randint(S.rng, nu)]
@@ -631,6 +647,12 @@ def sample_block(M, S, cfg_i, cfg_f):
                 best = S.gap_est[j]
                 arg = j
         return arg
+    return _tree_draw(S, n)
+
+
+@njit(cache=True, nogil=True)
+def _tree_draw(S, n):
+    """Draw i with probability tree leaf i / total (uniform if the total is 0)."""
     total = S.tree[1]
     if not (total > 0.0):
         return rng_randint(S.rng, n)
@@ -657,7 +679,7 @@ def set_block_gap(S, cfg_i, cfg_f, i, g, k):
     S.gap_est[i] = g
     S.gap_iter[i] = k
     mark_visited(S, i)
-    if cfg_i[I_SAMPLING] == SAMPLE_GAP:
+    if cfg_i[I_SAMPLING] == SAMPLE_GAP or cfg_i[I_SAMPLING] == SAMPLE_EXACT_GAP:
         tree_update(S, cfg_f, i)
 
 
@@ -945,7 +967,7 @@ def exact_gap_pass(M, S, cfg_i, cfg_f, count, store_labels):
         S.counters[C_GAPPASS] += 1
         S.counters[C_LAST_CHECK] = k
         S.scalars[S_GLOBAL_GAP] = total
-        if cfg_i[I_SAMPLING] == SAMPLE_GAP:
+        if cfg_i[I_SAMPLING] == SAMPLE_GAP or cfg_i[I_SAMPLING] == SAMPLE_EXACT_GAP:
             tree_rebuild(S, cfg_f, n)
     return total, hsum
 
@@ -953,6 +975,12 @@ def exact_gap_pass(M, S, cfg_i, cfg_f, count, store_labels):
 @njit(cache=True, nogil=True)
 def block_gap_now(M, S, i):
     """Exact block gap g_i at the current w (one diagnostic oracle call, not counted as work)."""
+    S.counters[C_DIAG_ORACLE] += 1
+    return _block_gap_at(M, S, i)
+
+
+@njit(cache=True, nogil=True)
+def _block_gap_at(M, S, i):
     so = M.stat_off[i]
     p = M.stat_off[i + 1] - so
     block_scores(M, i, S.w, S.h)
@@ -960,7 +988,6 @@ def block_gap_now(M, S, i):
     for q in range(p):
         mu_h += S.mu[so + q] * S.h[q]
     val = block_oracle(M, i, S.h, S.yaway, S.vit_f, S.vit_i)
-    S.counters[C_DIAG_ORACLE] += 1
     return (val - mu_h) / M.n
 
 
@@ -1033,3 +1060,53 @@ def batch_fw_step(M, S, cfg_i, cfg_f, gap):
             S.w[j] = _clip(S.v[j], S.lb[j], S.ub[j])
     S.counters[C_BATCH] += 1
     return gam
+
+
+@njit(cache=True, nogil=True)
+def recompute_primal(M, S, cfg_i, cfg_f):
+    """Recompute v = Aα = (1/(λn)) Σ_i B_i (m(y_i) − μ_i) from the block statistics, w = clip(v),
+    and ℓ = Σ ℓ_i (from scratch; removes accumulated round-off)."""
+    n = M.n
+    lam = cfg_f[F_LAM]
+    has_box = cfg_i[I_BOX] != 0
+    for j in range(S.v.shape[0]):
+        S.v[j] = 0.0
+    ell = 0.0
+    for i in range(n):
+        so = M.stat_off[i]
+        p = M.stat_off[i + 1] - so
+        for q in range(p):
+            S.dlt[q] = -S.mu[so + q]
+        gt_label(M, i, S.ybuf)
+        label_add(M, i, S.ybuf, 1.0, S.dlt)
+        block_axpy(M, i, 1.0 / (lam * n), S.dlt, S.v, S.v, S.lb, S.ub, False)
+        ell += S.ell[i]
+    if has_box:
+        for j in range(S.v.shape[0]):
+            S.w[j] = _clip(S.v[j], S.lb[j], S.ub[j])
+    S.scalars[S_ELL] = ell
+
+
+@njit(cache=True, nogil=True)
+def set_vertices(M, S, cfg_i, cfg_f, labels):
+    """Put every block on the corner α_i = e_{y~_i} (labels: concatenated y~_i, like M.gt),
+    with atoms {y~_i: 1} when tracked, then recompute w. (Paper: Alg. 6, dual point α^∞.)"""
+    n = M.n
+    track = cfg_i[I_TRACK] != 0
+    for i in range(n):
+        so = M.stat_off[i]
+        p = M.stat_off[i + 1] - so
+        b = M.lab_off[i]
+        L = M.lab_off[i + 1] - b
+        y = labels[b:b + L]
+        for q in range(p):
+            S.mu[so + q] = 0.0
+        label_add(M, i, y, 1.0, S.mu[so:so + p])
+        loss = label_loss(M, i, y)
+        S.ell[i] = loss / n
+        if track:
+            while S.a_count[i] > 0:
+                atom_remove(M, S, i, S.a_count[i] - 1)
+            s = atom_insert(M, S, i, y, label_hash(y, L), loss, S.counters[C_ITER])
+            S.a_alpha[i, s] = 1.0
+    recompute_primal(M, S, cfg_i, cfg_f)

@@ -172,6 +172,9 @@ class Solver:
         Evaluated (test error) at every exact gap check, outside the timed solver work.
     log_size : int
         Size of the ring log of step records (for the app).
+    sampling_weights : array of float64, shape (n,), optional
+        Fixed non-negative sampling weights, required by (and only used with)
+        ``sampling="weights"`` (e.g. curvature constants C_f^(i) of App. C).
 
     Raises
     ------
@@ -180,7 +183,7 @@ class Solver:
     """
 
     def __init__(self, model, config: SolverConfig | None = None, *, lb=None, ub=None,
-                 test_data=None, log_size: int = 4096, **overrides):
+                 test_data=None, log_size: int = 4096, sampling_weights=None, **overrides):
         if not hasattr(model, "arrays"):
             raise TypeError(f"model must be a gaplab model (ChainModel, MulticlassModel), got {type(model).__name__}")
         config = SolverConfig() if config is None else config
@@ -193,13 +196,25 @@ class Solver:
         lb, ub = _check_bounds(lb, ub, model.arrays.d)
         if isinstance(log_size, bool) or not isinstance(log_size, int) or log_size < 1:
             raise ValueError(f"log_size must be an int >= 1, got {log_size!r}")
+        n = model.arrays.n
+        if config.sampling == Sampling.WEIGHTS:
+            if sampling_weights is None:
+                raise ValueError("sampling='weights' needs sampling_weights (shape (n,))")
+            sampling_weights = np.asarray(sampling_weights, dtype=np.float64)
+            if sampling_weights.shape != (n,):
+                raise ValueError(f"sampling_weights must have shape ({n},), got {sampling_weights.shape}")
+            if not np.all(np.isfinite(sampling_weights)) or np.any(sampling_weights < 0) or sampling_weights.sum() <= 0:
+                raise ValueError("sampling_weights must be finite, >= 0 and not all 0")
+        elif sampling_weights is not None:
+            raise ValueError("sampling_weights is only used with sampling='weights'")
         self.model = model
         self.config = config
         self.test_data = test_data
         self.track = config.needs_atoms
         self._M = model.arrays
-        self.n = self._M.n
-        self.S = allocate_state(model, config, lb=lb, ub=ub, track=self.track, log_size=log_size)
+        self.n = n
+        self.S = allocate_state(model, config, lb=lb, ub=ub, track=self.track, log_size=log_size,
+                                weights=sampling_weights)
         self._ci, self._cf = _cfg(config, lb is not None, self.track)
         self.wall_time = 0.0
         self.passes_since_check = 0
@@ -271,8 +286,10 @@ class Solver:
                 p[rest] = 1.0 / rest.size
                 return p
             return np.full(n, 1.0 / n)
+        if mode == Sampling.WEIGHTS:
+            return S.weights / S.weights.sum()
         nu = int(S.counters[kr.C_UNVISITED])
-        if nu > 0:
+        if nu > 0 and mode != Sampling.EXACT_GAP:
             p = np.zeros(n)
             p[S.unv[:nu]] = 1.0 / nu
             return p
@@ -309,6 +326,11 @@ class Solver:
             b = int(M.lab_off[i]) * cap + s * L
             out.append((S.a_lab[b:b + L].copy(), float(S.a_alpha[i, s]), float(S.a_loss[i, s])))
         return out
+
+    @property
+    def sampler_oracle_calls(self) -> int:
+        """Oracle calls made by the idealized exact-gap sampler (not in ``oracle_calls``)."""
+        return int(self.S.counters[kr.C_SAMPLER_ORACLE])
 
     def step_counts(self) -> dict:
         c = self.S.counters
@@ -611,9 +633,39 @@ class Solver:
         other._last_exact = None
         other._last_exact_iter = -1
         other.status = Status.RUNNING
-        if new_cfg.sampling == Sampling.GAP:
+        if new_cfg.sampling in (Sampling.GAP, Sampling.EXACT_GAP, Sampling.WEIGHTS):
             kr.tree_rebuild(S, other._cf, other.n)
         return other
+
+    def set_vertices(self, labels) -> None:
+        """Move every block to the corner α_i = e_{y~_i} of its simplex and recompute w.
+
+        Parameters
+        ----------
+        labels : list of int arrays
+            ``labels[i]`` is the labelling y~_i of block i (shape (T_i,) for chains, (1,) for
+            multiclass), each label in range. Paper: Alg. 6 (α^∞ of the regularization path).
+        """
+        M = self._M
+        if len(labels) != self.n:
+            raise ValueError(f"labels must hold {self.n} labellings, got {len(labels)}")
+        flat = []
+        for i, y in enumerate(labels):
+            y = np.asarray(y, dtype=np.int64).ravel()
+            L = int(M.lab_off[i + 1] - M.lab_off[i])
+            if y.shape != (L,):
+                raise ValueError(f"labels[{i}] must have shape ({L},), got {y.shape}")
+            hi = M.K if M.kind == kr.MODEL_CHAIN else int(M.mc_row_off[i + 1] - M.mc_row_off[i])
+            if y.size and (y.min() < 0 or y.max() >= hi):
+                raise ValueError(f"labels[{i}] must lie in [0, {hi}), got {y.tolist()}")
+            flat.append(y)
+        kr.set_vertices(M, self.S, self._ci, self._cf, np.concatenate(flat))
+        self._last_exact = None
+        self._last_exact_iter = -1
+
+    def recompute_primal(self) -> None:
+        """Recompute w = Aα from the block statistics (removes accumulated round-off)."""
+        kr.recompute_primal(self._M, self.S, self._ci, self._cf)
 
     def memory_bytes(self) -> int:
         return state_nbytes(self.S)

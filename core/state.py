@@ -31,7 +31,7 @@ def _cfg_arrays(config, has_box: bool, track: bool):
 
 
 def allocate_state(model, config, *, lb=None, ub=None, track: bool, log_size: int = 4096,
-                   init_cap: int | None = None) -> kr.StateArrays:
+                   init_cap: int | None = None, weights=None) -> kr.StateArrays:
     """A fresh state at α_i = e_{y_i} (w = 0, all mass on the ground truth; Paper: Alg. 1 line 1).
 
     Gap estimates start at +inf with "never computed" iteration -1: gap-based samplers first
@@ -78,6 +78,7 @@ def allocate_state(model, config, *, lb=None, ub=None, track: bool, log_size: in
         zbuf=np.zeros(d), log=np.zeros((log_size, kr.N_LOG)),
         last_fw=np.full(max_lab, -1, dtype=np.int64), last_away=np.full(max_lab, -1, dtype=np.int64),
         batch_lab=np.zeros(lab_total, dtype=np.int64),
+        weights=np.zeros(0) if weights is None else np.ascontiguousarray(weights, dtype=np.float64),
     )
     S.counters[kr.C_UNVISITED] = n
     S.counters[kr.C_LAST_CHECK] = -1
@@ -85,6 +86,8 @@ def allocate_state(model, config, *, lb=None, ub=None, track: bool, log_size: in
     S.scalars[kr.S_LAST_PRIMAL] = np.nan
     if track:
         _init_atoms(M, S)
+    if weights is not None:
+        kr.tree_rebuild(S, np.zeros(kr.N_CFG_F), n)
     return S
 
 

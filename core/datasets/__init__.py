@@ -3,6 +3,7 @@
 Import-light: loaders read their bundled assets only when called.
 """
 from .base import SequenceData
+from .conll import conlleval, load_conll2000, parse_conll
 from .ocr import load_ocr
 
-__all__ = ["SequenceData", "load_ocr"]
+__all__ = ["SequenceData", "load_ocr", "load_conll2000", "parse_conll", "conlleval"]

@@ -59,16 +59,18 @@ No constant attribute is added: the chain model appends its own constant-1 attri
 
 Counts on the CoNLL-2000 training set (``n_features``):
 
-* ``padding=False`` (default), ``min_count=1``: **335,674** attributes -- CRFsuite's
-  attribute count for this template on this training file;
+* ``padding=False`` (default), ``min_count=1``: **335,674** attributes -- what CRFsuite's
+  own extraction gives (same templates, no padding, no frequency cut-off);
 * ``padding=True``, ``min_count=1``: 338,547;
 * ``padding=False``, ``min_count=3``: 75,289 (``padding=True``: 76,324).
 
 The paper reports a unary representation of dimension 74,658, i.e.
 ``d = 74,658 * 22 + 22**2 + 3 * 22 = 1,643,026`` where ``3 * 22`` are the per-label bias
-(the chain model's constant attribute) and the first/last-token biases. No frequency-free
-variant of the documented CRFsuite template reproduces that size; ``min_count=3`` comes
-within 1% of it (see ``load_conll2000``).
+(the chain model's constant attribute, so ``n_features + 1`` emission rows) and the
+first/last-token biases. With the default attributes ``d = 335,674 * 22 + 22**2 + 3 * 22 =
+7,385,378``. Neither boundary scheme of the documented CRFsuite template reproduces the
+paper's size without a frequency cut-off; ``min_count=3`` comes within 1% of it (75,289,
+``d = 1,656,908``).
 
 Labels
 ------
@@ -77,8 +79,8 @@ order: ``B-ADJP, B-ADVP, B-CONJP, B-INTJ, B-LST, B-NP, B-PP, B-PRT, B-SBAR, B-UC
 I-ADJP, I-ADVP, I-CONJP, I-INTJ, I-NP, I-PP, I-PRT, I-SBAR, I-UCP, I-VP, O`` for CoNLL-2000.
 A test chunk tag outside this set raises ``ValueError``, with one exception by default
 (``unknown_test_labels="begin"``): an ``I-X`` whose ``B-X`` is a training label is encoded as
-``B-X``. The CoNLL-2000 test file needs it: it has two ``I-LST`` tokens (sentences 1504 and
-1505 of the test set) while training has ``B-LST`` only. The original tags are kept in
+``B-X``. The CoNLL-2000 test file needs it: it has two ``I-LST`` tokens (both in test sentence
+1504, lines 36816 and 36850) while training has ``B-LST`` only. The original tags are kept in
 ``extras["chunks"]``; score predictions against them with :func:`conlleval`.
 
 Evaluation
@@ -92,7 +94,7 @@ import gzip
 import hashlib
 import os
 import urllib.request
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -210,7 +212,10 @@ def _parse(path_or_lines: Any) -> tuple[list, list, str]:
     return sentences, starts, source
 
 
-def parse_conll(path_or_lines: Any) -> list[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]]:
+_Sentence = tuple  # (words, pos, chunks), each a tuple of str
+
+
+def parse_conll(path_or_lines: Any) -> list[_Sentence]:
     """Parse a CoNLL-2000 chunking file.
 
     One token a line, ``word POS chunk`` separated by whitespace; blank (or whitespace-only)
@@ -290,11 +295,16 @@ def sentence_attributes(
     return out
 
 
-def _attribute_columns(sentences: Sequence, padding: bool) -> list[list]:
+def _n_columns(padding: bool) -> int:
+    return len(ATTRIBUTE_TEMPLATES) + (0 if padding else 2)
+
+
+def _attribute_columns(sentences: Sequence, padding: bool) -> Iterator[list]:
     """Attribute strings column by column (one column per template, then BOS/EOS).
 
-    Each column is a list over all tokens of the corpus holding the attribute string or None.
-    Built with list comprehensions over the whole corpus (no per-token Python loop body).
+    Yields ``_n_columns(padding)`` lists over all tokens of the corpus, holding the attribute
+    string or None. Built with list comprehensions over the whole corpus (no per-token Python
+    loop body); a generator, so that only one column of strings is alive at a time.
     """
     lay_w: list = []
     lay_p: list = []
@@ -325,7 +335,6 @@ def _attribute_columns(sentences: Sequence, padding: bool) -> list[list]:
             shifted[key] = lay[field][idx + off].tolist()
         return shifted[key]
 
-    columns = []
     for prefix, tmpl in zip(_TEMPLATE_PREFIXES, ATTRIBUTE_TEMPLATES):
         vals = [get(f, o) for f, o in tmpl]
         if len(vals) == 1:
@@ -340,7 +349,8 @@ def _attribute_columns(sentences: Sequence, padding: bool) -> list[list]:
                 None if (x is None or y is None or z is None) else prefix + x + "|" + y + "|" + z
                 for x, y, z in zip(a, b, c)
             ]
-        columns.append(col)
+        yield col
+        del col
     if not padding:
         n_tok = len(tok_pos)
         bos = [None] * n_tok
@@ -349,8 +359,8 @@ def _attribute_columns(sentences: Sequence, padding: bool) -> list[list]:
             bos[i] = BOS
         for i in last:
             eos[i] = EOS
-        columns += [bos, eos]
-    return columns
+        yield bos
+        yield eos
 
 
 # --------------------------------------------------------------------------- datasets
@@ -438,7 +448,7 @@ def make_conll_datasets(
     # ---- training dictionary, one local dict per column
     columns = _attribute_columns(train_sentences, padding)
     n_tok = sum(len(s[0]) for s in train_sentences)
-    ids = np.empty((n_tok, len(columns)), dtype=np.int64)
+    ids = np.empty((n_tok, _n_columns(padding)), dtype=np.int64)
     dicts = []
     names: list = []
     offset = 0
@@ -460,7 +470,7 @@ def make_conll_datasets(
         dicts.append((d, offset))
         names.extend(keys)
         offset += len(keys)
-    del columns
+        del col, local
     n_features = offset
     if n_features == 0:
         raise ValueError(
@@ -512,12 +522,12 @@ def make_conll_datasets(
     _check_sentences(test_sentences, test_source)
     columns = _attribute_columns(test_sentences, padding)
     n_tok = sum(len(s[0]) for s in test_sentences)
-    ids = np.empty((n_tok, len(columns)), dtype=np.int64)
+    ids = np.empty((n_tok, _n_columns(padding)), dtype=np.int64)
     for c, (col, (d, off)) in enumerate(zip(columns, dicts)):
         get = d.get
         local = np.fromiter((get(s, -1) for s in col), dtype=np.int64, count=n_tok)
         ids[:, c] = np.where(local >= 0, local + off, -1)
-    del columns
+        del col, local
     so, ip, ind, val, lab = encode(
         test_sentences, ids, test_source, _test_start_lines, unknown_test_labels
     )
@@ -579,7 +589,9 @@ def _download(dest: Path) -> None:
         try:
             raw = gzip.decompress(payload)
         except (OSError, EOFError) as exc:
-            raise ValueError(f"the file downloaded from {url} is not valid gzip data: {exc}") from exc
+            raise ValueError(
+                f"the file downloaded from {url} is not valid gzip data: {exc}"
+            ) from exc
         got = hashlib.sha256(raw).hexdigest()
         expected = CONLL2000_SHA256[fname]
         if got != expected:
@@ -839,7 +851,9 @@ def conlleval(gold_tags: Any, pred_tags: Any, label_names: Sequence[str] | None 
         p = nc / npred if npred else 0.0
         r = nc / ng if ng else 0.0
         f = 2 * p * r / (p + r) if p + r > 0 else 0.0
-        return {"precision": p, "recall": r, "f1": f, "n_gold": ng, "n_pred": npred, "n_correct": nc}
+        return {
+            "precision": p, "recall": r, "f1": f, "n_gold": ng, "n_pred": npred, "n_correct": nc,
+        }
 
     out = prf(n_correct, n_gold, n_pred)
     out["accuracy"] = n_correct_tags / n_tokens if n_tokens else 0.0
