@@ -702,6 +702,17 @@ def _line(g, q, lam, n, gmax):
 
 
 @njit(cache=True, nogil=True)
+def cache_hit_rule(ghat, gap_i, visited, global_gap, F, nu, n):
+    """Cache hit criterion of Alg. 5: ĝ_i >= max(F·g_i^(k_i), ν/n·g^(k_0)). A block whose gap
+    was never computed (g_i = +inf) never hits; before the first gap pass g^(k_0) = +inf, so
+    nothing hits either (Paper: Alg. 5 line 2, g^(0) = +inf)."""
+    if not visited:
+        return False
+    thr = max(F * gap_i, nu / n * global_gap)
+    return ghat >= thr
+
+
+@njit(cache=True, nogil=True)
 def block_step(M, S, cfg_i, cfg_f, i):
     """One block step on block i (Paper: Alg. 1, 3, 4, 5 and their combination). Writes one
     record to the ring log. Returns the step kind (KIND_*)."""
@@ -737,8 +748,8 @@ def block_step(M, S, cfg_i, cfg_f, i):
                 best = val
                 fw_slot = s
         ghat = (best - mu_h) / n
-        thr = max(cfg_f[F_CACHE_F] * S.gap_est[i], cfg_f[F_CACHE_NU] / n * S.scalars[S_GLOBAL_GAP])
-        if S.gap_iter[i] >= 0 and ghat >= thr:
+        if cache_hit_rule(ghat, S.gap_est[i], S.gap_iter[i] >= 0, S.scalars[S_GLOBAL_GAP],
+                          cfg_f[F_CACHE_F], cfg_f[F_CACHE_NU], n):
             hit = True
             flags |= FLAG_HIT
             fw_val = best
@@ -804,16 +815,16 @@ def block_step(M, S, cfg_i, cfg_f, i):
     if step == STEP_AWAY or step == STEP_COMBINED:
         alpha_a = S.a_alpha[i, a_slot]
         g_a = (mu_h - a_val) / n
-        if alpha_a < 1.0:
-            amax = alpha_a / (1.0 - alpha_a)
-        else:
-            amax = np.inf
+        # with (numerically) all the mass on the away corner the away direction is zero:
+        # μ_i − m(y_a) is round-off only, and γ_max = α_a / (1 − α_a) would be unbounded
+        single = alpha_a >= 1.0 - 1e-12
+        amax = 0.0 if single else alpha_a / (1.0 - alpha_a)
         # away direction δ = μ_i − m(y_a)
         for q in range(p):
             S.tmp[q] = mu[q]
         label_add(M, i, S.yaway, -1.0, S.tmp)
         qa = block_sqnorm(M, i, S.tmp, S.zbuf)
-        if g_a > 0.0 and qa > 0.0:
+        if g_a > 0.0 and qa > 0.0 and not single:
             gam_a, imp_a = _line(g_a, qa, lam, n, amax)
         else:
             gam_a, imp_a = 0.0, 0.0

@@ -614,7 +614,7 @@ class Solver:
         S = other.S
         ratio = self.lam / new_cfg.lam
         if keep == "dual":
-            S.v *= ratio
+            S.v[:] *= ratio
             if S.w is not S.v:
                 np.clip(S.v, S.lb, S.ub, out=S.w)
         else:
@@ -685,7 +685,7 @@ def _rescale_to_gt(solver: Solver, rho: float):
         kr.gt_label(M, i, y)
         S.mu[so:se] *= rho
         kr.label_add(M, i, y, 1.0 - rho, S.mu[so:se])
-    S.ell *= rho
+    S.ell[:] *= rho
     S.scalars[kr.S_ELL] = float(S.ell.sum())
     if solver.track:
         _rescale_atoms(M, S, rho)

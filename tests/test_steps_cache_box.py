@@ -1,0 +1,352 @@
+"""Issue 3: pairwise / away / combined steps with active sets, the oracle cache, box
+constraints and the batch FW step."""
+import numpy as np
+import pytest
+from scipy.optimize import minimize, minimize_scalar
+
+import reference_ssvm as ref
+from conftest import random_chain_data
+from gaplab.core import CacheConfig, ChainModel, MulticlassModel, Solver
+from gaplab.core import kernels as kr
+
+KINDS = ["fw", "pairwise", "away", "combined"]
+
+
+def atoms_w(solver):
+    """v = Σ_i Σ_y α_i(y) (ψ(x_i, y_i) − ψ(x_i, y)) / (λn), from the atoms and dense ψ."""
+    m = solver.model
+    v = np.zeros(m.d)
+    for i in range(m.n):
+        gt = m.joint_feature(i, m.ground_truth(i))
+        for y, a, _ in solver.atoms(i):
+            v += a * (gt - m.joint_feature(i, y))
+    return v / (solver.lam * m.n)
+
+
+def check_invariants(solver, lb=None, ub=None):
+    S = solver.S
+    M = solver._M
+    n = solver.n
+    for i in range(n):
+        atoms = solver.atoms(i)
+        alphas = np.array([a for _, a, _ in atoms])
+        assert np.all(alphas >= 0)
+        assert alphas.sum() == pytest.approx(1.0, abs=1e-12)
+        # μ_i = Σ α m(y) and ℓ_i = Σ α L / n
+        so, se = M.stat_off[i], M.stat_off[i + 1]
+        mu = np.zeros(se - so)
+        ell = 0.0
+        for y, a, loss in atoms:
+            kr.label_add(M, i, y, a, mu)
+            assert loss == pytest.approx(solver.model.loss(i, y))
+            ell += a * loss / n
+        assert np.allclose(mu, S.mu[so:se], atol=1e-10)
+        assert S.ell[i] == pytest.approx(ell, rel=1e-9, abs=1e-12)
+        # active set ⊆ cache; cache within its size unless active atoms fill it
+        if solver.config.cache.enabled:
+            assert len(atoms) <= max(solver.config.cache.size, int((alphas > 0).sum()))
+    v = atoms_w(solver)
+    scale = max(1.0, np.abs(v).max())
+    assert np.abs(S.v - v).max() <= 1e-9 * scale
+    if lb is not None:
+        assert np.allclose(S.w, np.clip(v, lb, ub), atol=1e-9 * scale)
+        assert np.all(S.w >= lb) and np.all(S.w <= ub)
+
+
+def check_log(solver, n_steps):
+    log = solver.S.log[:n_steps]
+    gam, gmax, imp = log[:, kr.L_GAMMA], log[:, kr.L_GAMMA_MAX], log[:, kr.L_IMPROVE]
+    assert np.all(gam >= 0)
+    assert np.all(gam <= gmax * (1 + 1e-12))
+    assert np.all(np.isfinite(gmax))
+    assert np.all(imp >= 0)
+
+
+def _models():
+    chain = ChainModel(random_chain_data(n=6, T_range=(1, 4), K=3, F=3, seed=21))
+    rng = np.random.default_rng(3)
+    feats = [rng.normal(size=(4, 5)) * (rng.random((4, 5)) < 0.7) for _ in range(5)]
+    for f in feats:
+        f[0] = 0
+    mc = MulticlassModel(feats, [np.array([0.0, 1.0, 0.5, 1.0])] * 5, np.zeros(5, dtype=int))
+    return [chain, mc]
+
+
+@pytest.mark.parametrize("box", [False, True])
+@pytest.mark.parametrize("cache", [False, True])
+@pytest.mark.parametrize("kind", KINDS)
+def test_invariants_after_many_random_steps(kind, cache, box):
+    for model in _models():
+        lb = ub = None
+        if box:
+            rng = np.random.default_rng(0)
+            lb = np.where(rng.random(model.d) < 0.5, -0.05, -np.inf)
+            ub = np.where(rng.random(model.d) < 0.5, 0.05, np.inf)
+        steps = 10_000
+        s = Solver(model, lam=0.03, step=kind, sampling="gap", gap_check=3, cache=CacheConfig(enabled=cache, size=2),
+                   track_active_set=True, lb=lb, ub=ub, log_size=steps, max_passes=1e9)
+        D = s.dual_objective()
+        for chunk in range(20):
+            s.steps(steps // 20)
+            D2 = s.dual_objective()
+            assert D2 >= D - 1e-12  # the dual never decreases (gap passes do not change it)
+            D = D2
+        check_log(s, steps)
+        check_invariants(s, lb, ub)
+        ex = s.exact_gap(count=False)
+        assert ex.gap >= -1e-12
+        assert ex.primal - ex.dual == pytest.approx(ex.gap, abs=1e-10)
+
+
+def test_invariants_on_ocr_subset_long_run(ocr_small):
+    """Many steps on real data (where a single-atom away step once produced γ_max = inf)."""
+    train, _ = ocr_small
+    model = ChainModel(train.subset(range(120)))
+    for kind in ["away", "combined", "pairwise"]:
+        s = Solver(model, lam=0.1, step=kind, sampling="gap", cache={"enabled": True}, log_size=4096,
+                   max_passes=1e9)
+        for _ in range(10):
+            s.steps(4096)
+            check_log(s, 4096)
+        check_invariants(s)
+        ex = s.exact_gap(count=False)
+        assert ex.primal - ex.dual == pytest.approx(ex.gap, abs=1e-10)
+
+
+def _dual_along(solver, i, direction_atoms, gammas):
+    """Independent dual objective D(α + γ d) for α from the atoms and d given as a dict
+    labelling -> coefficient, via dense ψ (Paper: Eq. (3))."""
+    m = solver.model
+    n, lam = m.n, solver.lam
+    base = atoms_w(solver) * lam * n  # = Σ α δψ
+    ell = sum(a * loss for j in range(n) for _, a, loss in solver.atoms(j)) / n
+    gt = m.joint_feature(i, m.ground_truth(i))
+    out = []
+    for g in gammas:
+        v = base.copy()
+        e = ell
+        for y, c in direction_atoms:
+            v += g * c * (gt - m.joint_feature(i, np.array(y)))
+            e += g * c * m.loss(i, np.array(y)) / n
+        w = v / (lam * n)
+        out.append(e - 0.5 * lam * w @ w)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("kind", ["fw", "pairwise", "away"])
+def test_closed_form_gamma_equals_numeric_line_search(kind):
+    model = ChainModel(random_chain_data(n=5, T_range=(2, 4), K=3, F=3, seed=8))
+    s = Solver(model, lam=0.05, step=kind, sampling="uniform", track_active_set=True, max_passes=1e9)
+    s.steps(40)
+    checked = 0
+    for _ in range(60):
+        before = s.copy()
+        rec = s.step()
+        if rec.gamma <= 0 or rec.kind != kind:
+            continue
+        i = rec.block
+        atoms = before.atoms(i)
+        if rec.kind == "fw":
+            d = [(tuple(rec.fw_corner), 1.0)] + [(tuple(y), -a) for y, a, _ in atoms if a > 0]
+        elif rec.kind == "pairwise":
+            d = [(tuple(rec.fw_corner), 1.0), (tuple(rec.away_corner), -1.0)]
+        else:
+            d = [(tuple(y), a) for y, a, _ in atoms if a > 0] + [(tuple(rec.away_corner), -1.0)]
+        res = minimize_scalar(lambda g: -_dual_along(before, i, d, [g])[0], bounds=(0, rec.gamma_max),
+                              method="bounded", options={"xatol": 1e-12})
+        assert rec.gamma == pytest.approx(res.x, abs=1e-6 * max(1.0, rec.gamma_max))
+        # and the dual really moved by the reported improvement
+        D0, D1 = _dual_along(before, i, d, [0.0, rec.gamma])
+        assert D1 - D0 == pytest.approx(rec.improvement, rel=1e-6, abs=1e-12)
+        checked += 1
+    assert checked >= 5
+
+
+@pytest.mark.parametrize("kind", ["fw", "pairwise"])
+def test_cache_that_never_hits_gives_the_trace_without_cache(kind):
+    model = ChainModel(random_chain_data(n=10, T_range=(2, 5), K=3, F=4, seed=2))
+    base = dict(lam=0.01, step=kind, sampling="gap", gap_check=2, max_passes=12, seed=5, track_active_set=True)
+    a = Solver(model, **base).run()
+    b = Solver(model, cache=CacheConfig(enabled=True, factor=1e300, nu=1e300), **base).run()
+    assert b.cache_hits == 0
+    keys = ["kind", "iteration", "oracle_calls", "heuristic_gap", "exact_gap", "dual"]
+    assert [[r[k] for k in keys] for r in a.trace] == [[r[k] for k in keys] for r in b.trace]
+    assert np.array_equal(a.w, b.w)
+
+
+def test_plain_bcfw_and_never_hitting_cache_agree():
+    """Plain BCFW (atoms not tracked) and BCFW with a cache that never hits give the same trace."""
+    model = ChainModel(random_chain_data(n=10, T_range=(2, 5), K=3, F=4, seed=2))
+    base = dict(lam=0.01, sampling="gap", gap_check=2, max_passes=8, seed=5)
+    a = Solver(model, **base).run()
+    b = Solver(model, cache=CacheConfig(enabled=True, factor=1e300, nu=1e300), **base).run()
+    assert np.allclose(a.w, b.w, atol=1e-12)
+    assert [r["oracle_calls"] for r in a.trace] == [r["oracle_calls"] for r in b.trace]
+
+
+def test_cache_hit_rule_on_hand_made_numbers():
+    rule = kr.cache_hit_rule
+    # F·g_i dominates: 0.25·0.4 = 0.1 > 0.01/10·2 = 0.002
+    assert rule(0.1, 0.4, True, 2.0, 0.25, 0.01, 10)
+    assert not rule(0.0999, 0.4, True, 2.0, 0.25, 0.01, 10)
+    # ν/n·g dominates: 0.5/4·2 = 0.25 > 0.25·0.4 = 0.1
+    assert rule(0.25, 0.4, True, 2.0, 0.25, 0.5, 4)
+    assert not rule(0.2499, 0.4, True, 2.0, 0.25, 0.5, 4)
+    # never-visited block / no global gap yet: no hit
+    assert not rule(10.0, np.inf, False, 2.0, 0.25, 0.01, 10)
+    assert not rule(10.0, 0.1, True, np.inf, 0.25, 0.01, 10)
+
+
+def test_cache_hits_happen_and_save_oracle_calls(ocr_small):
+    train, _ = ocr_small
+    model = ChainModel(train.subset(range(150)))
+    s = Solver(model, lam=0.1, step="pairwise", sampling="gap", cache={"enabled": True}, max_passes=20)
+    r = s.run()
+    assert r.cache_hits > 0
+    assert r.oracle_calls == r.steps - r.cache_hits + s.S.counters[kr.C_GAPPASS] * model.n
+    assert r.effective_passes == pytest.approx(r.oracle_calls / model.n)
+
+
+def test_eviction_never_drops_an_active_atom():
+    model = ChainModel(random_chain_data(n=4, T_range=(3, 5), K=4, F=3, seed=9))
+    s = Solver(model, lam=0.001, step="fw", cache=CacheConfig(enabled=True, size=1), sampling="uniform",
+               track_active_set=True, max_passes=1e9)
+    for _ in range(50):
+        s.steps(20)
+        check_invariants(s)  # Σα = 1 would break if an active atom were evicted
+    # FW steps keep many active atoms: the pool holds them all, beyond the cache size
+    assert s.active_set_sizes().max() > 1
+    assert np.all(s.cache_sizes() >= s.active_set_sizes())
+
+
+def _box_qp_optimum(data, lam, lb, ub):
+    """Independent: min_w λ/2‖w‖² + (1/n)Σ_i ξ_i s.t. ξ_i >= L(y) − ⟨w, δψ_i(y)⟩ ∀y, lb <= w <= ub
+    over all labellings (tiny problems), by SLSQP."""
+    model = ChainModel(data)
+    n, d, K = data.n, model.d, data.n_labels
+    rows, losses, owner = [], [], []
+    for i in range(n):
+        x = data.dense_features(i)
+        gt = model.ground_truth(i)
+        pg = ref.joint_feature(x, gt, K)
+        for y in ref.all_labelings(len(gt), K):
+            rows.append(pg - ref.joint_feature(x, y, K))
+            losses.append(ref.hamming(gt, y))
+            owner.append(i)
+    Dpsi, L, owner = np.array(rows), np.array(losses), np.array(owner)
+    E = np.zeros((len(owner), n))
+    E[np.arange(len(owner)), owner] = 1
+
+    def f(z):
+        w, xi = z[:d], z[d:]
+        return 0.5 * lam * w @ w + xi.sum() / n
+
+    def jac(z):
+        return np.concatenate([lam * z[:d], np.full(n, 1.0 / n)])
+
+    cons = {"type": "ineq", "fun": lambda z: z[d:] @ E.T + Dpsi @ z[:d] - L,
+            "jac": lambda z: np.hstack([Dpsi, E])}
+    bounds = [(None if np.isinf(a) else a, None if np.isinf(b) else b) for a, b in zip(lb, ub)] + [(0, None)] * n
+    z0 = np.concatenate([np.clip(np.zeros(d), lb, ub), np.ones(n)])
+    res = minimize(f, z0, jac=jac, constraints=[cons], bounds=bounds, method="SLSQP",
+                   options={"ftol": 1e-14, "maxiter": 2000})
+    assert res.success, res.message
+    return res.fun, res.x[:d]
+
+
+def test_box_constrained_problem_converges_to_independent_qp():
+    data = random_chain_data(n=4, T_range=(1, 3), K=2, F=2, seed=13)
+    lam = 0.05
+    m = ChainModel(data)
+    # unconstrained optimum, to pick bounds it violates
+    free = Solver(m, lam=lam, gap_threshold=1e-9, gap_check=1, max_passes=1e5, step="pairwise").run()
+    lb = np.full(m.d, -np.inf)
+    ub = np.full(m.d, np.inf)
+    j = int(np.argmax(np.abs(free.w)))
+    if free.w[j] > 0:
+        ub[j] = 0.3 * free.w[j]
+    else:
+        lb[j] = 0.3 * free.w[j]
+    lb[np.argsort(free.w)[:2]] = np.maximum(lb[np.argsort(free.w)[:2]], -0.1)
+    qp_val, qp_w = _box_qp_optimum(data, lam, lb, ub)
+    s = Solver(m, lam=lam, lb=lb, ub=ub, gap_threshold=1e-7, gap_check=1, max_passes=2e5, step="pairwise")
+    r = s.run()
+    assert r.exact_gap <= 1e-7
+    assert np.all(r.w >= lb) and np.all(r.w <= ub)
+    assert r.primal == pytest.approx(ref.primal_objective(data, r.w, lam), rel=1e-12)
+    # the App. H gap is a certificate: primal − optimum <= gap, and it converged to the QP optimum
+    assert r.primal - qp_val <= r.exact_gap + 1e-7
+    assert qp_val - r.primal <= 1e-7
+    assert free.primal < qp_val - 1e-6  # the bound was active
+
+
+def test_box_gap_equals_lagrange_gap():
+    data = random_chain_data(n=6, T_range=(1, 4), K=3, F=3, seed=4)
+    m = ChainModel(data)
+    lb = np.zeros(m.d)  # positivity constraints, as for the paper's HorseSeg / LSP models
+    s = Solver(m, lam=0.02, lb=lb, max_passes=1e9, step="combined")
+    s.steps(500)
+    ex = s.exact_gap(count=False)
+    # independent Lagrange gap: primal at w = clip(v) minus the box dual (Paper: App. H)
+    S = s.S
+    v, w = S.v, S.w
+    assert np.allclose(w, np.maximum(v, 0))
+    primal = ref.primal_objective(data, w, 0.02)
+    beta_l = np.maximum(lb - v, 0)  # ub = +inf: β_u = 0
+    ell = S.ell.sum()
+    dual = ell - 0.5 * 0.02 * w @ w + 0.02 * beta_l @ lb
+    assert ex.primal == pytest.approx(primal, rel=1e-12)
+    assert ex.gap == pytest.approx(primal - dual, abs=1e-12)
+    assert ex.gap >= 0
+
+
+@pytest.mark.slow
+def test_bcpfw_gap_cache_reaches_bcfw_optimum(ocr_small):
+    train, _ = ocr_small
+    model = ChainModel(train)
+    a = Solver(model, lam=0.1, step="pairwise", sampling="gap", cache={"enabled": True},
+               gap_threshold=1e-3, max_passes=500).run()
+    b = Solver(model, lam=0.1, step="fw", sampling="gap", gap_threshold=1e-3, max_passes=1500).run()
+    assert a.exact_gap <= 1e-3 and b.exact_gap <= 1e-3
+    assert abs(a.primal - b.primal) <= max(a.exact_gap, b.exact_gap)
+    assert a.cache_hits > 0
+
+
+def test_batch_step_keeps_invariants_and_counts():
+    model = ChainModel(random_chain_data(n=8, T_range=(1, 4), K=3, F=3, seed=6))
+    s = Solver(model, lam=0.05, step="pairwise", batch_step=True, gap_check=1, max_passes=10)
+    D0 = s.dual_objective()
+    r = s.run()
+    assert r.step_counts["batch"] >= 1
+    assert any(t["kind"] == "batch" for t in r.trace)
+    check_invariants(s)
+    assert s.dual_objective() >= D0
+
+
+def test_warm_start_keeps_primal_or_dual():
+    model = ChainModel(random_chain_data(n=6, T_range=(1, 4), K=3, F=3, seed=3))
+    s = Solver(model, lam=0.1, step="pairwise", max_passes=20)
+    s.run()
+    p = s.warm_start(0.05, keep="primal")
+    assert np.allclose(p.w, s.w)
+    check_invariants(p)
+    d = s.warm_start(0.05, keep="dual")
+    assert np.allclose(d.w, 2 * s.w)
+    check_invariants(d)
+    assert p.iteration == 0 and p.oracle_calls == 0
+
+
+def test_bad_box_and_cache_input():
+    model = ChainModel(random_chain_data(n=3, seed=1))
+    with pytest.raises(ValueError, match="cache factor F"):
+        Solver(model, lam=0.1, cache={"enabled": True, "factor": 0})
+    with pytest.raises(ValueError, match="nu"):
+        Solver(model, lam=0.1, cache={"enabled": True, "nu": -0.1})
+    with pytest.raises(ValueError, match="size"):
+        Solver(model, lam=0.1, cache={"enabled": True, "size": 0})
+    with pytest.raises(ValueError, match="lb <= ub"):
+        Solver(model, lam=0.1, lb=np.zeros(model.d), ub=-np.ones(model.d))
+    with pytest.raises(ValueError, match="NaN"):
+        Solver(model, lam=0.1, ub=np.full(model.d, np.nan))
+    with pytest.raises(ValueError, match="track_active_set"):
+        Solver(model, lam=0.1, step="pairwise", track_active_set=False)
