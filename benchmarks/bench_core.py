@@ -1,0 +1,102 @@
+"""Speed and memory of the solver core on OCR-large (issues 2 and 3).
+
+Prints JSON (medians over repeated runs) and writes benchmarks/out/bench_core.json:
+  - numba compile time (cold cache, separate),
+  - seconds per effective pass: BCFW uniform, BCFW gap sampling, BCPFW + gap + cache,
+  - microseconds per max-oracle call (Viterbi + scores, from exact gap passes),
+  - peak RSS of each configuration (each in its own process).
+
+Usage: python benchmarks/bench_core.py [--repeats 5] [--passes 20] [--lam 0.001]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import run_child, write_json  # noqa: E402
+
+CHILD = r"""
+import time, json, numpy as np
+from gaplab.core import ChainModel, Solver, load_ocr
+train, _ = load_ocr("large")
+model = ChainModel(train)
+s = Solver(model, lam={lam}, sampling="{sampling}", step="{step}", cache={{"enabled": {cache}}},
+           gap_check=10, max_passes=1e9, seed={seed})
+s.steps(10)  # kernels loaded from the numba cache
+t0 = s.wall_time
+r = s.run(max_passes={passes}, final_gap_check=False)
+dt = s.wall_time - t0
+passes = s.effective_passes
+# oracle cost: exact gap passes (n oracle calls each) on the final iterate
+t = time.perf_counter()
+for _ in range(3):
+    s.exact_gap(count=False)
+oracle_us = (time.perf_counter() - t) / (3 * model.n) * 1e6
+print(json.dumps({{"s_per_effective_pass": dt / passes, "effective_passes": passes, "steps": s.iteration,
+                  "cache_hits": r.cache_hits, "oracle_us": oracle_us, "state_mb": s.memory_bytes() / 2**20,
+                  "n": model.n, "d": model.d}}))
+"""
+
+COMPILE = r"""
+import time, json
+t = time.perf_counter()
+from gaplab.core.warmup import warmup
+secs = warmup()
+print(json.dumps({"warmup_s": secs, "import_and_warmup_s": time.perf_counter() - t}))
+"""
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--passes", type=float, default=20)
+    ap.add_argument("--lam", type=float, default=0.001)
+    args = ap.parse_args(argv)
+    import numpy as np
+
+    with tempfile.TemporaryDirectory() as cache_dir:
+        cold = run_child(COMPILE, {"NUMBA_CACHE_DIR": cache_dir})
+    warm = run_child(COMPILE)
+    configs = {
+        "bcfw_uniform": dict(sampling="uniform", step="fw", cache=False),
+        "bcfw_gap": dict(sampling="gap", step="fw", cache=False),
+        "bcpfw_gap_cache": dict(sampling="gap", step="pairwise", cache=True),
+    }
+    results = {}
+    for name, cfg in configs.items():
+        runs = [run_child(CHILD.format(lam=args.lam, passes=args.passes, seed=seed, **cfg)) for seed in range(args.repeats)]
+        results[name] = {
+            "median_s_per_effective_pass": float(np.median([r["s_per_effective_pass"] for r in runs])),
+            "min_s_per_effective_pass": float(np.min([r["s_per_effective_pass"] for r in runs])),
+            "max_s_per_effective_pass": float(np.max([r["s_per_effective_pass"] for r in runs])),
+            "median_us_per_oracle_call": float(np.median([r["oracle_us"] for r in runs])),
+            "median_peak_rss_mb": float(np.median([r["peak_rss_mb"] for r in runs])),
+            "max_peak_rss_mb": float(np.max([r["peak_rss_mb"] for r in runs])),
+            "median_state_mb": float(np.median([r["state_mb"] for r in runs])),
+            "median_cache_hits": float(np.median([r["cache_hits"] for r in runs])),
+            "runs": runs,
+        }
+    ratio = results["bcpfw_gap_cache"]["median_s_per_effective_pass"] / results["bcfw_uniform"]["median_s_per_effective_pass"]
+    out = {
+        "dataset": "ocr-large", "lam": args.lam, "repeats": args.repeats, "passes_per_run": args.passes,
+        "compile": {"cold_cache_warmup_s": cold["warmup_s"], "warm_cache_warmup_s": warm["warmup_s"]},
+        "configs": results,
+        "bcpfw_cache_over_bcfw_pass_time": ratio,
+        "targets": {"s_per_effective_pass": 0.25, "peak_rss_mb": 1536, "bcpfw_cache_over_bcfw": 2.0},
+        "meets_targets": bool(
+            all(r["median_s_per_effective_pass"] <= 0.25 and r["max_peak_rss_mb"] <= 1536 for r in results.values())
+            and ratio <= 2.0),
+    }
+    path = write_json("bench_core.json", out)
+    summary = {k: v for k, v in out.items() if k != "configs"}
+    summary["configs"] = {k: {kk: vv for kk, vv in v.items() if kk != "runs"} for k, v in results.items()}
+    print(json.dumps(summary, indent=1))
+    print(f"wrote {path}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

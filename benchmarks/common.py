@@ -1,0 +1,75 @@
+"""Shared helpers of the benchmark scripts (run from the repository root)."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+OUT = Path(__file__).resolve().parent / "out"
+
+
+def out_dir() -> Path:
+    OUT.mkdir(parents=True, exist_ok=True)
+    return OUT
+
+
+def clean(obj):
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [clean(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return clean(obj.item())
+    return obj
+
+
+def write_json(name: str, data) -> Path:
+    p = out_dir() / name
+    p.write_text(json.dumps(clean(data), indent=1))
+    return p
+
+
+def run_child(code: str, env_extra=None) -> dict:
+    """Run python code in a fresh interpreter; it must print one JSON object on its last line.
+    Adds the child's peak RSS (MB)."""
+    env = dict(os.environ)
+    if env_extra:
+        env.update(env_extra)
+    wrapped = code + "\nimport resource, json as _j\nprint(_j.dumps({'__rss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))\n"
+    out = subprocess.run([sys.executable, "-c", wrapped], capture_output=True, text=True, env=env, check=True)
+    lines = [ln for ln in out.stdout.strip().splitlines() if ln.startswith("{")]
+    res = json.loads(lines[-2])
+    res["peak_rss_mb"] = json.loads(lines[-1])["__rss_mb"]
+    return res
+
+
+def gap_curves(traces, xkey):
+    """Exact-gap points (x, gap) of a list of traces (gap-check records only)."""
+    out = []
+    for tr in traces:
+        pts = [(r[xkey], r["exact_gap"]) for r in tr if r["kind"] == "gap_check" and r["exact_gap"] is not None
+               and np.isfinite(r["exact_gap"])]
+        out.append(np.array(pts) if pts else np.zeros((0, 2)))
+    return out
+
+
+def band(curves, grid):
+    """Median, min and max over runs of log-interpolated gap curves on a common x grid."""
+    vals = []
+    for c in curves:
+        if len(c) < 2:
+            continue
+        y = np.exp(np.interp(grid, c[:, 0], np.log(np.maximum(c[:, 1], 1e-300)), left=np.nan, right=np.nan))
+        vals.append(y)
+    if not vals:
+        return None
+    V = np.array(vals)
+    with np.errstate(all="ignore"):
+        return np.nanmedian(V, axis=0), np.nanmin(V, axis=0), np.nanmax(V, axis=0)

@@ -1,0 +1,137 @@
+"""Convergence figures: duality gap vs effective passes and vs time.
+
+--preset sampling      (issue 2) BCFW uniform vs gap sampling on OCR-small (λ = 0.01) and
+                       OCR-large (λ = 0.001).
+--preset combinations  (issue 3, the paper's Fig. 3, 5, 6) the 8 combinations
+                       uniform/gap × FW/pairwise × cache/no cache, median and min–max band over
+                       seeds, OCR-small λ ∈ {0.1, 0.01, 0.001} and OCR-large λ = 0.001.
+
+Writes PNG and JSON to benchmarks/out/. The exact gap is measured at the gap checks (every
+--gap-check passes, counted as passes as in the paper).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import band, gap_curves, out_dir, write_json  # noqa: E402
+
+STYLE = {  # (colour, linestyle) as in the paper's figures: colour = method, dashes = cache
+    ("uniform", "fw"): "tab:blue", ("gap", "fw"): "tab:red",
+    ("uniform", "pairwise"): "tab:green", ("gap", "pairwise"): "tab:purple",
+}
+
+
+def label(sampling, step, cache):
+    name = {"fw": "BCFW", "pairwise": "BCPFW"}[step]
+    return f"{name} {sampling}{' + cache' if cache else ''}"
+
+
+def run_setting(dataset, lam, methods, seeds, passes, gap_check):
+    from gaplab.core import ChainModel, Solver, load_ocr
+    train, _ = load_ocr(dataset)
+    model = ChainModel(train)
+    out = {}
+    for (sampling, step, cache) in methods:
+        traces, summary = [], []
+        for seed in seeds:
+            s = Solver(model, lam=lam, sampling=sampling, step=step, cache={"enabled": cache},
+                       gap_check=gap_check, max_passes=passes, seed=seed)
+            r = s.run(final_gap_check=True)
+            traces.append(r.trace)
+            summary.append({"seed": seed, "exact_gap": r.exact_gap, "primal": r.primal, "dual": r.dual,
+                            "effective_passes": r.effective_passes, "wall_time_s": r.wall_time_s,
+                            "cache_hits": r.cache_hits})
+        out[label(sampling, step, cache)] = {"traces": traces, "runs": summary,
+                                            "key": (sampling, step, cache)}
+    return out
+
+
+def plot(ax_pass, ax_time, results, title):
+    for name, res in results.items():
+        sampling, step, cache = res["key"]
+        colour = STYLE[(sampling, step)]
+        ls = "--" if cache else "-"
+        for ax, xkey in ((ax_pass, "effective_passes"), (ax_time, "wall_time_s")):
+            curves = gap_curves(res["traces"], xkey)
+            hi = max((c[-1, 0] for c in curves if len(c)), default=1.0)
+            lo = min((c[0, 0] for c in curves if len(c)), default=0.0)
+            grid = np.linspace(lo, hi, 200)
+            b = band(curves, grid)
+            if b is None:
+                continue
+            med, mn, mx = b
+            ax.plot(grid, med, color=colour, ls=ls, lw=1.6, label=name)
+            if len(curves) > 1:
+                ax.fill_between(grid, mn, mx, color=colour, alpha=0.15, lw=0)
+    for ax, xl in ((ax_pass, "effective passes"), (ax_time, "time (s)")):
+        ax.set_yscale("log")
+        ax.set_xlabel(xl)
+        ax.grid(True, which="both", alpha=0.3)
+    ax_pass.set_ylabel("duality gap")
+    ax_pass.set_title(title, fontsize=10)
+    ax_time.set_title(title, fontsize=10)
+
+
+def comparisons(results):
+    """Final median gaps and whether gap sampling / cache ever lost (at equal passes and time)."""
+    rows = {}
+    for name, res in results.items():
+        gaps = [r["exact_gap"] for r in res["runs"]]
+        times = [r["wall_time_s"] for r in res["runs"]]
+        rows[name] = {"median_final_gap": float(np.median(gaps)), "median_time_s": float(np.median(times)),
+                      "median_effective_passes": float(np.median([r["effective_passes"] for r in res["runs"]]))}
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--preset", choices=["sampling", "combinations"], default="sampling")
+    ap.add_argument("--seeds", type=int, default=None)
+    ap.add_argument("--passes-small", type=float, default=None)
+    ap.add_argument("--passes-large", type=float, default=None)
+    ap.add_argument("--gap-check", type=float, default=10)
+    args = ap.parse_args(argv)
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if args.preset == "sampling":
+        methods = [("uniform", "fw", False), ("gap", "fw", False)]
+        settings = [("small", 0.01, args.passes_small or 200), ("large", 0.001, args.passes_large or 100)]
+        seeds = range(args.seeds or 1)
+    else:
+        methods = [(s, st, c) for st in ("fw", "pairwise") for s in ("uniform", "gap") for c in (False, True)]
+        settings = [("small", 0.1, args.passes_small or 100), ("small", 0.01, args.passes_small or 100),
+                    ("small", 0.001, args.passes_small or 100), ("large", 0.001, args.passes_large or 40)]
+        seeds = range(args.seeds or 5)
+    fig, axes = plt.subplots(2, len(settings), figsize=(4.2 * len(settings), 7.5), squeeze=False)
+    summary = {"preset": args.preset, "seeds": list(seeds), "gap_check": args.gap_check, "settings": []}
+    for col, (ds, lam, passes) in enumerate(settings):
+        res = run_setting(ds, lam, methods, seeds, passes, args.gap_check)
+        plot(axes[0, col], axes[1, col], res, f"OCR-{ds}, λ = {lam}")
+        summary["settings"].append({"dataset": f"ocr-{ds}", "lam": lam, "pass_budget": passes,
+                                    "methods": comparisons(res),
+                                    "traces": {k: [[{kk: r[kk] for kk in ("kind", "effective_passes", "wall_time_s",
+                                                                          "exact_gap", "heuristic_gap", "dual", "primal")}
+                                                    for r in tr] for tr in v["traces"]] for k, v in res.items()}})
+        print(f"done OCR-{ds} λ={lam}", file=sys.stderr)
+    axes[0, 0].legend(fontsize=8)
+    fig.suptitle("gaplab: duality gap (exact, at gap checks) — median and min–max over seeds"
+                 if len(seeds) > 1 else "gaplab: duality gap (exact, at gap checks)", fontsize=11)
+    fig.tight_layout()
+    png = out_dir() / f"convergence_{args.preset}.png"
+    fig.savefig(png, dpi=110)
+    path = write_json(f"convergence_{args.preset}.json", summary)
+    brief = [{"dataset": s["dataset"], "lam": s["lam"], "methods": s["methods"]} for s in summary["settings"]]
+    print(json.dumps(brief, indent=1))
+    print(f"wrote {png} and {path}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
