@@ -12,6 +12,9 @@ import numpy as np
 
 __all__ = ["SequenceData"]
 
+# extras that describe the whole data set (not one entry per token or per sequence)
+_GLOBAL_EXTRAS = frozenset({"attribute_names"})
+
 
 @dataclass(frozen=True, eq=False)
 class SequenceData:
@@ -170,7 +173,9 @@ class SequenceData:
         ) if feat_indptr[-1] else np.zeros(0, np.int64)
         extras = {}
         for k, v in self.extras.items():
-            if isinstance(v, np.ndarray) and v.shape[:1] == (self.n_tokens,):
+            if k in _GLOBAL_EXTRAS:  # data-set-wide, never sliced
+                extras[k] = v
+            elif isinstance(v, np.ndarray) and v.shape[:1] == (self.n_tokens,):
                 extras[k] = v[tok]
             elif isinstance(v, (list, tuple)) and len(v) == self.n:
                 extras[k] = type(v)(v[j] for j in idx)
@@ -186,6 +191,26 @@ class SequenceData:
             label_names=self.label_names,
             name=name or f"{self.name}[subset]",
             extras=extras,
+        )
+
+    def compact(self, name: str | None = None) -> "SequenceData":
+        """The same sequences with only the attributes that occur, renumbered in increasing
+        order (n_features shrinks; the model's d with it). Useful for small subsets of a
+        data set with a huge attribute dictionary (CoNLL)."""
+        used = np.unique(self.feat_indices)
+        if used.size == 0:
+            used = np.zeros(1, dtype=np.int64)
+        remap = np.full(self.n_features, -1, dtype=np.int64)
+        remap[used] = np.arange(used.size)
+        extras = dict(self.extras)
+        names = extras.get("attribute_names")
+        if names is not None and len(names) == self.n_features:
+            extras["attribute_names"] = tuple(names[j] for j in used)
+        return SequenceData(
+            seq_offsets=self.seq_offsets, feat_indptr=self.feat_indptr,
+            feat_indices=remap[self.feat_indices], feat_values=self.feat_values,
+            labels=self.labels, n_features=int(used.size), label_names=self.label_names,
+            name=name or f"{self.name}[compact]", extras=extras,
         )
 
     @classmethod

@@ -1,0 +1,1012 @@
+"""Regularization path of the structured SVM (Paper: Sec. 4, Proposition 1; App. D, Alg. 6-7;
+App. K) and grid search over λ with or without warm starts.
+
+ε-approximate path
+    Breakpoints λ_0 = λ_∞ > λ_1 > ... with weights w_j such that, for every λ >= λ_end,
+    :meth:`RegPath.w_at` returns an ε-approximate primal point: (λ_0/λ)·w_0 for λ >= λ_0, and
+    w_j for λ in [λ_{j+1}, λ_j] (piecewise constant). Each w_j comes with the dual point α_j it
+    was computed from; the certificate for λ in [λ_{j+1}, λ_j] is α_j rescaled by Proposition 1
+    (ρ = λ/λ_j), whose duality gap at λ is g_j + (1 − ρ)·Δ_j <= ε exactly.
+
+    * Initialization (Alg. 6, :func:`init_reg_path`): ỹ_i = argmax_y L_i(y) (oracle at w = 0),
+      ψ̃ = (1/n) Σ_i δψ_i(ỹ_i), θ_i = max_y −⟨ψ̃, δψ_i(y)⟩ and
+      λ_∞ = (‖ψ̃‖² + (1/n) Σ_i θ_i) / (κε); the dual point α_i = e_{ỹ_i} gives w_∞ = ψ̃/λ_∞ whose
+      gap is at most κε at λ_∞ (and (λ_∞/λ)·κε at λ >= λ_∞, with w = ψ̃/λ).
+    * Induction (Alg. 7): Δ = (1/n) Σ_i Σ_y α_i(y) H_i(y; w) = ℓ − λ‖w‖² (Σ_i δ_i, δ_i per block),
+      τ = ε − g, ρ = 1 − τ/Δ. ρ <= 0 (Δ <= τ) ends the path: w_j is ε-approximate for every
+      λ < λ_j. Otherwise λ_{j+1} = ρλ_j, the dual variables (and active sets) are rescaled
+      towards the ground truth (:meth:`Solver.warm_start` with ``keep="primal"``; ℓ_i ← ρℓ_i),
+      the block gap estimates move by (1 − ρ)δ_i (Proposition 1, block by block) and the SSVM
+      solver runs to κε. If λ_{j+1} < λ_min the path stops *before* solving there: w_j already
+      covers [λ_{j+1}, λ_j] ∋ λ_min (Alg. 7 as printed solves one more, useless, breakpoint).
+
+    The solver's stopping rule at a breakpoint is the authors' "true gap when converged": after
+    each pass, when the stale gap sum falls to κε an exact gap pass (counted) confirms it; the
+    periodic gap checks (``SolverConfig.gap_check``) also stop it.
+
+heuristic path (App. K)
+    The same recursion, but the solver stops when the *stale* gap sum is <= κε (no exact pass)
+    and τ uses that stale sum. Cheaper, no guarantee (the paper uses κ = 0.7).
+
+grid search (App. K)
+    A decreasing grid (default 2^15, 2^14, ..., 2^-15), each λ solved to exact gap <= ε, from
+    scratch (``warm_start="none"``), keeping w and rescaling α by Proposition 1
+    (``"primal"``, the paper's choice) or keeping α and rescaling w (``"dual"``).
+
+Names of the authors' options: ``regularization_path`` -> :func:`regularization_path`,
+``regularization_path_eps`` -> ``eps``, ``regularization_path_a`` -> ``kappa``,
+``regularization_path_min_lambda`` -> ``lam_min``, ``lambda_values`` -> ``lams`` of
+:func:`grid_search`, ``warm_start_type`` -> ``warm_start``.
+
+For the app: :func:`iter_path` / :func:`iter_grid` are generators yielding one
+:class:`PathPoint` as soon as it is computed; :class:`RegPath` collects them (``append``), answers
+``w_at(lam)``, and saves/loads itself with ``np.savez`` (no pickle).
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field, fields
+from typing import Callable, Iterator
+
+import numpy as np
+from numba import njit
+
+from . import kernels as kr
+from .config import SolverConfig, Status
+from .solver import Solver
+
+__all__ = [
+    "PathConfig", "PathInit", "PathPoint", "RegPath",
+    "init_reg_path", "block_deltas", "prop1_warm_start",
+    "iter_path", "regularization_path", "iter_grid", "grid_search", "default_grid",
+]
+
+FORMAT_VERSION = 1
+_TAU_SAFETY = 1e-9  # τ = ε(1 − 1e-9) − g: the new breakpoint's gap stays <= ε despite round-off
+
+
+def default_grid(hi: int = 15, lo: int = -15) -> np.ndarray:
+    """The paper's grid 2^hi, 2^(hi-1), ..., 2^lo (31 values by default), decreasing."""
+    if lo > hi:
+        raise ValueError(f"default_grid needs lo <= hi, got hi={hi}, lo={lo}")
+    return 2.0 ** np.arange(hi, lo - 1, -1, dtype=np.float64)
+
+
+# ============================================================================ configuration
+def _finite_positive(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise ValueError(f"{name} must be a number > 0, got {value!r}")
+    v = float(value)
+    if not (math.isfinite(v) and v > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return v
+
+
+@dataclass(frozen=True)
+class PathConfig:
+    """Settings of a regularization path (Paper: Alg. 7, App. K).
+
+    Parameters
+    ----------
+    eps : float
+        ε > 0: every λ >= λ_end gets an ε-approximate w (the authors' regularization_path_eps).
+    kappa : float
+        κ in (0, 1): the solver runs to κε at each breakpoint (regularization_path_a). The paper
+        uses 0.9 for the ε-approximate path and 0.7 for the heuristic path.
+    lam_min : float
+        λ_min > 0: the path stops once it covers λ_min (regularization_path_min_lambda).
+    heuristic : bool
+        Heuristic path: stop the solver on the stale gap sum, no exact gap pass.
+    max_passes_per_breakpoint : float
+        Solver budget at one breakpoint (effective passes, gap passes included).
+    time_limit : float
+        Budget of the whole path in seconds (inf: none); the path stops when it is used up.
+    max_breakpoints : int
+        Safety cap on the number of breakpoints.
+    true_gaps : bool
+        Also compute the exact gap at every breakpoint where the algorithm does not need it (the
+        heuristic path, λ_∞) as an uncounted, untimed diagnostic (Fig. 7, bottom).
+    verify_heuristic_gap : bool
+        ε-path: run an exact gap pass when the stale gap sum falls below κε (authors'
+        true_gap_when_converged). Off: only the periodic gap checks can stop the solver.
+    check_every : float
+        Effective passes of solver work between two looks at the stale gap sum (0.1: ten looks
+        per pass). Smaller values stop the solver earlier at a breakpoint.
+    """
+
+    eps: float = 0.1
+    kappa: float = 0.9
+    lam_min: float = 2.0 ** -15
+    heuristic: bool = False
+    max_passes_per_breakpoint: float = 1000.0
+    time_limit: float = math.inf
+    max_breakpoints: int = 100_000
+    true_gaps: bool = False
+    verify_heuristic_gap: bool = True
+    check_every: float = 0.1
+
+    def __post_init__(self):
+        object.__setattr__(self, "eps", _finite_positive("eps", self.eps))
+        k = self.kappa
+        if isinstance(k, bool) or not isinstance(k, (int, float, np.floating)) or not (0.0 < float(k) < 1.0):
+            raise ValueError(f"kappa must be in (0, 1), got {k!r}")
+        object.__setattr__(self, "kappa", float(k))
+        object.__setattr__(self, "lam_min", _finite_positive("lam_min", self.lam_min))
+        for name in ("heuristic", "true_gaps", "verify_heuristic_gap"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        mp = self.max_passes_per_breakpoint
+        if isinstance(mp, bool) or not isinstance(mp, (int, float)) or math.isnan(mp) or mp <= 0:
+            raise ValueError(f"max_passes_per_breakpoint must be > 0, got {mp!r}")
+        tl = self.time_limit
+        if isinstance(tl, bool) or not isinstance(tl, (int, float)) or math.isnan(tl) or tl <= 0:
+            raise ValueError(f"time_limit must be > 0 (inf for none), got {tl!r}")
+        ce = self.check_every
+        if isinstance(ce, bool) or not isinstance(ce, (int, float)) or not (0 < ce <= 1e6):
+            raise ValueError(f"check_every must be > 0 (passes), got {ce!r}")
+        mb = self.max_breakpoints
+        if isinstance(mb, bool) or not isinstance(mb, int) or mb < 1:
+            raise ValueError(f"max_breakpoints must be an int >= 1, got {mb!r}")
+
+    def replace(self, **changes) -> "PathConfig":
+        from dataclasses import replace
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return _json_safe(asdict(self))
+
+
+def _json_safe(obj):
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else str(obj)
+    if isinstance(obj, dict):
+        return {str(k): _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    if hasattr(obj, "name") and hasattr(obj, "value"):  # enums
+        return obj.name.lower()
+    if isinstance(obj, (np.floating,)):
+        return _json_safe(float(obj))
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    return obj
+
+
+def _solver_config_dict(cfg: SolverConfig) -> dict:
+    d = asdict(cfg)
+    d.pop("lam", None)
+    return _json_safe(d)
+
+
+def _as_solver_config(solver_config) -> SolverConfig:
+    """The solver settings used at every breakpoint / grid point; the path owns the stopping
+    rule, so ``stop_on_heuristic_gap`` is switched off."""
+    if solver_config is None:
+        solver_config = SolverConfig(sampling="gap")
+    elif isinstance(solver_config, dict):
+        solver_config = SolverConfig(**solver_config)
+    elif not isinstance(solver_config, SolverConfig):
+        raise TypeError(f"solver_config must be a SolverConfig, got {type(solver_config).__name__}")
+    return solver_config.replace(stop_on_heuristic_gap=False)
+
+
+# ============================================================================ kernels
+@njit(cache=True, nogil=True)
+def _loss_oracle(M, zero_w, h, ybuf, vit_f, vit_i, y_out, loss_out):
+    """ỹ_i = argmax_y L_i(y) (max oracle at w = 0) for every block (Paper: Alg. 6, line 3)."""
+    for i in range(M.n):
+        b = M.lab_off[i]
+        L = M.lab_off[i + 1] - b
+        kr.block_scores(M, i, zero_w, h)
+        kr.block_oracle(M, i, h, ybuf, vit_f, vit_i)
+        for t in range(L):
+            y_out[b + t] = ybuf[t]
+        loss_out[i] = kr.label_loss(M, i, ybuf)
+
+
+@njit(cache=True, nogil=True)
+def _theta(M, zero_w, psi, h0, h, ybuf, ygt, vit_f, vit_i, y_tilde, theta_out, dot_out):
+    """θ_i = max_y ⟨ψ̃, ψ(x_i, y)⟩ − ⟨ψ̃, ψ(x_i, y_i)⟩ (plain decoding at w = ψ̃) and
+    ⟨ψ̃, δψ_i(ỹ_i)⟩ (Paper: Alg. 6, lines 9 and 13). The loss is removed from the
+    loss-augmented scores by subtracting the scores at w = 0 (which are the loss alone)."""
+    for i in range(M.n):
+        so = M.stat_off[i]
+        p = M.stat_off[i + 1] - so
+        b = M.lab_off[i]
+        L = M.lab_off[i + 1] - b
+        kr.block_scores(M, i, zero_w, h0)
+        kr.block_scores(M, i, psi, h)
+        for q in range(p):
+            h[q] -= h0[q]
+        best = kr.block_oracle(M, i, h, ybuf, vit_f, vit_i)
+        kr.gt_label(M, i, ygt)
+        s_gt = kr.label_dot(M, i, ygt, h)
+        theta_out[i] = best - s_gt
+        for t in range(L):
+            ybuf[t] = y_tilde[b + t]
+        dot_out[i] = s_gt - kr.label_dot(M, i, ybuf, h)
+
+
+@njit(cache=True, nogil=True)
+def _block_deltas(M, w, mu, h, ygt, out):
+    """δ_i = (1/n) Σ_y α_i(y) H_i(y; w) = (1/n)(⟨μ_i, h_i⟩ − ⟨m(y_i), h_i⟩), h_i the
+    loss-augmented scores (Paper: Alg. 7, line 4: δ_i = ℓ_i − λ⟨w, w_i⟩)."""
+    n = M.n
+    for i in range(n):
+        so = M.stat_off[i]
+        p = M.stat_off[i + 1] - so
+        kr.block_scores(M, i, w, h)
+        s = 0.0
+        for q in range(p):
+            s += mu[so + q] * h[q]
+        kr.gt_label(M, i, ygt)
+        out[i] = (s - kr.label_dot(M, i, ygt, h)) / n
+
+
+def _buffers(M):
+    max_lab = int(np.diff(M.lab_off).max())
+    max_stat = int(np.diff(M.stat_off).max())
+    return (np.zeros(max_stat), np.zeros(max_stat), np.zeros(max_lab, dtype=np.int64),
+            np.zeros(max_lab, dtype=np.int64), np.zeros(max_lab * M.K), np.zeros(max_lab * M.K, dtype=np.int64))
+
+
+def block_deltas(solver: Solver) -> np.ndarray:
+    """Per-block δ_i = (1/n) Σ_y α_i(y) H_i(y; w) at the solver's current point (no oracle call;
+    Paper: Alg. 7 line 4). Σ_i δ_i = Δ = ℓ − λ‖w‖² (Proposition 1)."""
+    if solver.S.lb.size:
+        raise ValueError("the regularization path does not support box constraints")
+    M = solver.model.arrays
+    h, _, ygt, _, _, _ = _buffers(M)
+    out = np.zeros(M.n)
+    _block_deltas(M, solver.S.w, solver.S.mu, h, ygt, out)
+    return out
+
+
+def _ell_delta(solver: Solver):
+    """(ℓ, Δ) with ℓ = Σ_i ℓ_i (dual = ℓ − λ/2‖w‖²) and Δ = ℓ − λ‖w‖²."""
+    w = solver.S.w
+    sq = float(w @ w)
+    dual = solver.dual_objective()
+    ell = dual + 0.5 * solver.lam * sq
+    return ell, ell - solver.lam * sq
+
+
+# ============================================================================ Alg. 6
+@dataclass
+class PathInit:
+    """Result of the path initialization (Paper: Alg. 6).
+
+    Attributes
+    ----------
+    lam_inf : float
+        λ_∞ = (‖ψ̃‖² + mean θ_i) / (κε).
+    psi_tilde : ndarray (d,)
+        ψ̃ = (1/n) Σ_i δψ_i(ỹ_i); w_∞ = ψ̃/λ_∞ and w = ψ̃/λ for λ >= λ_∞.
+    y_tilde : list of int64 arrays
+        ỹ_i = argmax_y L_i(y), the dual point α_i = e_{ỹ_i}.
+    theta : ndarray (n,)
+        θ_i = max_y −⟨ψ̃, δψ_i(y)⟩ >= 0.
+    block_bounds : ndarray (n,)
+        Alg. 6 line 13 at λ_∞: g_i <= (θ_i + ⟨ψ̃, δψ_i(ỹ_i)⟩)/(nλ_∞); they sum to κε.
+    ell : float
+        ℓ = (1/n) Σ_i L_i(ỹ_i) (the dual's linear term at α_∞).
+    gap_bound : float
+        Upper bound on the duality gap at λ_∞ (= κε, or 0 when ψ̃ = 0).
+    oracle_calls : int
+        2n (loss-only oracle at w = 0 and plain decoding at w = ψ̃).
+    time_s : float
+    """
+
+    lam_inf: float
+    psi_tilde: np.ndarray
+    y_tilde: list
+    theta: np.ndarray
+    block_bounds: np.ndarray
+    ell: float
+    gap_bound: float
+    oracle_calls: int
+    time_s: float
+
+    @property
+    def w_inf(self) -> np.ndarray:
+        return self.psi_tilde / self.lam_inf
+
+
+def init_reg_path(model, eps: float = 0.1, kappa: float = 0.9) -> PathInit:
+    """λ_∞, ψ̃, θ_i and the dual point α_∞ = (e_{ỹ_i})_i of Alg. 6.
+
+    When ψ̃ = 0 (w = 0 is optimal for every λ) λ_∞ is set to 1 with a zero gap bound.
+    """
+    eps = _finite_positive("eps", eps)
+    PathConfig(eps=eps, kappa=kappa)  # validates kappa
+    t0 = time.perf_counter()
+    M = model.arrays
+    n, d = M.n, M.d
+    h0, h, ybuf, ygt, vit_f, vit_i = _buffers(M)
+    zero = np.zeros(d)
+    y_flat = np.zeros(int(M.lab_off[-1]), dtype=np.int64)
+    losses = np.zeros(n)
+    _loss_oracle(M, zero, h0, ybuf, vit_f, vit_i, y_flat, losses)
+    y_tilde = [y_flat[M.lab_off[i]:M.lab_off[i + 1]].copy() for i in range(n)]
+    # ψ̃ = λ·w(α_∞) at any λ: a scratch solver at λ = 1 (no atoms, nothing else allocated).
+    scratch = Solver(model, SolverConfig(lam=1.0, sampling="uniform", step="fw", track_active_set=False,
+                                         max_passes=1.0), log_size=1)
+    scratch.set_vertices(y_tilde)
+    psi = scratch.S.w.copy()
+    del scratch
+    theta = np.zeros(n)
+    dots = np.zeros(n)
+    _theta(M, zero, psi, h0, h, ybuf, ygt, vit_f, vit_i, y_flat, theta, dots)
+    num = float(psi @ psi) + float(theta.mean())
+    if num > 0:
+        lam_inf = num / (kappa * eps)
+        bound = kappa * eps
+    else:
+        lam_inf, bound = 1.0, 0.0
+    block_bounds = (theta + dots) / (n * lam_inf)
+    return PathInit(lam_inf=float(lam_inf), psi_tilde=psi, y_tilde=y_tilde, theta=theta,
+                    block_bounds=block_bounds, ell=float(losses.mean()), gap_bound=float(bound),
+                    oracle_calls=2 * n, time_s=time.perf_counter() - t0)
+
+
+# ============================================================================ Proposition 1 warm start
+def prop1_warm_start(solver: Solver, lam_new: float, *, gap: float = math.nan,
+                     deltas: np.ndarray | None = None) -> Solver:
+    """A new solver at ``lam_new`` <= λ with w kept and α rescaled towards the ground truth
+    (Proposition 1, :meth:`Solver.warm_start` ``keep="primal"``), whose block gap estimates
+    are moved by (1 − ρ)δ_i as in Alg. 7 (line 15) instead of being left stale, and whose
+    global gap g^(k_0) (cache criterion) is set to ``gap`` + (1 − ρ)Δ when ``gap`` is given.
+    """
+    rho = float(lam_new) / solver.lam
+    if deltas is None:
+        deltas = block_deltas(solver)
+    est = solver.S.gap_est
+    saved = est.copy()
+    try:
+        fin = np.isfinite(est)
+        est[fin] += (1.0 - rho) * deltas[fin]
+        new = solver.warm_start(float(lam_new), keep="primal")
+    finally:
+        est[:] = saved
+    if math.isfinite(gap):
+        new.S.scalars[kr.S_GLOBAL_GAP] = max(gap + (1.0 - rho) * float(deltas.sum()), 0.0)
+    return new
+
+
+# ============================================================================ one solve
+_STATUS_NAMES = {s: s.name.lower() for s in Status}
+
+
+def _solve(solver: Solver, target: float, *, heuristic: bool, verify: bool, max_passes: float,
+           time_limit: float, should_stop, check_every: float = 0.1):
+    """Run ``solver`` until its gap is <= target; returns (result, status name).
+
+    The solver advances in chunks of ``check_every`` effective passes (``Solver.run`` with a
+    growing pass budget). After each chunk the stale gap sum is compared with the target:
+    heuristic mode stops there; exact mode then runs a counted exact gap pass (the authors'
+    "true gap when converged") and stops if the exact gap is <= target. A failed check doubles
+    the work required before the next one (so failed checks cost at most as much as the solver
+    work). The solver's periodic gap checks (``gap_check``) also stop it. Exact mode ends with
+    an exact gap of the final iterate (as ``run(final_gap_check=True)``)."""
+    n = solver.n
+    t_begin = time.perf_counter()
+    chunk = max(check_every, 1.0 / n)
+    next_check_calls = 0
+    backoff = max(1, int(round(check_every * n)))
+    fresh = False
+    status = None
+    while status is None:
+        if solver.effective_passes >= max_passes:
+            status = "max_passes"
+            break
+        remaining = time_limit - (time.perf_counter() - t_begin)
+        if remaining <= 0:
+            status = "time_limit"
+            break
+        budget = min(max_passes, solver.effective_passes + chunk)
+        res = solver.run(max_passes=budget, time_limit=remaining, gap_threshold=target,
+                         final_gap_check=False, should_stop=should_stop)
+        if res.status == Status.CONVERGED:  # a periodic exact gap check
+            status, fresh = "converged", True
+            break
+        if res.status in (Status.TIME_LIMIT, Status.STOPPED):
+            status = _STATUS_NAMES[res.status]
+            break
+        if solver.heuristic_gap <= target:
+            if heuristic:
+                status = "converged_heuristic"
+                break
+            if verify and solver.oracle_calls >= next_check_calls:
+                if solver.exact_gap(count=True).gap <= target:
+                    status, fresh = "converged", True
+                    break
+                next_check_calls = solver.oracle_calls + backoff
+                backoff *= 2
+    if not heuristic and not fresh:
+        solver.exact_gap(count=True)
+    solver.status = {"converged": Status.CONVERGED, "converged_heuristic": Status.CONVERGED_HEURISTIC,
+                     "max_passes": Status.MAX_PASSES, "time_limit": Status.TIME_LIMIT,
+                     "stopped": Status.STOPPED}[status]
+    return solver.result(), status
+
+
+# ============================================================================ points and the path object
+@dataclass
+class PathPoint:
+    """One breakpoint of a path (or one grid point), as soon as it is computed.
+
+    Attributes
+    ----------
+    index : int
+    lam : float
+        λ_j.
+    w : ndarray (d,)
+        w_j (ε-path: κε-approximate at λ_j).
+    rho : float
+        λ_j / λ_{j-1} (NaN for the first point).
+    gap : float
+        The gap the algorithm used: exact for the ε-path and grid search, the stale sum for the
+        heuristic path, Alg. 6's bound κε at λ_∞.
+    exact_gap, primal, dual : float
+        Exact duality gap, primal and dual objectives at λ_j (NaN where not computed).
+    ell : float
+        ℓ = Σ_i ℓ_i of the dual point (dual objective = ℓ − λ/2‖w‖²).
+    delta : float
+        Δ = ℓ − λ‖w‖² (Proposition 1).
+    next_lam : float
+        ρ_{j+1}λ_j: w_j is ε-approximate on [next_lam, λ_j] (0: for all λ below λ_j; NaN: grid
+        points, or the point is not certified).
+    passes, oracle_calls : float, int
+        Effective passes / max-oracle calls spent on this point (Alg. 6 counts 2 passes).
+    time_s, solver_time_s : float
+        Wall time of this point's work (warm start, rescaling, solver; test error excluded) and
+        the solver's share of it.
+    cum_passes, cum_time_s : float
+        Cumulative from the start of the path / grid search.
+    test_error : float
+        Test error of w_j (NaN without test data).
+    status : str
+        "init" (λ_∞), "converged" (exact gap <= target), "converged_heuristic", "max_passes",
+        "time_limit", "stopped".
+    certified : bool
+        gap <= ε at λ_j (ε-path/grid: exact; heuristic: the stale sum).
+    end : str
+        Why the path ends at this point ("" if it goes on): "rho<=0", "lam_min", "not_converged",
+        "time_limit", "stopped", "max_breakpoints", "stalled".
+    solver : Solver or None
+        The live solver at this point (only with ``keep_solver=True``; not saved). Read it before
+        asking for the next point or copy it.
+    """
+
+    index: int
+    lam: float
+    w: np.ndarray
+    rho: float = math.nan
+    gap: float = math.nan
+    exact_gap: float = math.nan
+    primal: float = math.nan
+    dual: float = math.nan
+    ell: float = math.nan
+    delta: float = math.nan
+    next_lam: float = math.nan
+    passes: float = 0.0
+    oracle_calls: int = 0
+    time_s: float = 0.0
+    solver_time_s: float = 0.0
+    cum_passes: float = 0.0
+    cum_time_s: float = 0.0
+    test_error: float = math.nan
+    status: str = ""
+    certified: bool = False
+    end: str = ""
+    solver: Solver | None = field(default=None, repr=False, compare=False)
+
+    def row(self) -> dict:
+        """The scalar fields as a dict (JSON-friendly up to NaN)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("w", "solver")}
+
+
+_FLOAT_COLS = ("lam", "rho", "gap", "exact_gap", "primal", "dual", "ell", "delta", "next_lam", "passes",
+               "time_s", "solver_time_s", "cum_passes", "cum_time_s", "test_error")
+_INT_COLS = ("index", "oracle_calls")
+_BOOL_COLS = ("certified",)
+_STR_COLS = ("status", "end")
+
+
+class RegPath:
+    """A regularization path (kind "eps" or "heuristic") or a grid search (kind "grid").
+
+    Build it from :func:`regularization_path` / :func:`grid_search`, or incrementally with
+    :meth:`append` while consuming :func:`iter_path` / :func:`iter_grid`.
+
+    Arrays (one entry per point, in computation order, λ decreasing): ``lams``, ``W`` (J, d) and
+    the columns of :class:`PathPoint` through :meth:`column` (``cum_passes``, ``cum_time_s``,
+    ``test_error``, ...).
+    """
+
+    def __init__(self, kind: str, meta: dict | None = None, points=()):
+        if kind not in ("eps", "heuristic", "grid"):
+            raise ValueError(f"kind must be 'eps', 'heuristic' or 'grid', got {kind!r}")
+        self.kind = kind
+        self.meta = dict(meta or {})
+        self._rows: list[dict] = []
+        self._W: list[np.ndarray] = []
+        for p in points:
+            self.append(p)
+
+    # ------------------------------------------------------------------ building
+    def append(self, point: PathPoint) -> None:
+        if self._rows and not point.lam < self._rows[-1]["lam"]:
+            raise ValueError(f"points must have decreasing λ; got {point.lam} after {self._rows[-1]['lam']}")
+        self._rows.append(point.row())
+        self._W.append(np.array(point.w, dtype=np.float64))
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __repr__(self) -> str:
+        if not self._rows:
+            return f"RegPath(kind={self.kind!r}, empty)"
+        return (f"RegPath(kind={self.kind!r}, {len(self)} points, λ {self.lams[0]:.4g} -> {self.lams[-1]:.4g}, "
+                f"{self.column('cum_passes')[-1]:.1f} passes, {self.column('cum_time_s')[-1]:.2f} s, "
+                f"end={self.end_reason!r})")
+
+    # ------------------------------------------------------------------ arrays
+    @property
+    def lams(self) -> np.ndarray:
+        return np.array([r["lam"] for r in self._rows], dtype=np.float64)
+
+    @property
+    def W(self) -> np.ndarray:
+        if not self._W:
+            return np.zeros((0, int(self.meta.get("d", 0))))
+        return np.vstack(self._W)
+
+    def column(self, name: str) -> np.ndarray:
+        if name in _FLOAT_COLS:
+            return np.array([r[name] for r in self._rows], dtype=np.float64)
+        if name in _INT_COLS:
+            return np.array([r[name] for r in self._rows], dtype=np.int64)
+        if name in _BOOL_COLS:
+            return np.array([r[name] for r in self._rows], dtype=bool)
+        if name in _STR_COLS:
+            return np.array([r[name] for r in self._rows], dtype=str)
+        raise KeyError(f"unknown column {name!r}")
+
+    def rows(self) -> list[dict]:
+        return [dict(r) for r in self._rows]
+
+    def point(self, j: int) -> PathPoint:
+        r = dict(self._rows[j])
+        return PathPoint(w=self._W[j].copy(), **r)
+
+    @property
+    def total_passes(self) -> float:
+        return float(sum(r["passes"] for r in self._rows))
+
+    @property
+    def total_time_s(self) -> float:
+        return float(sum(r["time_s"] for r in self._rows))
+
+    @property
+    def lam_inf(self) -> float:
+        """λ_∞ (first breakpoint) of a path."""
+        return float(self._rows[0]["lam"]) if self._rows else math.nan
+
+    @property
+    def end_reason(self) -> str:
+        """Why the path ended ("stopped" when the generator was abandoned)."""
+        if not self._rows:
+            return "empty"
+        return self._rows[-1]["end"] or ("done" if self.kind == "grid" else "stopped")
+
+    @property
+    def lam_end(self) -> float:
+        """Smallest λ the path covers: w_at works on [lam_end, ∞) (NaN for a grid)."""
+        if self.kind == "grid" or not self._rows:
+            return math.nan
+        for r in reversed(self._rows):
+            if r["certified"]:
+                return float(r["next_lam"]) if math.isfinite(r["next_lam"]) else float(r["lam"])
+        return float(self._rows[0]["lam"])
+
+    # ------------------------------------------------------------------ queries
+    def piece_at(self, lam: float) -> tuple[int, float]:
+        """(j, scale) with w_at(lam) = scale · W[j] (Paper: Sec. 4: (λ_1/λ)·w_1 above the first
+        breakpoint, then piecewise constant)."""
+        lam = _finite_positive("lam", lam)
+        if not self._rows:
+            raise ValueError("the path is empty")
+        lams = self.lams
+        if self.kind == "grid":
+            j = int(np.argmin(np.abs(np.log(lams) - math.log(lam))))
+            if abs(lams[j] - lam) > 1e-12 * lam:
+                raise ValueError(f"λ={lam} is not on the grid (nearest {lams[j]})")
+            return j, 1.0
+        if lam >= lams[0]:
+            return 0, float(lams[0] / lam)
+        cert = self.column("certified")
+        ok = np.flatnonzero((lams >= lam) & cert)
+        j = int(ok[-1])
+        lo = self._rows[j]["next_lam"]
+        if not (lam >= lo or (math.isnan(lo) and lam >= lams[j])):
+            raise ValueError(f"λ={lam} is below the end of the path (λ_end = {self.lam_end})")
+        return j, 1.0
+
+    def w_at(self, lam: float) -> np.ndarray:
+        """The path's weights at λ (ε-approximate for λ >= lam_end on an ε-path)."""
+        j, scale = self.piece_at(lam)
+        return scale * self._W[j]
+
+    def gap_at(self, lam: float) -> float:
+        """Duality gap at λ of the path's primal-dual pair (Proposition 1): g_j + (1 − λ/λ_j)Δ_j on
+        [λ_{j+1}, λ_j]; above λ_∞, the bound (λ_∞/λ)·g_0. Exact for an ε-path, where g_j is exact."""
+        j, scale = self.piece_at(lam)
+        r = self._rows[j]
+        if self.kind != "grid" and j == 0 and lam >= r["lam"]:
+            return float(r["gap"] * scale)
+        return float(r["gap"] + (1.0 - lam / r["lam"]) * r["delta"])
+
+    def duality_gap(self, model, lam: float) -> tuple[float, float, float]:
+        """(gap, primal, dual) at λ, computed afresh: primal of w_at(λ) from n max-oracle calls,
+        dual of the path's dual point at λ (α_j rescaled by Proposition 1: D = ρℓ_j − λ/2‖w_j‖²;
+        above λ_∞ the dual point α_∞ is kept: D = ℓ_0 − λ/2‖w‖²)."""
+        from .models import label_score, max_oracle
+        j, scale = self.piece_at(lam)
+        w = scale * self._W[j]
+        n = model.arrays.n
+        hinge = 0.0
+        for i in range(n):
+            _, val = max_oracle(model, i, w)
+            hinge += val - label_score(model, i, w, model.ground_truth(i))
+        primal = 0.5 * lam * float(w @ w) + hinge / n
+        r = self._rows[j]
+        rho = 1.0 if (j == 0 and lam >= r["lam"]) else lam / r["lam"]
+        dual = rho * r["ell"] - 0.5 * lam * float(w @ w)
+        return primal - dual, primal, dual
+
+    def best(self, column: str = "test_error") -> PathPoint:
+        """The point with the smallest value of a column (default test error)."""
+        vals = self.column(column)
+        if not np.isfinite(vals).any():
+            raise ValueError(f"no finite {column} on this path")
+        return self.point(int(np.nanargmin(vals)))
+
+    # ------------------------------------------------------------------ persistence (no pickle)
+    def save(self, file) -> None:
+        """np.savez with λ_j, W (J×d), one array per column and the JSON metadata."""
+        arrays = {"lams": self.lams, "W": self.W}
+        for c in _FLOAT_COLS + _INT_COLS + _BOOL_COLS:
+            arrays[c] = self.column(c)
+        for c in _STR_COLS:
+            arrays[c] = np.array([r[c] for r in self._rows], dtype="U32").reshape(len(self))
+        meta = dict(self.meta)
+        meta.update(kind=self.kind, format_version=FORMAT_VERSION)
+        arrays["meta_json"] = np.array(json.dumps(_json_safe(meta)))
+        np.savez(file, **arrays)
+
+    @classmethod
+    def load(cls, file) -> "RegPath":
+        with np.load(file, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta_json"]))
+            kind = meta.pop("kind")
+            version = meta.pop("format_version", None)
+            if version != FORMAT_VERSION:
+                raise ValueError(f"unsupported path file version {version!r}")
+            out = cls(kind, meta)
+            W = z["W"]
+            cols = {c: z[c] for c in _FLOAT_COLS + _INT_COLS + _BOOL_COLS + _STR_COLS}
+        for j in range(W.shape[0]):
+            r = {}
+            for c in _FLOAT_COLS:
+                r[c] = float(cols[c][j])
+            for c in _INT_COLS:
+                r[c] = int(cols[c][j])
+            r["certified"] = bool(cols["certified"][j])
+            for c in _STR_COLS:
+                r[c] = str(cols[c][j])
+            out._rows.append(r)
+            out._W.append(W[j].astype(np.float64))
+        return out
+
+    def summary(self) -> dict:
+        return _json_safe({
+            "kind": self.kind, "points": len(self), "lam_first": self.lams[0] if len(self) else None,
+            "lam_last": self.lams[-1] if len(self) else None, "lam_end": self.lam_end,
+            "end": self.end_reason, "total_passes": self.total_passes, "total_time_s": self.total_time_s,
+            "certified": int(self.column("certified").sum()) if len(self) else 0,
+        })
+
+
+# ============================================================================ the path (Alg. 6-7)
+def _path_config(config, overrides) -> PathConfig:
+    if config is None:
+        config = PathConfig(**overrides)
+    elif isinstance(config, PathConfig):
+        if overrides:
+            config = config.replace(**overrides)
+    else:
+        raise TypeError(f"config must be a PathConfig, got {type(config).__name__}")
+    return config
+
+
+def _next_step(point: PathPoint, eps: float, lam_min: float) -> None:
+    """Fill next_lam / end of a solved point (Alg. 7 lines 4-12)."""
+    g, D = point.gap, point.delta
+    point.certified = bool(g <= eps)
+    if not point.certified:
+        point.next_lam = math.nan
+        point.end = "not_converged"
+        return
+    tau = eps * (1.0 - _TAU_SAFETY) - g
+    if tau <= 0:
+        point.next_lam = point.lam
+        point.end = "stalled"
+        return
+    if D <= tau:  # ρ <= 0: w_j is ε-approximate for every λ < λ_j
+        point.next_lam = 0.0
+        point.end = "rho<=0"
+        return
+    rho = 1.0 - tau / D
+    point.next_lam = rho * point.lam
+    if point.next_lam < lam_min:
+        point.end = "lam_min"
+
+
+def iter_path(model, config: PathConfig | None = None, solver_config: SolverConfig | None = None, *,
+              test_data=None, should_stop: Callable[[], bool] | None = None, keep_solver: bool = False,
+              **overrides) -> Iterator[PathPoint]:
+    """Compute the regularization path, yielding each breakpoint as soon as it is computed.
+
+    Parameters
+    ----------
+    model : ChainModel or MulticlassModel
+    config : PathConfig, optional
+        Path settings; keyword ``overrides`` (eps=, kappa=, lam_min=, heuristic=, ...) replace
+        single fields (validated: ValueError on bad values).
+    solver_config : SolverConfig, optional
+        The SSVM solver run at every breakpoint (any sampling / step / cache); default BCFW + gap
+        sampling. Its lam, gap_threshold, max_passes and time_limit are set by the path.
+    test_data : SequenceData, optional
+        Test error of every w_j (outside the timed work).
+    should_stop : callable() -> bool, optional
+        Polled during the solver runs and between breakpoints (app's Stop button).
+    keep_solver : bool
+        Attach the live solver to each yielded point (``point.solver``).
+
+    Yields
+    ------
+    PathPoint
+        λ_∞ first (Alg. 6), then one per induction step (Alg. 7). The last one has ``end`` set
+        unless the generator is closed or ``should_stop`` fires between breakpoints.
+    """
+    cfg = _path_config(config, overrides)
+    scfg = _as_solver_config(solver_config)
+    eps, kappa = cfg.eps, cfg.kappa
+    target = kappa * eps
+    exact = not cfg.heuristic
+    t_start = time.perf_counter()
+    excluded = 0.0  # diagnostics (test error, true gaps) are not part of the path's cost
+
+    def used():
+        return time.perf_counter() - t_start - excluded
+
+    # ---- initialization (Alg. 6)
+    t0 = time.perf_counter()
+    init = init_reg_path(model, eps, kappa)
+    solver = Solver(model, scfg.replace(lam=init.lam_inf, gap_threshold=target,
+                                        max_passes=cfg.max_passes_per_breakpoint, time_limit=math.inf))
+    solver.set_vertices(init.y_tilde)
+    n = solver.n
+    point = PathPoint(index=0, lam=init.lam_inf, w=solver.w, gap=init.gap_bound,
+                      passes=init.oracle_calls / n, oracle_calls=init.oracle_calls,
+                      time_s=time.perf_counter() - t0, solver_time_s=0.0, status="init")
+    point.ell, point.delta = _ell_delta(solver)
+    point.dual = solver.dual_objective()
+    cum_passes, cum_time = point.passes, point.time_s
+    point.cum_passes, point.cum_time_s = cum_passes, cum_time
+    t1 = time.perf_counter()
+    if cfg.true_gaps:
+        ex = solver.exact_gap(count=False)
+        point.exact_gap, point.primal = ex.gap, ex.primal
+    if test_data is not None:
+        point.test_error = model.error(point.w, test_data)
+    excluded += time.perf_counter() - t1
+    _next_step(point, eps, cfg.lam_min)
+    _budget_end(point, cfg, used(), should_stop)
+    if keep_solver:
+        point.solver = solver
+    yield point
+
+    # ---- induction (Alg. 7)
+    j = 0
+    while not point.end:
+        if should_stop is not None and should_stop():
+            return
+        t0 = time.perf_counter()
+        lam_new = point.next_lam
+        new = prop1_warm_start(solver, lam_new, gap=point.gap)
+        del solver
+        remaining = cfg.time_limit - used()
+        res, status = _solve(new, target, heuristic=not exact, verify=cfg.verify_heuristic_gap,
+                             max_passes=cfg.max_passes_per_breakpoint, time_limit=remaining,
+                             should_stop=should_stop, check_every=cfg.check_every)
+        solver = new
+        j += 1
+        elapsed = time.perf_counter() - t0
+        gap = res.exact_gap if exact else solver.heuristic_gap
+        rho = lam_new / point.lam
+        point = PathPoint(index=j, lam=lam_new, w=res.w, rho=rho, gap=gap, passes=res.effective_passes,
+                          oracle_calls=res.oracle_calls, time_s=elapsed, solver_time_s=res.wall_time_s,
+                          status=status)
+        point.ell, point.delta = _ell_delta(solver)
+        point.dual = solver.dual_objective()
+        if exact:
+            point.exact_gap, point.primal = res.exact_gap, res.primal
+        cum_passes += point.passes
+        cum_time += point.time_s
+        point.cum_passes, point.cum_time_s = cum_passes, cum_time
+        t1 = time.perf_counter()
+        if cfg.true_gaps and not exact:
+            ex = solver.exact_gap(count=False)
+            point.exact_gap, point.primal = ex.gap, ex.primal
+        if test_data is not None:
+            point.test_error = model.error(point.w, test_data)
+        excluded += time.perf_counter() - t1
+        _next_step(point, eps, cfg.lam_min)
+        if status in ("time_limit", "stopped") and point.end in ("", "not_converged"):
+            point.end = status
+        _budget_end(point, cfg, used(), should_stop)
+        if not point.end and j + 1 >= cfg.max_breakpoints:
+            point.end = "max_breakpoints"
+        if keep_solver:
+            point.solver = solver
+        yield point
+
+
+def _budget_end(point, cfg, used_s, should_stop):
+    if point.end:
+        return
+    if used_s >= cfg.time_limit:
+        point.end = "time_limit"
+    elif should_stop is not None and should_stop():
+        point.end = "stopped"
+
+
+def _path_meta(model, cfg: PathConfig, scfg: SolverConfig, meta) -> dict:
+    out = {"n": int(model.arrays.n), "d": int(model.arrays.d), "path_config": cfg.to_dict(),
+           "solver_config": _solver_config_dict(scfg)}
+    out.update(meta or {})
+    return out
+
+
+def regularization_path(model, config: PathConfig | None = None, solver_config: SolverConfig | None = None, *,
+                        test_data=None, should_stop=None, callback: Callable[[PathPoint], object] | None = None,
+                        meta: dict | None = None, **overrides) -> RegPath:
+    """The whole path (ε-approximate, or heuristic with ``heuristic=True``) as a :class:`RegPath`.
+    ``callback(point)`` is called on every breakpoint (CLI table, progress bar); returning True
+    stops the path. See :func:`iter_path` for the parameters."""
+    cfg = _path_config(config, overrides)
+    scfg = _as_solver_config(solver_config)
+    path = RegPath("heuristic" if cfg.heuristic else "eps", _path_meta(model, cfg, scfg, meta))
+    for p in iter_path(model, cfg, scfg, test_data=test_data, should_stop=should_stop):
+        if callback is not None and callback(p) is True and not p.end:
+            p.end = "stopped"
+            path.append(p)
+            break
+        path.append(p)
+        if len(path) == 1:
+            path.meta["lam_inf"] = p.lam
+    return path
+
+
+# ============================================================================ grid search
+_WARM = {"none": "none", "no": "none", "cold": "none", "primal": "primal", "keep-primal": "primal",
+         "keep_primal": "primal", "dual": "dual", "keep-dual": "dual", "keep_dual": "dual"}
+
+
+def _check_grid(lams) -> np.ndarray:
+    if lams is None:
+        return default_grid()
+    try:
+        arr = np.asarray(lams, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        raise ValueError(f"lams must be a sequence of numbers, got {lams!r}") from None
+    if arr.size == 0:
+        raise ValueError("the λ grid is empty")
+    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise ValueError("every λ of the grid must be finite and > 0")
+    if arr.size > 1 and not np.all(np.diff(arr) < 0):
+        raise ValueError("the λ grid must be strictly decreasing (largest λ first)")
+    return arr
+
+
+def iter_grid(model, lams=None, *, eps: float = 0.1, warm_start: str = "primal",
+              solver_config: SolverConfig | None = None, test_data=None, max_passes_per_point: float = 1000.0,
+              time_limit: float = math.inf, verify_heuristic_gap: bool = True, check_every: float = 0.1,
+              should_stop: Callable[[], bool] | None = None, keep_solver: bool = False) -> Iterator[PathPoint]:
+    """Grid search: solve to exact gap <= ε at each λ of a decreasing grid (default 2^15..2^-15),
+    yielding each point as it is computed.
+
+    warm_start : "none" (fresh solver: w = 0, α on the ground truth), "primal" (keep w, rescale α
+    by Proposition 1, gap estimates moved accordingly; the paper's choice) or "dual" (keep α,
+    w ← (λ_old/λ) w; gap estimates left stale).
+    """
+    lams = _check_grid(lams)
+    eps = _finite_positive("eps", eps)
+    key = str(warm_start).strip().lower() if warm_start is not None else "none"
+    if key not in _WARM:
+        raise ValueError(f"warm_start must be 'none', 'primal' or 'dual', got {warm_start!r}")
+    mode = _WARM[key]
+    max_passes_per_point = _finite_positive("max_passes_per_point", max_passes_per_point)
+    if isinstance(time_limit, bool) or math.isnan(float(time_limit)) or float(time_limit) <= 0:
+        raise ValueError(f"time_limit must be > 0 (inf for none), got {time_limit!r}")
+    scfg = _as_solver_config(solver_config)
+    t_start = time.perf_counter()
+    excluded = 0.0
+    cum_passes = cum_time = 0.0
+    solver = None
+    prev_gap = math.nan
+    for j, lam in enumerate(lams):
+        used = time.perf_counter() - t_start - excluded
+        if used >= time_limit or (should_stop is not None and should_stop()):
+            return
+        t0 = time.perf_counter()
+        if solver is None or mode == "none":
+            solver = Solver(model, scfg.replace(lam=float(lam), gap_threshold=eps,
+                                                max_passes=max_passes_per_point, time_limit=math.inf))
+        elif mode == "primal":
+            solver = prop1_warm_start(solver, float(lam), gap=prev_gap)
+        else:
+            solver = solver.warm_start(float(lam), keep="dual")
+        res, status = _solve(solver, eps, heuristic=False, verify=verify_heuristic_gap,
+                             max_passes=max_passes_per_point, time_limit=time_limit - used,
+                             should_stop=should_stop, check_every=check_every)
+        elapsed = time.perf_counter() - t0
+        prev_gap = res.exact_gap
+        point = PathPoint(index=j, lam=float(lam), w=res.w, rho=float(lam / lams[j - 1]) if j else math.nan,
+                          gap=res.exact_gap, exact_gap=res.exact_gap, primal=res.primal, dual=res.dual,
+                          passes=res.effective_passes, oracle_calls=res.oracle_calls, time_s=elapsed,
+                          solver_time_s=res.wall_time_s, status=status)
+        point.ell, point.delta = _ell_delta(solver)
+        point.certified = bool(res.exact_gap <= eps)
+        cum_passes += point.passes
+        cum_time += point.time_s
+        point.cum_passes, point.cum_time_s = cum_passes, cum_time
+        if test_data is not None:
+            t1 = time.perf_counter()
+            point.test_error = model.error(point.w, test_data)
+            excluded += time.perf_counter() - t1
+        if j == len(lams) - 1:
+            point.end = "done"
+        elif status in ("time_limit", "stopped"):
+            point.end = status
+        if keep_solver:
+            point.solver = solver
+        yield point
+
+
+def grid_search(model, lams=None, *, eps: float = 0.1, warm_start: str = "primal",
+                solver_config: SolverConfig | None = None, test_data=None, max_passes_per_point: float = 1000.0,
+                time_limit: float = math.inf, verify_heuristic_gap: bool = True, check_every: float = 0.1,
+                should_stop=None, callback: Callable[[PathPoint], object] | None = None, meta: dict | None = None) -> RegPath:
+    """Grid search as a :class:`RegPath` of kind "grid" (see :func:`iter_grid`)."""
+    lams_arr = _check_grid(lams)
+    scfg = _as_solver_config(solver_config)
+    m = {"n": int(model.arrays.n), "d": int(model.arrays.d), "eps": float(eps), "warm_start": str(warm_start),
+         "grid": lams_arr.tolist(), "check_every": float(check_every), "solver_config": _solver_config_dict(scfg)}
+    m.update(meta or {})
+    path = RegPath("grid", m)
+    for p in iter_grid(model, lams_arr, eps=eps, warm_start=warm_start, solver_config=scfg, test_data=test_data,
+                       max_passes_per_point=max_passes_per_point, time_limit=time_limit,
+                       verify_heuristic_gap=verify_heuristic_gap, check_every=check_every,
+                       should_stop=should_stop):
+        stop = callback is not None and callback(p) is True
+        if stop and not p.end:
+            p.end = "stopped"
+        path.append(p)
+        if stop:
+            break
+    return path
