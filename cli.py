@@ -129,10 +129,11 @@ def cmd_train(args) -> int:
         from gaplab.core.datasets.conll import conlleval
         pred = model.predict(result.w, test)
         names = test.label_names
+        chunks = test.extras.get("chunks")  # the original gold tags (labels map unseen I-X to B-X)
         gold_seqs, pred_seqs = [], []
         for i in range(test.n):
             sl = test.tokens(i)
-            gold_seqs.append([names[k] for k in test.labels[sl]])
+            gold_seqs.append(list(chunks[i]) if chunks is not None else [names[k] for k in test.labels[sl]])
             pred_seqs.append([names[k] for k in pred[sl]])
         out["conlleval"] = conlleval(gold_seqs, pred_seqs)
     if not args.quiet:
@@ -175,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_solver_arguments(p)
     p.add_argument("--lam", type=_positive_float, default=0.01, help="regularization lambda")
     p.add_argument("--gap-threshold", type=float, default=1e-3, help="stop at this exact duality gap")
-    p.add_argument("--max-passes", type=_positive_float, default=500, help="budget in effective passes")
+    p.add_argument("--max-passes", type=_positive_float, default=1000, help="budget in effective passes")
     p.add_argument("--time-limit", type=_positive_float, default=math.inf, help="budget in seconds")
     p.add_argument("--test-every-check", action="store_true", help="evaluate test error at every gap check")
     p.add_argument("--out", default=None, help="write the result as JSON here")

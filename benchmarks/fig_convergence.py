@@ -5,6 +5,8 @@
 --preset combinations  (issue 3, the paper's Fig. 3, 5, 6) the 8 combinations
                        uniform/gap × FW/pairwise × cache/no cache, median and min–max band over
                        seeds, OCR-small λ ∈ {0.1, 0.01, 0.001} and OCR-large λ = 0.001.
+--preset conll         (issue 7) the 8 combinations on CoNLL-2000 at λ ∈ {0.01, 1/n, 0.0001},
+                       3 seeds (data from --data-home or $GAPLAB_DATA).
 
 Writes PNG and JSON to benchmarks/out/. The exact gap is measured at the gap checks (every
 --gap-check passes, counted as passes as in the paper).
@@ -32,10 +34,27 @@ def label(sampling, step, cache):
     return f"{name} {sampling}{' + cache' if cache else ''}"
 
 
-def run_setting(dataset, lam, methods, seeds, passes, gap_check):
-    from gaplab.core import ChainModel, Solver, load_ocr
-    train, _ = load_ocr(dataset)
-    model = ChainModel(train)
+_MODELS = {}
+
+
+def load_model(dataset, data_home=None):
+    from gaplab.core import ChainModel, load_ocr
+    if dataset not in _MODELS:
+        if dataset == "conll2000":
+            from gaplab.core.datasets.conll import load_conll2000
+            train, _ = load_conll2000(data_home=data_home)
+        else:
+            train, _ = load_ocr(dataset)
+        _MODELS.clear()
+        _MODELS[dataset] = ChainModel(train)
+    return _MODELS[dataset]
+
+
+def run_setting(dataset, lam, methods, seeds, passes, gap_check, data_home=None):
+    from gaplab.core import Solver
+    model = load_model(dataset, data_home)
+    if lam == "1/n":
+        lam = 1.0 / model.n
     out = {}
     for (sampling, step, cache) in methods:
         traces, summary = [], []
@@ -91,7 +110,8 @@ def comparisons(results):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--preset", choices=["sampling", "combinations"], default="sampling")
+    ap.add_argument("--preset", choices=["sampling", "combinations", "conll"], default="sampling")
+    ap.add_argument("--data-home", default=None, help="CoNLL-2000 directory (preset conll)")
     ap.add_argument("--seeds", type=int, default=None)
     ap.add_argument("--passes-small", type=float, default=None)
     ap.add_argument("--passes-large", type=float, default=None)
@@ -105,22 +125,28 @@ def main(argv=None):
         methods = [("uniform", "fw", False), ("gap", "fw", False)]
         settings = [("small", 0.01, args.passes_small or 200), ("large", 0.001, args.passes_large or 100)]
         seeds = range(args.seeds or 1)
-    else:
+    elif args.preset == "combinations":
         methods = [(s, st, c) for st in ("fw", "pairwise") for s in ("uniform", "gap") for c in (False, True)]
         settings = [("small", 0.1, args.passes_small or 100), ("small", 0.01, args.passes_small or 100),
                     ("small", 0.001, args.passes_small or 100), ("large", 0.001, args.passes_large or 40)]
         seeds = range(args.seeds or 5)
+    else:
+        methods = [(s, st, c) for st in ("fw", "pairwise") for s in ("uniform", "gap") for c in (False, True)]
+        settings = [("conll2000", 0.01, args.passes_large or 20), ("conll2000", "1/n", args.passes_large or 20),
+                    ("conll2000", 0.0001, args.passes_large or 20)]
+        seeds = range(args.seeds or 3)
     fig, axes = plt.subplots(2, len(settings), figsize=(4.2 * len(settings), 7.5), squeeze=False)
     summary = {"preset": args.preset, "seeds": list(seeds), "gap_check": args.gap_check, "settings": []}
     for col, (ds, lam, passes) in enumerate(settings):
-        res = run_setting(ds, lam, methods, seeds, passes, args.gap_check)
-        plot(axes[0, col], axes[1, col], res, f"OCR-{ds}, λ = {lam}")
-        summary["settings"].append({"dataset": f"ocr-{ds}", "lam": lam, "pass_budget": passes,
+        res = run_setting(ds, lam, methods, seeds, passes, args.gap_check, args.data_home)
+        dname = "CoNLL-2000" if ds == "conll2000" else f"OCR-{ds}"
+        plot(axes[0, col], axes[1, col], res, f"{dname}, λ = {lam}")
+        summary["settings"].append({"dataset": dname, "lam": lam, "pass_budget": passes,
                                     "methods": comparisons(res),
                                     "traces": {k: [[{kk: r[kk] for kk in ("kind", "effective_passes", "wall_time_s",
                                                                           "exact_gap", "heuristic_gap", "dual", "primal")}
                                                     for r in tr] for tr in v["traces"]] for k, v in res.items()}})
-        print(f"done OCR-{ds} λ={lam}", file=sys.stderr)
+        print(f"done {dname} λ={lam}", file=sys.stderr)
     axes[0, 0].legend(fontsize=8)
     fig.suptitle("gaplab: duality gap (exact, at gap checks) — median and min–max over seeds"
                  if len(seeds) > 1 else "gaplab: duality gap (exact, at gap checks)", fontsize=11)

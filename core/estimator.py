@@ -1,0 +1,119 @@
+"""A scikit-learn style estimator over the solver (fit / predict / score), without a
+scikit-learn dependency (get_params / set_params follow its conventions)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .config import CacheConfig, SolverConfig
+from .datasets.base import SequenceData
+from .models.chain import ChainModel
+from .solver import Solver
+
+__all__ = ["SSVM"]
+
+
+def _as_data(X, Y=None, *, n_labels=None, label_names=None, n_features=None):
+    if isinstance(X, SequenceData):
+        if Y is not None:
+            raise ValueError("pass labels inside the SequenceData, not as Y")
+        return X
+    if not isinstance(X, (list, tuple)) or len(X) == 0:
+        raise ValueError("X must be a non-empty list of arrays of shape (T_i, n_features) or a SequenceData")
+    if Y is None:  # prediction: dummy labels
+        Y = [np.zeros(np.asarray(x).shape[0], dtype=np.int64) for x in X]
+    if label_names is None:
+        K = n_labels if n_labels is not None else int(max(int(np.max(y)) for y in Y)) + 1
+        label_names = [str(k) for k in range(K)]
+    data = SequenceData.from_dense(list(X), list(Y), label_names, name="X")
+    if n_features is not None and data.n_features != n_features:
+        raise ValueError(f"X has {data.n_features} features per token, the model was fit with {n_features}")
+    return data
+
+
+class SSVM:
+    """Chain structured SVM trained by a BCFW-family solver.
+
+    Parameters
+    ----------
+    lam : float
+        Regularization λ > 0.
+    sampling, step, gap_power, gap_check, gap_threshold, max_passes, time_limit, seed,
+    batch_step : see :class:`gaplab.core.SolverConfig`.
+    cache : bool
+        Use the oracle cache (Paper: Alg. 5) with F = 0.25, ν = 0.01, size 100.
+
+    Attributes
+    ----------
+    coef_ : ndarray of float64, shape (d,)
+        The weight vector w after ``fit``.
+    result_ : Result
+        The solver's result (gap, passes, trace).
+    """
+
+    def __init__(self, lam=0.01, sampling="gap", step="fw", cache=False, gap_power=1.0, gap_check=10,
+                 gap_threshold=1e-3, max_passes=500, time_limit=float("inf"), seed=0, batch_step=False):
+        self.lam = lam
+        self.sampling = sampling
+        self.step = step
+        self.cache = cache
+        self.gap_power = gap_power
+        self.gap_check = gap_check
+        self.gap_threshold = gap_threshold
+        self.max_passes = max_passes
+        self.time_limit = time_limit
+        self.seed = seed
+        self.batch_step = batch_step
+
+    _PARAMS = ("lam", "sampling", "step", "cache", "gap_power", "gap_check", "gap_threshold", "max_passes",
+               "time_limit", "seed", "batch_step")
+
+    def get_params(self, deep=True) -> dict:
+        return {k: getattr(self, k) for k in self._PARAMS}
+
+    def set_params(self, **params) -> "SSVM":
+        for k, v in params.items():
+            if k not in self._PARAMS:
+                raise ValueError(f"unknown parameter {k!r}; valid: {', '.join(self._PARAMS)}")
+            setattr(self, k, v)
+        return self
+
+    def _config(self) -> SolverConfig:
+        return SolverConfig(lam=self.lam, sampling=self.sampling, step=self.step,
+                            cache=CacheConfig(enabled=bool(self.cache)), gap_power=self.gap_power,
+                            gap_check=self.gap_check, gap_threshold=self.gap_threshold,
+                            max_passes=self.max_passes, time_limit=self.time_limit, seed=self.seed,
+                            batch_step=self.batch_step)
+
+    def fit(self, X, Y=None) -> "SSVM":
+        """Fit on sequences X (list of (T_i, F) float arrays, or a SequenceData) with labels Y
+        (list of int arrays in [0, K)). Returns self."""
+        cfg = self._config()  # validate before any work
+        data = _as_data(X, Y)
+        self.model_ = ChainModel(data)
+        self.label_names_ = data.label_names
+        self.n_features_ = data.n_features
+        self.solver_ = Solver(self.model_, cfg)
+        self.result_ = self.solver_.run()
+        self.coef_ = self.result_.w
+        return self
+
+    def _check_fitted(self):
+        if not hasattr(self, "coef_"):
+            raise ValueError("this SSVM is not fitted yet; call fit first")
+
+    def predict(self, X):
+        """Decoded labellings argmax_y ⟨w, ψ(x, y)⟩: a list of int64 arrays (or one flat array of
+        token labels when X is a SequenceData)."""
+        self._check_fitted()
+        flat_in = isinstance(X, SequenceData)
+        data = _as_data(X, label_names=self.label_names_, n_features=self.n_features_)
+        pred = self.model_.predict(self.coef_, data)
+        if flat_in:
+            return pred
+        return [pred[data.tokens(i)] for i in range(data.n)]
+
+    def score(self, X, Y=None) -> float:
+        """Token accuracy (1 − normalized-by-token Hamming error)."""
+        self._check_fitted()
+        data = _as_data(X, Y, label_names=self.label_names_, n_features=self.n_features_)
+        return 1.0 - self.model_.error(self.coef_, data)
