@@ -688,20 +688,30 @@ def _rescale_to_gt(solver: Solver, rho: float):
     S.ell[:] *= rho
     S.scalars[kr.S_ELL] = float(S.ell.sum())
     if solver.track:
-        _rescale_atoms(M, S, rho)
+        _rescale_atoms(solver, rho)
     S.gap_est[:] = np.where(np.isfinite(S.gap_est), S.gap_est, np.inf)
 
 
-def _rescale_atoms(M, S, rho):
+def _rescale_atoms(solver, rho):
+    # Fix (regpath engineer): the ground-truth atom inserted here could take the last free slot
+    # of a pool (or find no free slot with a cache), after which a step's atom_insert failed
+    # silently and the atoms lost mass (Σα < 1, no longer matching μ). Insert with eviction of
+    # inactive atoms, grow when every slot is active, and keep a free slot in every pool.
+    M = solver._M
     for i in range(M.n):
+        S = solver.S
         L = int(M.lab_off[i + 1] - M.lab_off[i])
         y = np.zeros(L, dtype=np.int64)
         kr.gt_label(M, i, y)
-        hsh = kr.label_hash(y, L)
+        hsh = np.uint64(kr.label_hash(y, L))  # keep it uint64: a Python int >= 2**63 overflows int64
         S.a_alpha[i, : S.a_count[i]] *= rho
         s = kr.atom_find(M, S, i, y, hsh)
         if s < 0:
-            if S.a_count[i] >= S.a_alpha.shape[1]:
-                raise RuntimeError("atom pool full during rescaling")  # pools keep a free slot
             s = kr.atom_insert(M, S, i, y, hsh, kr.label_loss(M, i, y), 0)
+            if s < 0:  # every slot holds an active atom
+                solver.S = S = grow_atoms(M, S)
+                s = kr.atom_insert(M, S, i, y, hsh, kr.label_loss(M, i, y), 0)
         S.a_alpha[i, s] += 1.0 - rho
+        cap = S.a_alpha.shape[1]
+        if S.a_count[i] >= cap and np.all(S.a_alpha[i] > 0):
+            solver.S = grow_atoms(M, S)
