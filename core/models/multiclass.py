@@ -67,11 +67,11 @@ class MulticlassModel:
                 raise ValueError(f"gt[{i}] = {gt[i]} is outside [0, {Phi.shape[0]})")
             if Li[gt[i]] != 0:
                 raise ValueError(f"losses[{i}][gt[{i}]] must be 0, got {Li[gt[i]]}")
-            for y in range(Phi.shape[0]):
-                nz = np.flatnonzero(Phi[y])
-                rows_idx.append(nz)
-                rows_val.append(Phi[y, nz])
-                rows_indptr.append(rows_indptr[-1] + nz.size)
+            r, c = np.nonzero(Phi)  # row-major order: CSR of this block's label rows
+            rows_idx.append(c)
+            rows_val.append(Phi[r, c])
+            counts = np.bincount(r, minlength=Phi.shape[0])
+            rows_indptr.extend((rows_indptr[-1] + np.cumsum(counts)).tolist())
             loss_all.append(Li)
             row_off.append(row_off[-1] + Phi.shape[0])
         self.n = n
