@@ -14,15 +14,18 @@ App. K) and grid search over λ with or without warm starts.
       gap is at most κε at λ_∞ (and (λ_∞/λ)·κε at λ >= λ_∞, with w = ψ̃/λ).
     * Induction (Alg. 7): Δ = (1/n) Σ_i Σ_y α_i(y) H_i(y; w) = ℓ − λ‖w‖² (Σ_i δ_i, δ_i per block),
       τ = ε − g, ρ = 1 − τ/Δ. ρ <= 0 (Δ <= τ) ends the path: w_j is ε-approximate for every
-      λ < λ_j. Otherwise λ_{j+1} = ρλ_j, the dual variables (and active sets) are rescaled
-      towards the ground truth (:meth:`Solver.warm_start` with ``keep="primal"``; ℓ_i ← ρℓ_i),
+      λ < λ_j (Alg. 7 as printed has the test inverted, "if Δ <= τ then ρ := 1 − τ/Δ"; Sec. 4's
+      text is the reference). Otherwise λ_{j+1} = ρλ_j, the dual variables (and active sets)
+      are rescaled towards the ground truth (:meth:`Solver.warm_start`, ``keep="primal"``; ℓ_i ← ρℓ_i),
       the block gap estimates move by (1 − ρ)δ_i (Proposition 1, block by block) and the SSVM
       solver runs to κε. If λ_{j+1} < λ_min the path stops *before* solving there: w_j already
       covers [λ_{j+1}, λ_j] ∋ λ_min (Alg. 7 as printed solves one more, useless, breakpoint).
 
     The solver's stopping rule at a breakpoint is the authors' "true gap when converged": after
     each pass, when the stale gap sum falls to κε an exact gap pass (counted) confirms it; the
-    periodic gap checks (``SolverConfig.gap_check``) also stop it.
+    periodic gap checks (``SolverConfig.gap_check``) also stop it. Every breakpoint therefore
+    costs at least one pass of block steps and one exact gap pass, and since τ <= ε, ρ >= 1 − ε/Δ:
+    where Δ ≈ the average loss (large λ) the path needs about Δ/ε breakpoints per factor e of λ.
 
 heuristic path (App. K)
     The same recursion, but the solver stops when the *stale* gap sum is <= κε (no exact pass)
@@ -112,8 +115,11 @@ class PathConfig:
         ε-path: run an exact gap pass when the stale gap sum falls below κε (authors'
         true_gap_when_converged). Off: only the periodic gap checks can stop the solver.
     check_every : float
-        Effective passes of solver work between two looks at the stale gap sum (0.1: ten looks
-        per pass). Smaller values stop the solver earlier at a breakpoint.
+        Effective passes of solver work between two looks at the stale gap sum (1: once per
+        pass, as the authors' solver).
+    batch_step : bool
+        ε-path: take a batch FW step at each new breakpoint with the oracle answers of the last
+        exact gap pass (free: w is unchanged by the rescaling; see :func:`prop1_warm_start`).
     """
 
     eps: float = 0.1
@@ -125,7 +131,8 @@ class PathConfig:
     max_breakpoints: int = 100_000
     true_gaps: bool = False
     verify_heuristic_gap: bool = True
-    check_every: float = 0.1
+    check_every: float = 1.0
+    batch_step: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "eps", _finite_positive("eps", self.eps))
@@ -134,7 +141,7 @@ class PathConfig:
             raise ValueError(f"kappa must be in (0, 1), got {k!r}")
         object.__setattr__(self, "kappa", float(k))
         object.__setattr__(self, "lam_min", _finite_positive("lam_min", self.lam_min))
-        for name in ("heuristic", "true_gaps", "verify_heuristic_gap"):
+        for name in ("heuristic", "true_gaps", "verify_heuristic_gap", "batch_step"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         mp = self.max_passes_per_breakpoint
@@ -353,11 +360,18 @@ def init_reg_path(model, eps: float = 0.1, kappa: float = 0.9) -> PathInit:
 
 # ============================================================================ Proposition 1 warm start
 def prop1_warm_start(solver: Solver, lam_new: float, *, gap: float = math.nan,
-                     deltas: np.ndarray | None = None) -> Solver:
+                     deltas: np.ndarray | None = None, batch_step: bool = False) -> Solver:
     """A new solver at ``lam_new`` <= λ with w kept and α rescaled towards the ground truth
     (Proposition 1, :meth:`Solver.warm_start` ``keep="primal"``), whose block gap estimates
-    are moved by (1 − ρ)δ_i as in Alg. 7 (line 15) instead of being left stale, and whose
-    global gap g^(k_0) (cache criterion) is set to ``gap`` + (1 − ρ)Δ when ``gap`` is given.
+    are moved by (1 − ρ)δ_i as in Alg. 7 (line 15) instead of being left stale.
+
+    With ``gap`` (the exact duality gap at the old λ) the new gap is known without any oracle
+    call, g + (1 − ρ)Δ (Proposition 1): it becomes the global gap g^(k_0) of the cache rule, and
+    with ``batch_step`` a batch FW step (Paper: App. H, Alg. 8) is taken at the new λ. Its FW
+    corners are the max-oracle answers at w, which Proposition 1 leaves unchanged and which
+    do not depend on λ: they are those of the exact gap pass that measured ``gap``, so the step
+    costs no oracle call (it is not counted; the solver recomputes them, its time is counted in
+    the caller's wall clock).
     """
     rho = float(lam_new) / solver.lam
     if deltas is None:
@@ -371,7 +385,10 @@ def prop1_warm_start(solver: Solver, lam_new: float, *, gap: float = math.nan,
     finally:
         est[:] = saved
     if math.isfinite(gap):
-        new.S.scalars[kr.S_GLOBAL_GAP] = max(gap + (1.0 - rho) * float(deltas.sum()), 0.0)
+        g_new = max(gap + (1.0 - rho) * float(deltas.sum()), 0.0)
+        new.S.scalars[kr.S_GLOBAL_GAP] = g_new
+        if batch_step and g_new > 0:
+            new._batch_step(g_new)  # TODO(core): public Solver.batch_step(gap) reusing stored corners
     return new
 
 
@@ -380,7 +397,7 @@ _STATUS_NAMES = {s: s.name.lower() for s in Status}
 
 
 def _solve(solver: Solver, target: float, *, heuristic: bool, verify: bool, max_passes: float,
-           time_limit: float, should_stop, check_every: float = 0.1):
+           time_limit: float, should_stop, check_every: float = 1.0):
     """Run ``solver`` until its gap is <= target; returns (result, status name).
 
     The solver advances in chunks of ``check_every`` effective passes (``Solver.run`` with a
@@ -546,6 +563,15 @@ class RegPath:
     def __len__(self) -> int:
         return len(self._rows)
 
+    def snapshot(self) -> "RegPath":
+        """A consistent copy of the points appended so far (for a UI thread reading while a worker
+        thread appends)."""
+        k = min(len(self._rows), len(self._W))
+        out = RegPath(self.kind, self.meta)
+        out._rows = [dict(r) for r in self._rows[:k]]
+        out._W = list(self._W[:k])
+        return out
+
     def __repr__(self) -> str:
         if not self._rows:
             return f"RegPath(kind={self.kind!r}, empty)"
@@ -600,7 +626,7 @@ class RegPath:
         """Why the path ended ("stopped" when the generator was abandoned)."""
         if not self._rows:
             return "empty"
-        return self._rows[-1]["end"] or ("done" if self.kind == "grid" else "stopped")
+        return self._rows[-1]["end"] or "stopped"
 
     @property
     def lam_end(self) -> float:
@@ -782,8 +808,18 @@ def iter_path(model, config: PathConfig | None = None, solver_config: SolverConf
         λ_∞ first (Alg. 6), then one per induction step (Alg. 7). The last one has ``end`` set
         unless the generator is closed or ``should_stop`` fires between breakpoints.
     """
+    _check_model(model)
     cfg = _path_config(config, overrides)
     scfg = _as_solver_config(solver_config)
+    return _path_points(model, cfg, scfg, test_data, should_stop, keep_solver)
+
+
+def _check_model(model):
+    if not hasattr(model, "arrays"):
+        raise TypeError(f"model must be a gaplab model (ChainModel, MulticlassModel), got {type(model).__name__}")
+
+
+def _path_points(model, cfg: PathConfig, scfg: SolverConfig, test_data, should_stop, keep_solver):
     eps, kappa = cfg.eps, cfg.kappa
     target = kappa * eps
     exact = not cfg.heuristic
@@ -827,7 +863,8 @@ def iter_path(model, config: PathConfig | None = None, solver_config: SolverConf
             return
         t0 = time.perf_counter()
         lam_new = point.next_lam
-        new = prop1_warm_start(solver, lam_new, gap=point.gap)
+        new = prop1_warm_start(solver, lam_new, gap=point.gap if exact else math.nan,
+                               batch_step=cfg.batch_step)
         del solver
         remaining = cfg.time_limit - used()
         res, status = _solve(new, target, heuristic=not exact, verify=cfg.verify_heuristic_gap,
@@ -892,13 +929,14 @@ def regularization_path(model, config: PathConfig | None = None, solver_config: 
     scfg = _as_solver_config(solver_config)
     path = RegPath("heuristic" if cfg.heuristic else "eps", _path_meta(model, cfg, scfg, meta))
     for p in iter_path(model, cfg, scfg, test_data=test_data, should_stop=should_stop):
-        if callback is not None and callback(p) is True and not p.end:
-            p.end = "stopped"
-            path.append(p)
-            break
-        path.append(p)
-        if len(path) == 1:
+        if p.index == 0:
             path.meta["lam_inf"] = p.lam
+        stop = callback is not None and callback(p) is True
+        if stop and not p.end:
+            p.end = "stopped"
+        path.append(p)
+        if stop:
+            break
     return path
 
 
@@ -925,8 +963,9 @@ def _check_grid(lams) -> np.ndarray:
 
 def iter_grid(model, lams=None, *, eps: float = 0.1, warm_start: str = "primal",
               solver_config: SolverConfig | None = None, test_data=None, max_passes_per_point: float = 1000.0,
-              time_limit: float = math.inf, verify_heuristic_gap: bool = True, check_every: float = 0.1,
-              should_stop: Callable[[], bool] | None = None, keep_solver: bool = False) -> Iterator[PathPoint]:
+              time_limit: float = math.inf, verify_heuristic_gap: bool = True, check_every: float = 1.0,
+              batch_step: bool = False, should_stop: Callable[[], bool] | None = None,
+              keep_solver: bool = False) -> Iterator[PathPoint]:
     """Grid search: solve to exact gap <= ε at each λ of a decreasing grid (default 2^15..2^-15),
     yielding each point as it is computed.
 
@@ -934,6 +973,7 @@ def iter_grid(model, lams=None, *, eps: float = 0.1, warm_start: str = "primal",
     by Proposition 1, gap estimates moved accordingly; the paper's choice) or "dual" (keep α,
     w ← (λ_old/λ) w; gap estimates left stale).
     """
+    _check_model(model)
     lams = _check_grid(lams)
     eps = _finite_positive("eps", eps)
     key = str(warm_start).strip().lower() if warm_start is not None else "none"
@@ -943,7 +983,14 @@ def iter_grid(model, lams=None, *, eps: float = 0.1, warm_start: str = "primal",
     max_passes_per_point = _finite_positive("max_passes_per_point", max_passes_per_point)
     if isinstance(time_limit, bool) or math.isnan(float(time_limit)) or float(time_limit) <= 0:
         raise ValueError(f"time_limit must be > 0 (inf for none), got {time_limit!r}")
+    check_every = PathConfig(check_every=check_every).check_every
     scfg = _as_solver_config(solver_config)
+    return _grid_points(model, lams, eps, mode, scfg, test_data, max_passes_per_point, float(time_limit),
+                        verify_heuristic_gap, check_every, batch_step, should_stop, keep_solver)
+
+
+def _grid_points(model, lams, eps, mode, scfg, test_data, max_passes_per_point, time_limit,
+                 verify_heuristic_gap, check_every, batch_step, should_stop, keep_solver):
     t_start = time.perf_counter()
     excluded = 0.0
     cum_passes = cum_time = 0.0
@@ -958,7 +1005,7 @@ def iter_grid(model, lams=None, *, eps: float = 0.1, warm_start: str = "primal",
             solver = Solver(model, scfg.replace(lam=float(lam), gap_threshold=eps,
                                                 max_passes=max_passes_per_point, time_limit=math.inf))
         elif mode == "primal":
-            solver = prop1_warm_start(solver, float(lam), gap=prev_gap)
+            solver = prop1_warm_start(solver, float(lam), gap=prev_gap, batch_step=batch_step)
         else:
             solver = solver.warm_start(float(lam), keep="dual")
         res, status = _solve(solver, eps, heuristic=False, verify=verify_heuristic_gap,
@@ -983,6 +1030,10 @@ def iter_grid(model, lams=None, *, eps: float = 0.1, warm_start: str = "primal",
             point.end = "done"
         elif status in ("time_limit", "stopped"):
             point.end = status
+        elif time.perf_counter() - t_start - excluded >= time_limit:
+            point.end = "time_limit"
+        elif should_stop is not None and should_stop():
+            point.end = "stopped"
         if keep_solver:
             point.solver = solver
         yield point
@@ -990,19 +1041,21 @@ def iter_grid(model, lams=None, *, eps: float = 0.1, warm_start: str = "primal",
 
 def grid_search(model, lams=None, *, eps: float = 0.1, warm_start: str = "primal",
                 solver_config: SolverConfig | None = None, test_data=None, max_passes_per_point: float = 1000.0,
-                time_limit: float = math.inf, verify_heuristic_gap: bool = True, check_every: float = 0.1,
-                should_stop=None, callback: Callable[[PathPoint], object] | None = None, meta: dict | None = None) -> RegPath:
+                time_limit: float = math.inf, verify_heuristic_gap: bool = True, check_every: float = 1.0,
+                batch_step: bool = False, should_stop=None, callback: Callable[[PathPoint], object] | None = None,
+                meta: dict | None = None) -> RegPath:
     """Grid search as a :class:`RegPath` of kind "grid" (see :func:`iter_grid`)."""
     lams_arr = _check_grid(lams)
     scfg = _as_solver_config(solver_config)
     m = {"n": int(model.arrays.n), "d": int(model.arrays.d), "eps": float(eps), "warm_start": str(warm_start),
-         "grid": lams_arr.tolist(), "check_every": float(check_every), "solver_config": _solver_config_dict(scfg)}
+         "grid": lams_arr.tolist(), "check_every": float(check_every), "batch_step": bool(batch_step),
+         "solver_config": _solver_config_dict(scfg)}
     m.update(meta or {})
     path = RegPath("grid", m)
     for p in iter_grid(model, lams_arr, eps=eps, warm_start=warm_start, solver_config=scfg, test_data=test_data,
                        max_passes_per_point=max_passes_per_point, time_limit=time_limit,
                        verify_heuristic_gap=verify_heuristic_gap, check_every=check_every,
-                       should_stop=should_stop):
+                       batch_step=batch_step, should_stop=should_stop):
         stop = callback is not None and callback(p) is True
         if stop and not p.end:
             p.end = "stopped"

@@ -1,0 +1,233 @@
+"""``gaplab path`` and ``gaplab grid``: the regularization path (Paper: Sec. 4, Alg. 6-7, App. K)
+and grid search over λ from the command line. Registered by ``gaplab.cli.build_parser``.
+
+    gaplab path --dataset ocr-small --eps 0.1 --kappa 0.9 --lam-min 3e-5 --out path.npz
+    gaplab path --dataset ocr-small --heuristic            # κ = 0.7 by default then
+    gaplab grid --dataset ocr-small --warm-start primal --out grid.npz   # 2^15 .. 2^-15
+
+Both print one table row per breakpoint / grid point as it is computed, under a progress bar
+(in log λ), then a summary; ``--out`` saves the path with ``RegPath.save`` (npz, no pickle) and
+``--json`` writes the summary and the rows.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+from gaplab.cli import _clean, _json_default, _load_dataset, add_solver_arguments, solver_config_from_args
+
+__all__ = ["add_commands", "cmd_path", "cmd_grid"]
+
+HEADER = ("    j", "  lambda", "   rho", " passes", " cum.passes", " time(s)", " cum.time(s)", "     gap",
+          " test err", "  status")
+
+
+def _fmt_row(p) -> str:
+    rho = "" if math.isnan(p.rho) else f"{p.rho:.4f}"
+    te = "" if math.isnan(p.test_error) else f"{p.test_error:.4f}"
+    status = p.status + (f" [end: {p.end}]" if p.end else "")
+    return (f"{p.index:5d} {p.lam:8.3g} {rho:>6} {p.passes:7.1f} {p.cum_passes:11.1f} {p.time_s:8.3f} "
+            f"{p.cum_time_s:12.2f} {p.gap:8.2e} {te:>9}  {status}")
+
+
+def _header() -> str:
+    return " ".join(h.strip().rjust(len(h)) for h in HEADER)
+
+
+def _float_or_inf(text):
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def _lams(text):
+    try:
+        vals = [float(eval_pow(t)) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers (2^k allowed), got {text!r}") from None
+    return vals
+
+
+def eval_pow(token: str) -> float:
+    """'0.5', '2^-3' or '2**-3' -> float."""
+    t = token.strip().replace("**", "^")
+    if "^" in t:
+        base, exp = t.split("^", 1)
+        return float(base) ** float(exp)
+    return float(t)
+
+
+def _common(p):
+    p.add_argument("--eps", type=_float_or_inf, default=0.1, help="ε: target duality gap (default 0.1)")
+    p.add_argument("--time-limit", type=_float_or_inf, default=math.inf, help="budget in seconds (default none)")
+    p.add_argument("--check-every", type=_float_or_inf, default=1.0,
+                   help="passes between looks at the stale gap sum (default 1)")
+    p.add_argument("--no-test-error", dest="test_error", action="store_false", default=True,
+                   help="skip the test error of each point")
+    p.add_argument("--out", default=None, help="save the path/grid here (.npz, no pickle)")
+    p.add_argument("--json", default=None, help="write the summary and the rows as JSON here")
+    p.add_argument("--every", type=int, default=1, help="print every N-th row (default 1)")
+    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--progress", action="store_true", help="show the progress bar even without a terminal")
+
+
+def add_commands(sub) -> None:
+    p = sub.add_parser("path", help="ε-approximate (or heuristic) regularization path (Alg. 6-7)")
+    add_solver_arguments(p)
+    _common(p)
+    p.add_argument("--kappa", type=_float_or_inf, default=None,
+                   help="κ in (0,1): solve to κε at each breakpoint (default 0.9; 0.7 with --heuristic)")
+    p.add_argument("--lam-min", type=_float_or_inf, default=2.0 ** -15, help="smallest λ to cover (default 2^-15)")
+    p.add_argument("--heuristic", action="store_true", help="stop the solver on stale gaps (heuristic path)")
+    p.add_argument("--true-gaps", action="store_true",
+                   help="also compute exact gaps where the algorithm does not need them (untimed)")
+    p.add_argument("--breakpoint-batch-step", action="store_true",
+                   help="free batch FW step at each new breakpoint (oracle answers of the last gap pass)")
+    p.add_argument("--max-passes-per-breakpoint", type=_float_or_inf, default=1000.0)
+    p.set_defaults(func=cmd_path)
+
+    p = sub.add_parser("grid", help="grid search over λ with or without warm start")
+    add_solver_arguments(p)
+    _common(p)
+    p.add_argument("--lams", type=_lams, default=None,
+                   help="decreasing comma-separated λ values (2^k allowed); default 2^15,...,2^-15")
+    p.add_argument("--warm-start", default="primal", choices=["none", "primal", "dual"],
+                   help="none | primal (keep w, rescale α: Prop. 1) | dual (keep α) (default primal)")
+    p.add_argument("--max-passes-per-point", type=_float_or_inf, default=1000.0)
+    p.add_argument("--batch-step-warm", action="store_true",
+                   help="free batch FW step after each keep-primal warm start")
+    p.set_defaults(func=cmd_grid)
+
+
+class _Printer:
+    """Rows through tqdm.write under a bar in log λ (or plain prints without a bar)."""
+
+    def __init__(self, args, lam_lo):
+        self.args = args
+        self.lam_lo = lam_lo
+        self.bar = None
+        self.lam0 = None
+        self.count = 0
+
+    def __call__(self, point):
+        args = self.args
+        if args.quiet:
+            return False
+        if self.lam0 is None:
+            from tqdm import tqdm
+            self.lam0 = point.lam
+            total = max(math.log2(self.lam0 / self.lam_lo), 1e-9) if self.lam_lo > 0 else 1.0
+            enabled = args.progress or sys.stderr.isatty()
+            self.bar = tqdm(total=round(total, 2), unit="log2 λ", disable=not enabled,
+                            bar_format="{l_bar}{bar}| {n:.1f}/{total} log2(λ) [{elapsed}] {postfix}")
+            self._write(_header())
+        if self.count % max(args.every, 1) == 0 or point.end:
+            self._write(_fmt_row(point))
+        self.count += 1
+        if self.bar is not None:
+            self.bar.n = min(max(math.log2(self.lam0 / point.lam), 0.0), self.bar.total)
+            self.bar.set_postfix({"passes": f"{point.cum_passes:.0f}", "gap": f"{point.gap:.2e}"}, refresh=False)
+            self.bar.refresh()
+        return False
+
+    def _write(self, text):
+        if self.bar is not None and not self.bar.disable:
+            self.bar.write(text)
+        else:
+            print(text, flush=True)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _finish(args, result, what: str, extra: dict) -> int:
+    summary = result.summary()
+    summary.update(extra)
+    te = result.column("test_error") if len(result) else []
+    if len(result) and any(math.isfinite(v) for v in te):
+        b = result.best("test_error")
+        summary["best_test_error"] = {"lam": b.lam, "test_error": b.test_error, "index": b.index}
+    if not args.quiet:
+        print(f"{what}: {summary['points']} points, λ {summary['lam_first']:.4g} -> {summary['lam_last']:.4g}"
+              if len(result) else f"{what}: no point computed")
+        if result.kind != "grid":
+            print(f"  end of path: {result.end_reason}; w_at(λ) covers λ >= {result.lam_end:.4g}")
+        else:
+            print(f"  end of grid search: {result.end_reason}; certified points: {summary['certified']}")
+        print(f"  total effective passes {result.total_passes:.1f}, total time {result.total_time_s:.2f} s")
+        if "best_test_error" in summary:
+            b = summary["best_test_error"]
+            print(f"  best test error {b['test_error']:.4f} at λ = {b['lam']:.4g}")
+    if args.out:
+        result.save(args.out)
+        if not args.quiet:
+            print(f"  wrote {args.out}")
+    if args.json:
+        out = {"summary": summary, "meta": result.meta, "rows": result.rows()}
+        Path(args.json).write_text(json.dumps(_clean(out), indent=1, default=_json_default))
+        if not args.quiet:
+            print(f"  wrote {args.json}")
+    return 0
+
+
+def cmd_path(args) -> int:
+    from gaplab.core import ChainModel
+    from gaplab.core.regpath import PathConfig, regularization_path
+
+    kappa = args.kappa if args.kappa is not None else (0.7 if args.heuristic else 0.9)
+    cfg = PathConfig(eps=args.eps, kappa=kappa, lam_min=args.lam_min, heuristic=args.heuristic,
+                     max_passes_per_breakpoint=args.max_passes_per_breakpoint, time_limit=args.time_limit,
+                     true_gaps=args.true_gaps, check_every=args.check_every,
+                     batch_step=args.breakpoint_batch_step)
+    scfg = solver_config_from_args(args, lam=1.0)
+    t0 = time.perf_counter()
+    train, test = _load_dataset(args.dataset, args.data_home)
+    model = ChainModel(train)
+    load_s = time.perf_counter() - t0
+    if not args.quiet:
+        kind = "heuristic" if cfg.heuristic else "ε-approximate"
+        print(f"gaplab path: {args.dataset} (n={model.n}, d={model.d}), {kind} path, ε={cfg.eps}, κ={cfg.kappa}, "
+              f"λ_min={cfg.lam_min:.3g}; solver {args.sampling} sampling, {args.step} steps"
+              f"{', cache' if args.cache else ''}")
+    printer = _Printer(args, cfg.lam_min)
+    try:
+        path = regularization_path(model, cfg, scfg, test_data=test if args.test_error else None,
+                                   callback=printer, meta={"dataset": args.dataset})
+    finally:
+        printer.close()
+    return _finish(args, path, "gaplab path", {"dataset": args.dataset, "load_time_s": load_s})
+
+
+def cmd_grid(args) -> int:
+    from gaplab.core import ChainModel
+    from gaplab.core.regpath import _check_grid, grid_search
+
+    lams = _check_grid(args.lams)
+    if not (args.eps > 0 and math.isfinite(args.eps)):
+        raise ValueError(f"eps must be a finite number > 0, got {args.eps}")
+    scfg = solver_config_from_args(args, lam=1.0)
+    t0 = time.perf_counter()
+    train, test = _load_dataset(args.dataset, args.data_home)
+    model = ChainModel(train)
+    load_s = time.perf_counter() - t0
+    if not args.quiet:
+        print(f"gaplab grid: {args.dataset} (n={model.n}, d={model.d}), {lams.size} values of λ "
+              f"{lams[0]:.4g} -> {lams[-1]:.4g}, ε={args.eps}, warm start: {args.warm_start}; solver "
+              f"{args.sampling} sampling, {args.step} steps{', cache' if args.cache else ''}")
+    printer = _Printer(args, float(lams[-1]))
+    try:
+        grid = grid_search(model, lams, eps=args.eps, warm_start=args.warm_start, solver_config=scfg,
+                           test_data=test if args.test_error else None,
+                           max_passes_per_point=args.max_passes_per_point, time_limit=args.time_limit,
+                           check_every=args.check_every, batch_step=args.batch_step_warm, callback=printer,
+                           meta={"dataset": args.dataset})
+    finally:
+        printer.close()
+    return _finish(args, grid, "gaplab grid", {"dataset": args.dataset, "load_time_s": load_s,
+                                               "warm_start": args.warm_start})
