@@ -773,6 +773,8 @@ def block_step(M, S, cfg_i, cfg_f, i):
             fw_slot = atom_find(M, S, i, S.ybuf, hsh)
             if fw_slot < 0:
                 fw_slot = atom_insert(M, S, i, S.ybuf, hsh, fw_loss, k)
+                if fw_slot < 0:  # callers grow the pools before a step (C_GROW); never reached
+                    raise RuntimeError("atom pool full: grow_atoms must run before the step")
             else:
                 S.a_used[i, fw_slot] = k
     for t in range(L):
@@ -1121,3 +1123,39 @@ def set_vertices(M, S, cfg_i, cfg_f, labels):
             s = atom_insert(M, S, i, y, label_hash(y, L), loss, S.counters[C_ITER])
             S.a_alpha[i, s] = 1.0
     recompute_primal(M, S, cfg_i, cfg_f)
+
+
+@njit(cache=True, nogil=True)
+def rescale_to_gt_from(M, S, cfg_i, rho, start):
+    """Proposition 1 rescaling: α_i(y) ← ρ α_i(y) for y ≠ y_i, the rest on y_i (μ_i, ℓ_i and
+    the atoms; w is unchanged), for blocks start..n-1. Returns the first block whose atom pool
+    had no room for the ground-truth atom (that block and the later ones are untouched), or -1
+    when all blocks were done."""
+    n = M.n
+    track = cfg_i[I_TRACK] != 0
+    for i in range(start, n):
+        so = M.stat_off[i]
+        p = M.stat_off[i + 1] - so
+        L = M.lab_off[i + 1] - M.lab_off[i]
+        gt_label(M, i, S.ybuf)
+        if track:
+            hsh = label_hash(S.ybuf, L)
+            s = atom_find(M, S, i, S.ybuf, hsh)
+            if s < 0:
+                s = atom_insert(M, S, i, S.ybuf, hsh, label_loss(M, i, S.ybuf), S.counters[C_ITER])
+                if s < 0:
+                    return i
+            for q in range(S.a_count[i]):
+                S.a_alpha[i, q] *= rho
+            S.a_alpha[i, s] += 1.0 - rho
+            atoms_trim(M, S, cfg_i, i)
+        for q in range(p):
+            S.mu[so + q] *= rho
+        label_add(M, i, S.ybuf, 1.0 - rho, S.mu[so:so + p])
+        old = S.ell[i]
+        S.ell[i] = rho * old
+    ell = 0.0
+    for i in range(n):
+        ell += S.ell[i]
+    S.scalars[S_ELL] = ell
+    return -1

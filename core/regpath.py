@@ -369,9 +369,8 @@ def prop1_warm_start(solver: Solver, lam_new: float, *, gap: float = math.nan,
     call, g + (1 − ρ)Δ (Proposition 1): it becomes the global gap g^(k_0) of the cache rule, and
     with ``batch_step`` a batch FW step (Paper: App. H, Alg. 8) is taken at the new λ. Its FW
     corners are the max-oracle answers at w, which Proposition 1 leaves unchanged and which
-    do not depend on λ: they are those of the exact gap pass that measured ``gap``, so the step
-    costs no oracle call (it is not counted; the solver recomputes them, its time is counted in
-    the caller's wall clock).
+    do not depend on λ: they are those of the exact gap pass that measured ``gap`` (stored with
+    ``store_corners=True``), so the step costs no oracle call.
     """
     rho = float(lam_new) / solver.lam
     if deltas is None:
@@ -388,7 +387,7 @@ def prop1_warm_start(solver: Solver, lam_new: float, *, gap: float = math.nan,
         g_new = max(gap + (1.0 - rho) * float(deltas.sum()), 0.0)
         new.S.scalars[kr.S_GLOBAL_GAP] = g_new
         if batch_step and g_new > 0:
-            new._batch_step(g_new)  # TODO(core): public Solver.batch_step(gap) reusing stored corners
+            new.batch_step(g_new)
     return new
 
 
@@ -436,13 +435,13 @@ def _solve(solver: Solver, target: float, *, heuristic: bool, verify: bool, max_
                 status = "converged_heuristic"
                 break
             if verify and solver.oracle_calls >= next_check_calls:
-                if solver.exact_gap(count=True).gap <= target:
+                if solver.exact_gap(count=True, store_corners=True).gap <= target:
                     status, fresh = "converged", True
                     break
                 next_check_calls = solver.oracle_calls + backoff
                 backoff *= 2
     if not heuristic and not fresh:
-        solver.exact_gap(count=True)
+        solver.exact_gap(count=True, store_corners=True)
     solver.status = {"converged": Status.CONVERGED, "converged_heuristic": Status.CONVERGED_HEURISTIC,
                      "max_passes": Status.MAX_PASSES, "time_limit": Status.TIME_LIMIT,
                      "stopped": Status.STOPPED}[status]

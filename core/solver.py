@@ -339,12 +339,13 @@ class Solver:
                 "batch": int(c[kr.C_BATCH])}
 
     # ------------------------------------------------------------------ exact gaps
-    def exact_gap(self, *, count: bool = True) -> ExactGap:
+    def exact_gap(self, *, count: bool = True, store_corners: bool = False) -> ExactGap:
         """Exact duality gap at the current iterate (n oracle calls; Paper: Eq. (4)).
 
         With ``count`` (default) this is a gap check: the calls are counted as an effective pass,
         every block gap estimate is refreshed and g^(k_0) of the cache criterion is updated. With
         ``count=False`` it only observes (nothing in the solver state changes but a scratch buffer).
+        With ``store_corners`` the FW corners of the pass are kept for :meth:`batch_step`.
         """
         S = self.S
         saved = None
@@ -352,7 +353,9 @@ class Solver:
             saved = (S.gap_est.copy(), S.gap_iter.copy(), S.gap_exact.copy())
         t0 = time.perf_counter()
         blocks_before = S.gap_exact.copy()
-        gap, hsum = kr.exact_gap_pass(self._M, S, self._ci, self._cf, count, False)
+        gap, hsum = kr.exact_gap_pass(self._M, S, self._ci, self._cf, count, store_corners)
+        if store_corners:
+            self._corners_valid = True
         if count:
             self.wall_time += time.perf_counter() - t0
             block_gaps = S.gap_exact.copy()
@@ -387,6 +390,8 @@ class Solver:
             t0 = time.perf_counter()
             done += kr.run_steps(self._M, self.S, self._ci, self._cf, todo - done)
             self.wall_time += time.perf_counter() - t0
+        if done > 0:
+            self._corners_valid = False
         if self.iteration % n == 0 and done > 0:
             self._end_of_pass()
         return done
@@ -400,21 +405,42 @@ class Solver:
 
     def _gap_check(self):
         self.passes_since_check = 0
-        ex = self.exact_gap(count=True)
+        ex = self.exact_gap(count=True, store_corners=self.config.batch_step)
         test_err = self.test_error() if self.test_data is not None else math.nan
         self._record("gap_check", exact=ex, test_error=test_err)
         if self.config.batch_step and ex.gap > 0:
-            self._batch_step(ex.gap)
+            self.batch_step(ex.gap)
 
-    def _batch_step(self, gap):
-        kr.exact_gap_pass(self._M, self.S, self._ci, self._cf, False, True)
+    def batch_step(self, gap: float | None = None) -> float:
+        """Batch FW step on all blocks at once (Paper: Alg. 8; the authors' ``do_batch_step``).
+
+        Parameters
+        ----------
+        gap : float, optional
+            The duality gap at the current iterate. When given, the FW corners stored by the
+            last ``exact_gap(store_corners=True)`` are reused (they depend on w only, so they stay
+            valid across a keep-primal warm start); otherwise a counted exact gap pass finds them.
+
+        Returns
+        -------
+        float
+            The step size γ in [0, 1].
+        """
+        if gap is None or not getattr(self, "_corners_valid", False):
+            gap = self.exact_gap(count=True, store_corners=True).gap
+        gap = float(gap)
+        if not gap >= 0:
+            raise ValueError(f"gap must be >= 0, got {gap!r}")
         t0 = time.perf_counter()
         gam = kr.batch_fw_step(self._M, self.S, self._ci, self._cf, gap)
         if gam < 0:
             self._grow_if_needed()
             gam = kr.batch_fw_step(self._M, self.S, self._ci, self._cf, gap)
+        self._grow_if_needed()
         self.wall_time += time.perf_counter() - t0
+        self._corners_valid = False
         self._record("batch", extra={"gamma": float(gam)})
+        return float(gam)
 
     def _record(self, kind, exact: ExactGap | None = None, test_error=math.nan, extra=None):
         c = self.S.counters
@@ -677,41 +703,15 @@ def _cfg(config, has_box, track):
 
 
 def _rescale_to_gt(solver: Solver, rho: float):
-    """α(y) ← ρ α(y) for y ≠ y_i, the rest on y_i (w unchanged; Paper: Prop. 1)."""
-    S, M = solver.S, solver._M
-    y = np.zeros_like(S.ybuf)
-    for i in range(M.n):
-        so, se = int(M.stat_off[i]), int(M.stat_off[i + 1])
-        kr.gt_label(M, i, y)
-        S.mu[so:se] *= rho
-        kr.label_add(M, i, y, 1.0 - rho, S.mu[so:se])
-    S.ell[:] *= rho
-    S.scalars[kr.S_ELL] = float(S.ell.sum())
-    if solver.track:
-        _rescale_atoms(solver, rho)
-    S.gap_est[:] = np.where(np.isfinite(S.gap_est), S.gap_est, np.inf)
-
-
-def _rescale_atoms(solver, rho):
-    # Fix (regpath engineer): the ground-truth atom inserted here could take the last free slot
-    # of a pool (or find no free slot with a cache), after which a step's atom_insert failed
-    # silently and the atoms lost mass (Σα < 1, no longer matching μ). Insert with eviction of
-    # inactive atoms, grow when every slot is active, and keep a free slot in every pool.
-    M = solver._M
-    for i in range(M.n):
-        S = solver.S
-        L = int(M.lab_off[i + 1] - M.lab_off[i])
-        y = np.zeros(L, dtype=np.int64)
-        kr.gt_label(M, i, y)
-        hsh = np.uint64(kr.label_hash(y, L))  # keep it uint64: a Python int >= 2**63 overflows int64
-        S.a_alpha[i, : S.a_count[i]] *= rho
-        s = kr.atom_find(M, S, i, y, hsh)
-        if s < 0:
-            s = kr.atom_insert(M, S, i, y, hsh, kr.label_loss(M, i, y), 0)
-            if s < 0:  # every slot holds an active atom
-                solver.S = S = grow_atoms(M, S)
-                s = kr.atom_insert(M, S, i, y, hsh, kr.label_loss(M, i, y), 0)
-        S.a_alpha[i, s] += 1.0 - rho
-        cap = S.a_alpha.shape[1]
-        if S.a_count[i] >= cap and np.all(S.a_alpha[i] > 0):
-            solver.S = grow_atoms(M, S)
+    """α(y) ← ρ α(y) for y ≠ y_i, the rest on y_i (w unchanged; Paper: Prop. 1). Grows the atom
+    pools when a block has no room for its ground-truth atom, and keeps a free slot after."""
+    done_upto = 0
+    while True:
+        # the kernel stops at the first full block, before touching it; blocks before it are done
+        sub = kr.rescale_to_gt_from(solver._M, solver.S, solver._ci, rho, done_upto)
+        if sub < 0:
+            break
+        solver.S = grow_atoms(solver._M, solver.S)
+        done_upto = sub
+    if solver.S.counters[kr.C_GROW]:
+        solver.S = grow_atoms(solver._M, solver.S)
