@@ -1,0 +1,275 @@
+"""Lesson mode: a short guided sequence through the paper (Osokin et al., ICML 2016, Sec. 2-4
+and App. C), each page with its live view of the same session.
+
+The texts are data (:data:`LESSONS`); :class:`LessonPanel` shows one page at a time with
+Previous / Next, an optional "Set up" button that applies the page's settings to the session,
+and the page's live view (a view object updated from the session's snapshots like the tabs).
+"""
+from __future__ import annotations
+
+import functools
+import html
+from dataclasses import dataclass, field
+
+__all__ = ["Lesson", "LESSONS", "LessonPanel"]
+
+
+@dataclass(frozen=True)
+class Lesson:
+    title: str
+    text: str
+    views: tuple            # keys of live views ("anatomy", "blocks", "gap", "primal_dual", "cache", "toy")
+    setup: dict = field(default_factory=dict)   # Session settings applied by "Set up this page"
+    try_this: str = ""
+
+
+LESSONS = (
+    Lesson(
+        "1 · The structured SVM and its dual",
+        r"""
+A linear model predicts $h_w(x) = \arg\max_{y \in \mathcal{Y}(x)} \langle w, \phi(x, y)\rangle$ —
+for OCR, $y$ is the word (one letter per 16×8 image) and the argmax is a Viterbi pass.
+Training solves the **primal**
+
+$$\min_w \; \frac{\lambda}{2}\|w\|^2 + \frac1n \sum_{i=1}^n \max_{y \in \mathcal{Y}_i} H_i(y; w),$$
+
+$$H_i(y;w) = L_i(y) - \langle w, \psi_i(y)\rangle,$$
+
+with $\psi_i(y) = \phi(x_i, y_i) - \phi(x_i, y)$. The inner max is the **max oracle**
+(loss-augmented decoding). Its **dual** has one simplex per training example (a *block*):
+
+$$\min_{\alpha \ge 0} \; f(\alpha) = \frac{\lambda}{2}\|A\alpha\|^2 - b^\top\alpha \quad \text{s.t.}\; \sum_{y} \alpha_i(y) = 1 \;\; \forall i,$$
+
+and $w(\alpha) = A\alpha$. The solver stores only $w$ and, per block, $w_i$ and $\ell_i$.
+""",
+        views=("primal_dual", "gap"),
+        setup={"dataset": "ocr-small", "sampling": "uniform", "step_kind": "fw", "cache": False},
+        try_this="Press **Run**: the dual (blue) rises, the primal (red, at gap checks) falls; "
+                 "their difference is the duality gap, shown on the right in log scale.",
+    ),
+    Lesson(
+        "2 · One block-coordinate Frank-Wolfe step",
+        r"""
+BCFW (Alg. 1) picks a block $i$, calls the max oracle $y_i^* = \arg\max_y H_i(y; w)$ — the
+**FW corner** of block $i$'s simplex — and moves block $i$ towards it:
+
+$$w_s = \tfrac{1}{\lambda n}\psi_i(y_i^*), \qquad \ell_s = \tfrac1n L_i(y_i^*),$$
+
+$$g_i = \lambda (w_i - w_s)^\top w - \ell_i + \ell_s,$$
+
+$$\gamma = \mathrm{clip}_{[0,1]}\Big(\frac{g_i}{\lambda\|w_i - w_s\|^2}\Big),$$
+
+$$w_i \leftarrow (1-\gamma) w_i + \gamma w_s, \qquad w \leftarrow w + \Delta w_i .$$
+
+The line search is exact because $f$ is quadratic. $g_i$ is the **block gap**: a by-product of
+the oracle call that measures how far block $i$ is from optimal.
+""",
+        views=("anatomy",),
+        setup={"dataset": "ocr-small", "sampling": "uniform", "step_kind": "fw", "cache": False},
+        try_this="Press **Step** a few times. The anatomy shows the word image, its ground truth and "
+                 "the FW corner $y^*$ (red letters differ from the truth), γ and the block gap "
+                 "before and after the step.",
+    ),
+    Lesson(
+        "3 · The duality gap is a sum of block gaps",
+        r"""
+The Frank-Wolfe gap equals the Lagrange duality gap between primal and dual, and it splits over
+blocks (Eq. (4)-(6)):
+
+$$g(\alpha) = \sum_{i=1}^n g_i(\alpha), \qquad
+g_i(\alpha) = \frac1n\Big(\max_{y} H_i(y; w) - \sum_y \alpha_i(y) H_i(y; w)\Big) \ge 0 .$$
+
+$g_i = 0$ exactly when every support labelling of block $i$ is a tied solution of the max
+oracle. Computing all $g_i$ costs a full pass of $n$ oracle calls; BCFW gets **one** of them
+for free at every step.
+""",
+        views=("blocks",),
+        setup={"sampling": "uniform"},
+        try_this="Run a few passes, then press **Compute exact gaps**: the red dashes are the exact "
+                 "$g_i$, the bars the estimates remembered from each block's last visit.",
+    ),
+    Lesson(
+        "4 · Gap sampling and staleness",
+        r"""
+Sec. 3.1: sample blocks in proportion to their gap estimates,
+$p_i \propto g_i(\alpha^{(k_i)})$, where $k_i$ is the last iteration block $i$ was visited.
+With exact gaps, Theorem 2 bounds the rate by
+
+$$\mathbb{E} f(\alpha^{(k)}) - f^* \le \frac{2n}{k + 2n}\Big(C_f^\otimes \,\frac{\chi(C_f^{(:)})}{\chi(g_{:})^{3}} + h_0\Big),$$
+
+$$\chi(x) = \sqrt{1 + n^2 \operatorname{Var}[x / \|x\|_1]},$$
+
+so non-uniform gaps ($\chi(g)$ large) mean faster convergence than uniform sampling. But the
+estimates get **stale**: the bar colours show how many iterations ago each $g_i$ was computed.
+An exact gap pass every 10 passes refreshes them all (the paper's default; never refreshing —
+"Gap Inf" — underestimates the gap and stalls).
+""",
+        views=("blocks",),
+        setup={"sampling": "gap", "gap_power": 1.0, "step_kind": "fw", "cache": False},
+        try_this="Run with gap sampling, **Add run to comparison**, switch to uniform sampling and "
+                 "run again: the Convergence tab overlays both. Try the gap check 'never (Gap Inf)'.",
+    ),
+    Lesson(
+        "5 · Pairwise and away steps",
+        r"""
+FW steps can only add mass to corners, so BCFW zig-zags near a sparse optimum. A block
+**pairwise** step (Alg. 3, BCPFW) moves mass from the **away corner**
+$y_i^a = \arg\min_{y \in S_i} H_i(y; w)$ — the worst labelling of the active set
+$S_i = \{y : \alpha_i(y) > 0\}$ — to the FW corner:
+
+$$\gamma = \mathrm{clip}_{[0,\, \alpha_i(y^a)]}\Big(\frac{\lambda(w_a - w_s)^\top w + \ell_s - \ell_a}{\lambda \|w_a - w_s\|^2}\Big).$$
+
+When $\gamma$ hits $\alpha_i(y^a)$ the away atom leaves the active set (a **drop step**). The
+away-step variant (BCAFW, Alg. 4) takes either the FW or the away direction. These need the
+dual variables $\alpha_i$ explicitly (the active sets).
+""",
+        views=("anatomy", "cache"),
+        setup={"step_kind": "pairwise", "cache": False},
+        try_this="Step: the anatomy now shows the away corner too; watch 'drop step' and the "
+                 "active-set sizes in the plot below.",
+    ),
+    Lesson(
+        "6 · Caching oracle calls",
+        r"""
+Sec. 3.3: keep a working set $C_i$ of labellings per block. The **cache corner**
+$y_i^c = \arg\max_{y \in C_i} H_i(y; w)$ is cheap; use it when its gap is large enough:
+
+$$\hat g_i^{(k)} \;\ge\; \max\Big(F\, g_i^{(k_i)},\; \frac{\nu}{n}\, g^{(k_0)}\Big),$$
+
+the local term comparing with the block's last true gap, the global term with the last full gap
+$g^{(k_0)}$. Otherwise call the max oracle (a **miss**). Theorem 3 keeps convergence
+(slower by $\tilde\nu = \nu/n$ in steps, but steps are cheaper). Defaults: $F = 0.25$,
+$\nu = 0.01$.
+""",
+        views=("cache",),
+        setup={"cache": True, "cache_factor": 0.25, "cache_nu": 0.01},
+        try_this="Run with the cache on: the hit rate climbs as the cache fills. Raise F to 2 "
+                 "(hits become rare) or lower both F and ν to 1e-3 (almost always hits).",
+    ),
+    Lesson(
+        "7 · A toy example where adaptivity wins n-fold",
+        r"""
+App. C builds one **hard** object whose optimum spreads the dual mass over $K$ labels — it needs
+about $t = \min(K, 1/(n\varepsilon))$ FW steps — and $n-1$ **easy** objects that are all solved
+by one step on any of them. All curvature constants are equal, so curvature (or Lipschitz)
+sampling cannot tell hard from easy: it needs about $n\,t$ oracle calls. Gap sampling visits the
+easy objects once and then only the hard one: about $n + t$ calls,
+
+$$\text{speed-up} \approx \min(n, K, 1/(n\varepsilon)).$$
+""",
+        views=("toy",),
+        setup={},
+        try_this="Press **Run comparison**; change n and K. 'Step this problem in the solver' loads "
+                 "it into the main session (labels are shown as numbers; block 0 is the hard one).",
+    ),
+    Lesson(
+        "8 · The regularization path (once it exists)",
+        r"""
+Sec. 4 computes an $\varepsilon$-approximate **regularization path**: starting from
+$\lambda^\infty$ where $w = 0$ is optimal, it walks down a grid of breakpoints
+$\lambda_{j+1} \le \lambda_j$, warm-starting BCFW from the previous solution
+(Proposition 1 rescales $\alpha$ so that $w$ is unchanged).
+
+*The app's live view of the path is not built yet (this page is its place). The path itself is
+computed by `gaplab.core.regpath` (once it exists in your installation, `gaplab path` runs it
+from the command line).*
+""",
+        views=(),
+        setup={},
+    ),
+)
+
+
+def _math_renderer(content: str, opts: dict) -> str:
+    """dollarmath -> the delimiters Bokeh's MathJax finds: \\( \\) inline, $$ $$ display."""
+    body = html.escape(content.strip(), quote=False)
+    if opts.get("display_mode"):
+        return f"<div style='margin:8px 0'>$${body}$$</div>"
+    return f"\\({body}\\)"
+
+
+def markdown_with_math(text: str, **kw):
+    """A Markdown pane whose $...$ / $$...$$ are passed to MathJax untouched (no Markdown
+    escaping of backslashes or underscores inside the math)."""
+    import panel as pn
+    from mdit_py_plugins.dollarmath import dollarmath_plugin
+    plugin = functools.partial(dollarmath_plugin, renderer=_math_renderer, allow_labels=False)
+    return pn.pane.Markdown(text, plugins=[plugin], renderer="markdown-it", **kw)
+
+
+class LessonPanel:
+    """Pages of :data:`LESSONS` with Previous / Next and a live view area.
+
+    Parameters
+    ----------
+    session : Session
+    view_factory : callable(key) -> view with ``.panel`` and ``.update(snapshot, force)``
+    """
+
+    def __init__(self, session, view_factory, on_page=None):
+        import panel as pn
+
+        self.session = session
+        self.page = 0
+        self._views = {}
+        self._factory = view_factory
+        self._on_page = on_page
+        self.title = pn.pane.Markdown("", styles={"font-size": "15px"}, margin=(0, 10))
+        self.text = markdown_with_math("", sizing_mode="stretch_width",
+                                       styles={"font-size": "14px", "line-height": "1.45"})
+        self.try_this = markdown_with_math("", sizing_mode="stretch_width", visible=False,
+                                           styles={"font-size": "13.5px", "background": "#e8f4fa",
+                                                   "border-left": "4px solid #2c7fb8",
+                                                   "padding": "2px 10px"})
+        self.prev = pn.widgets.Button(label="◀ Previous", width=110)
+        self.next = pn.widgets.Button(label="Next ▶", width=110, color="primary")
+        self.setup = pn.widgets.Button(label="Set up this page", width=160, color="success")
+        self.pager = pn.pane.HTML("", margin=(8, 10))
+        self.prev.on_click(lambda e: self.go(self.page - 1))
+        self.next.on_click(lambda e: self.go(self.page + 1))
+        self.setup.on_click(lambda e: self.apply_setup())
+        self.live = pn.Column(sizing_mode="stretch_width")
+        left = pn.Column(pn.Row(self.prev, self.next, self.pager), self.title, self.text, self.try_this,
+                         self.setup, width=460, scroll=True, height=780)
+        self.panel = pn.Row(left, self.live, sizing_mode="stretch_width")
+        self.go(0)
+
+    def views(self):
+        """The live views of the current page."""
+        return [self._view(k) for k in LESSONS[self.page].views]
+
+    def _view(self, key):
+        if key not in self._views:
+            self._views[key] = self._factory(key)
+        return self._views[key]
+
+    def go(self, page: int):
+        page = max(0, min(len(LESSONS) - 1, int(page)))
+        self.page = page
+        lesson = LESSONS[page]
+        self.title.object = f"## {lesson.title}"
+        self.text.object = lesson.text.strip()
+        self.try_this.object = ("**Try this.** " + lesson.try_this) if lesson.try_this else ""
+        self.try_this.visible = bool(lesson.try_this)
+        self.setup.visible = bool(lesson.setup)
+        self.pager.object = f"page {page + 1} of {len(LESSONS)}"
+        self.prev.disabled = page == 0
+        self.next.disabled = page == len(LESSONS) - 1
+        if lesson.views:
+            self.live.objects = [self._view(k).panel for k in lesson.views]
+        else:
+            import panel as pn
+            self.live.objects = [pn.pane.Markdown(
+                "*No live view yet for this page.*", styles={"color": "#888", "font-size": "14px"})]
+        if self._on_page is not None:
+            self._on_page()
+
+    def apply_setup(self):
+        lesson = LESSONS[self.page]
+        changes = {k: v for k, v in lesson.setup.items() if getattr(self.session, k) != v}
+        if changes:
+            self.session.param.update(**changes)
+            self.session.notify(f"Lesson set-up applied: {', '.join(f'{k}={v}' for k, v in changes.items())}.",
+                                "info")
+        else:
+            self.session.notify("This page's settings are already in place.", "info")

@@ -1,0 +1,365 @@
+"""The gaplab app: ``build_app()`` returns one independent app (its own :class:`Session`,
+solver, worker thread and plots) that displays in ``panel serve`` and in Jupyter alike.
+
+Layout (made for a 1400×900 projector): a header with the run's status line, a sidebar with
+the settings (widgets generated from the Session's param parameters) and the buttons, and tabs:
+Step (anatomy of the last step, per-block gaps), Convergence, Cache & active sets, Toy example
+and Lessons.
+"""
+from __future__ import annotations
+
+import collections
+import time
+
+import panel as pn
+from panel.io import hold
+
+from .lessons import LessonPanel
+from .session import Session
+from .toy_tab import ToyLab, ToyView
+from .views import (AnatomyView, BlockGapsView, CacheView, GapView, PrimalDualView, StatusView,
+                    TestErrorView)
+
+__all__ = ["GapLabApp", "build_app", "REFRESH_MS"]
+
+REFRESH_MS = 100   # the UI pulls a snapshot at most 10 times per second; while a run goes the
+#                    heavier views redraw less often (RUNNING_MIN_INTERVAL_S of each view)
+
+def _extension():
+    """Load Panel's extensions for this document (idempotent; called by every app)."""
+    pn.extension("mathjax", notifications=True)
+
+
+class GapLabApp(pn.viewable.Viewer):
+    """One app instance = one session. ``close()`` stops the worker and frees the solver.
+
+    Parameters
+    ----------
+    session : Session, optional
+        An existing session to show (default: a new one on OCR-small, gap sampling, λ = 0.01).
+    periodic : bool
+        Pull snapshots with a periodic callback every ``REFRESH_MS`` (off in headless tests,
+        which call :meth:`refresh` themselves).
+    """
+
+    def __init__(self, session: Session | None = None, *, periodic: bool = True, **params):
+        super().__init__(**params)
+        _extension()
+        self.session = session if session is not None else Session()
+        self.toy = ToyLab()
+        self._msg_seen = 0
+        self._closed = False
+        self.action_ms = collections.deque(maxlen=200)
+        self._drawn = {}
+        self._cb = None
+        # ---- views of the tabs
+        self.status = StatusView()
+        self.anatomy = AnatomyView()
+        self.blocks = BlockGapsView(height=290, prob_height=150, name="block_gaps")
+        self._built = {0}   # tabs whose views exist (the others are built when first shown)
+        self._layout = self._build()
+        self.refresh(force=True)
+        if periodic:
+            self._cb = pn.state.add_periodic_callback(self._tick, period=REFRESH_MS)
+        doc = pn.state.curdoc
+        self._page_loaded = True
+        if doc is not None and getattr(doc, "session_context", None) is not None:
+            # served: free the worker and the solver when Bokeh destroys this browser session
+            pn.state.on_session_destroyed(self._on_destroyed)
+            # Changes made between the page's render and its websocket connection may never
+            # reach the browser; views send only changed columns, so wait for the page, then
+            # resend everything once.
+            self._page_loaded = False
+            pn.state.onload(self._on_page_load)
+
+    # ------------------------------------------------------------------ building
+    def _lesson_view(self, key):
+        if key == "anatomy":
+            return AnatomyView(stacked=True)
+        if key == "blocks":
+            return BlockGapsView(height=300, prob_height=160)
+        if key == "gap":
+            return GapView("passes", height=320)
+        if key == "primal_dual":
+            return PrimalDualView(height=320)
+        if key == "cache":
+            return CacheView(height=210, stacked=True)
+        if key == "toy":
+            return _ToyAdapter(ToyView(self.toy, self.session, compact=True))
+        raise KeyError(key)
+
+    def _lesson_page(self):
+        if 4 in self._built and hasattr(self, "_lessons") and self.tabs.active == 4:
+            self.refresh(force=True)
+
+    def _controls(self):
+        s = self.session
+        W = 138
+
+        def w(pname, cls, **kw):
+            kw.setdefault("width", W)
+            kw.setdefault("css_classes", [f"gaplab-w-{pname}"])  # stable hooks for browser tests
+            return cls.from_param(s.param[pname], **kw)
+
+        self.widgets = {
+            "dataset": w("dataset", pn.widgets.Select),
+            "lam": w("lam", pn.widgets.FloatInput, step=0.001, format="0.[000000]"),
+            "sampling": w("sampling", pn.widgets.Select),
+            "gap_power": w("gap_power", pn.widgets.FloatInput, step=0.1),
+            "step_kind": w("step_kind", pn.widgets.Select),
+            "gap_check": w("gap_check", pn.widgets.Select),
+            "cache": w("cache", pn.widgets.Checkbox, margin=(28, 10, 5, 10)),
+            "cache_size": w("cache_size", pn.widgets.IntInput),
+            "cache_factor": w("cache_factor", pn.widgets.FloatInput, step=0.05),
+            "cache_nu": w("cache_nu", pn.widgets.FloatInput, step=0.005, format="0.[00000]"),
+            "seed": w("seed", pn.widgets.IntInput),
+            "max_passes": w("max_passes", pn.widgets.FloatInput, step=10),
+            "toy_n": w("toy_n", pn.widgets.IntInput),
+            "toy_K": w("toy_K", pn.widgets.IntInput),
+            "n_steps": w("n_steps", pn.widgets.IntInput, width=80, label="N"),
+        }
+        wd = self.widgets
+        bw = 86
+        self.b_step = pn.widgets.Button(label="Step", color="primary", width=bw)
+        self.b_step_n = pn.widgets.Button(label="Step ×N", color="primary", width=bw)
+        self.b_run = pn.widgets.Button(label="▶ Run", color="success", width=bw)
+        self.b_stop = pn.widgets.Button(label="■ Stop", color="danger", width=bw)
+        self.b_reset = pn.widgets.Button(label="↺ Reset", color="warning", width=bw)
+        self.b_exact = pn.widgets.Button(label="Compute exact gaps (n oracle calls)", width=290)
+        self.b_compare = pn.widgets.Button(label="Add run to comparison", width=190)
+        self.b_clear = pn.widgets.Button(label="Clear", width=90)
+        for b, fn in [(self.b_step, self.on_step), (self.b_step_n, self.on_step_n),
+                      (self.b_run, self.on_run), (self.b_stop, self.on_stop), (self.b_reset, self.on_reset),
+                      (self.b_exact, self.on_exact), (self.b_compare, self.on_compare),
+                      (self.b_clear, self.on_clear)]:
+            b.on_click(lambda e, fn=fn: self._timed(fn))
+        self.alert = pn.pane.Alert("", alert_type="info", visible=False, width=290, margin=(5, 10))
+        self.s.param.watch(lambda e: self._sync_visibility(), ["sampling", "cache", "dataset"])
+        self._sync_visibility()
+        return pn.Column(
+            pn.pane.HTML("<b>Settings</b>", margin=(5, 10, 0, 10)),
+            pn.Row(wd["dataset"], wd["lam"]),
+            pn.Row(wd["toy_n"], wd["toy_K"]),
+            pn.Row(wd["sampling"], wd["gap_power"]),
+            pn.Row(wd["step_kind"], wd["gap_check"]),
+            pn.Row(wd["cache"], wd["cache_size"]),
+            pn.Row(wd["cache_factor"], wd["cache_nu"]),
+            pn.Row(wd["seed"], wd["max_passes"]),
+            pn.layout.Divider(margin=(5, 10)),
+            pn.Row(self.b_step, self.b_step_n, wd["n_steps"]),
+            pn.Row(self.b_run, self.b_stop, self.b_reset),
+            pn.Row(self.b_exact),
+            pn.Row(self.b_compare, self.b_clear),
+            self.alert,
+            width=330,
+        )
+
+    @property
+    def s(self):
+        return self.session
+
+    def _sync_visibility(self):
+        s, wd = self.session, self.widgets
+        for name in ("gap_power", "cache_factor", "cache_nu", "cache_size", "toy_n", "toy_K"):
+            wd[name].visible = (s.param[name].precedence or 0) >= 0
+
+    def _build(self):
+        header = pn.pane.HTML(
+            "<div style='background:#1f3b57;color:white;padding:6px 14px;border-radius:4px'>"
+            "<span style='font-size:20px;font-weight:600'>gaplab · Minding the gaps</span>"
+            "<span style='font-size:13px;opacity:0.85;margin-left:16px'>Block-coordinate "
+            "Frank-Wolfe for structured SVMs — gap sampling, pairwise &amp; away steps, caching "
+            "(Osokin et al., ICML 2016)</span></div>",
+            sizing_mode="stretch_width", margin=(5, 10))
+        step_tab = pn.Column(self.anatomy.panel, self.blocks.panel, sizing_mode="stretch_width")
+        self._boxes = [step_tab] + [pn.Column(sizing_mode="stretch_width") for _ in range(4)]
+        self.tabs = pn.Tabs(*zip(self.TAB_NAMES, self._boxes), dynamic=True, sizing_mode="stretch_width")
+        self.tabs.param.watch(self._on_tab, "active")
+        main = pn.Column(self.status.panel, self.tabs, sizing_mode="stretch_width")
+        return pn.Column(header, pn.Row(self._controls(), main, sizing_mode="stretch_width"),
+                         sizing_mode="stretch_width")
+
+    def __panel__(self):
+        return self._layout
+
+    TAB_NAMES = ("Step", "Convergence", "Cache & active sets", "Toy example", "Lessons")
+
+    def _on_tab(self, event):
+        self._ensure_tab(event.new)
+        self.refresh(force=True)
+
+    def _ensure_tab(self, tab: int):
+        """Create a tab's views the first time it is shown (a faster first page)."""
+        if tab in self._built:
+            return
+        self._built.add(tab)
+        if tab == 1:
+            self._gap_passes = GapView("passes", height=320, name="gap_passes")
+            self._gap_time = GapView("time", height=320)
+            self._primal_dual = PrimalDualView(height=300)
+            self._test_error = TestErrorView(height=300)
+            self._boxes[1].objects = [
+                pn.Row(self._gap_passes.panel, self._gap_time.panel, sizing_mode="stretch_width"),
+                pn.Row(self._primal_dual.panel, self._test_error.panel, sizing_mode="stretch_width")]
+        elif tab == 2:
+            self._cache = CacheView(height=290)
+            self._boxes[2].objects = [self._cache.panel]
+        elif tab == 3:
+            self._toy_view = ToyView(self.toy, self.session)
+            self._boxes[3].objects = [self._toy_view.panel]
+        elif tab == 4:
+            self._lessons = LessonPanel(self.session, self._lesson_view, on_page=self._lesson_page)
+            self._boxes[4].objects = [self._lessons.panel]
+
+    def _tab_attr(self, tab, name):
+        self._ensure_tab(tab)
+        return getattr(self, name)
+
+    gap_passes = property(lambda self: self._tab_attr(1, "_gap_passes"))
+    gap_time = property(lambda self: self._tab_attr(1, "_gap_time"))
+    primal_dual = property(lambda self: self._tab_attr(1, "_primal_dual"))
+    test_error = property(lambda self: self._tab_attr(1, "_test_error"))
+    cache = property(lambda self: self._tab_attr(2, "_cache"))
+    toy_view = property(lambda self: self._tab_attr(3, "_toy_view"))
+    lessons = property(lambda self: self._tab_attr(4, "_lessons"))
+
+    # ------------------------------------------------------------------ actions (buttons)
+    def _timed(self, fn):
+        """Run a button's action and record its server-side time (action + snapshot + view
+        updates + Bokeh patch), kept in ``action_ms`` for diagnostics and benchmarks."""
+        t0 = time.perf_counter()
+        fn()
+        self.action_ms.append((fn.__name__, 1e3 * (time.perf_counter() - t0)))
+
+    def on_step(self):
+        self.session.step()
+        self.refresh()
+
+    def on_step_n(self):
+        self.session.step_n()
+        self.refresh()
+
+    def on_run(self):
+        self.session.toggle_run()
+        self.refresh()
+
+    def on_stop(self):
+        self.session.stop()
+        self.refresh()
+
+    def on_reset(self):
+        self.session.reset()
+        self.refresh()
+
+    def on_exact(self):
+        self.session.compute_exact_gaps()
+        self.refresh()
+
+    def on_compare(self):
+        self.session.add_to_comparison()
+        self.refresh()
+
+    def on_clear(self):
+        self.session.clear_comparison()
+        self.refresh()
+
+    # ------------------------------------------------------------------ refresh
+    def visible_views(self):
+        """The views drawn in the active tab (others are brought up to date when shown)."""
+        tab = self.tabs.active
+        if tab == 0:
+            return [self.anatomy, self.blocks]
+        if tab == 1:
+            return [self.gap_passes, self.gap_time, self.primal_dual, self.test_error]
+        if tab == 2:
+            return [self.cache]
+        if tab == 3:
+            return [_ToyAdapter(self.toy_view)]
+        return self.lessons.views()
+
+    def _on_page_load(self):
+        self._page_loaded = True
+        self.refresh(force=True)
+
+    def _tick(self):
+        if self._closed or not self._page_loaded:
+            return
+        try:
+            self.refresh()
+        except Exception as exc:  # a drawing bug must not kill the periodic callback
+            self.session.notify(f"Display error: {type(exc).__name__}: {exc}", "error")
+
+    def refresh(self, force: bool = False):
+        """Pull the latest snapshot and update the visible views in place."""
+        if self._closed:
+            return
+        snap = self.session.snapshot
+        running = snap.status == "running"
+        label = "❚❚ Pause" if running else "▶ Run"
+        if self.b_run.label != label:
+            self.b_run.label = label
+        busy = snap.status == "loading"
+        for b in (self.b_step, self.b_step_n, self.b_run, self.b_exact, self.b_reset):
+            if b.disabled != busy:
+                b.disabled = busy
+        now = time.perf_counter()
+        with hold():  # one websocket message per refresh: all views change together
+            for v in [self.status] + self.visible_views():
+                slow = getattr(v, "RUNNING_MIN_INTERVAL_S", 0.0)
+                if running and not force and slow and now - self._drawn.get(id(v), 0.0) < slow:
+                    continue  # e.g. the anatomy changes thousands of times per second: 2 Hz is enough
+                if v.update(snap, force):
+                    self._drawn[id(v)] = now
+            self._show_messages()
+
+    def _show_messages(self):
+        msgs = self.session.messages(self._msg_seen)
+        if not msgs:
+            return
+        self._msg_seen += len(msgs)
+        level, text = msgs[-1]
+        self.alert.alert_type = {"error": "danger", "warning": "warning", "success": "success"}.get(level, "info")
+        self.alert.object = text
+        self.alert.visible = True
+        notes = pn.state.notifications
+        if notes is not None:
+            for level, text in msgs:
+                try:
+                    getattr(notes, level if level in ("info", "success", "warning", "error") else "info")(
+                        text, duration=4000 if level != "error" else 8000)
+                except Exception:  # pragma: no cover - no notification area in this context
+                    break
+
+    # ------------------------------------------------------------------ lifetime
+    def _on_destroyed(self, session_context):
+        self.close()
+
+    def close(self):
+        """Stop the periodic callback and the worker; drop the solver (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._cb is not None:
+            try:
+                self._cb.stop()
+            except Exception:  # pragma: no cover
+                pass
+        self.session.close()
+        self.toy.close()
+
+
+class _ToyAdapter:
+    """Lets the toy view be refreshed like the snapshot views."""
+
+    def __init__(self, view):
+        self.view = view
+        self.panel = view.panel
+
+    def update(self, snap, force=False):
+        return self.view.update(force=force)
+
+
+def build_app(**session_params) -> GapLabApp:
+    """A new, independent app (default: OCR-small, BCFW + gap sampling, λ = 0.01)."""
+    periodic = session_params.pop("periodic", True)
+    return GapLabApp(Session(**session_params), periodic=periodic)

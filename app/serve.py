@@ -1,0 +1,98 @@
+"""Serve the app: ``gaplab app`` and ``python -m gaplab app`` call :func:`serve`.
+
+Each browser session gets its own app (``pn.serve`` with the factory :func:`build_app`), so two
+tabs never share a solver; a session's worker and solver are released when Bokeh destroys the
+session (``pn.state.on_session_destroyed``).
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+__all__ = ["serve", "app_factory"]
+
+
+def app_factory():
+    """Called by the server once per browser session."""
+    import panel as pn
+
+    from .main import build_app
+    app = build_app()
+    sid = app.session.session_id
+    print(f"gaplab app: session {sid} opened", file=sys.stderr, flush=True)
+
+    def closed(session_context):
+        app.close()  # idempotent; also registered by the app itself
+        print(f"gaplab app: session {sid} closed (worker stopped, solver released: "
+              f"{app.session.closed})", file=sys.stderr, flush=True)
+
+    pn.state.on_session_destroyed(closed)
+    return app
+
+
+def serve(port: int = 5006, address: str = "127.0.0.1", show: bool = False, *,
+          unused_session_lifetime_ms: int = 15_000, check_unused_sessions_ms: int = 5_000,
+          warmup: bool = True) -> int:
+    """Serve the app on http://address:port/ until interrupted. Returns a process exit code.
+
+    Parameters
+    ----------
+    port : int
+        TCP port (0: any free port; the chosen one is printed).
+    address : str
+        Interface to bind (default 127.0.0.1: this machine only).
+    show : bool
+        Open a browser tab.
+    warmup : bool
+        Compile (or load from the numba cache) every solver kernel and load the default
+        dataset in a background thread while the server already accepts sessions.
+    """
+    import panel as pn
+
+    if warmup:
+        threading.Thread(target=_warm, name="gaplab-warmup", daemon=True).start()
+    if not port:
+        port = _free_port(address)
+    origins = [f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
+    server = pn.serve(
+        {"/": app_factory}, port=port, address=address, show=show, start=False,
+        websocket_origin=origins, title="gaplab · Minding the gaps",
+        unused_session_lifetime_milliseconds=unused_session_lifetime_ms,
+        check_unused_sessions_milliseconds=check_unused_sessions_ms,
+    )
+    print(f"gaplab app: serving on http://{address}:{port}/ (Ctrl+C to stop)", file=sys.stderr, flush=True)
+    try:
+        server.start()
+        if show:
+            server.show("/")
+        server.io_loop.start()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        try:
+            server.stop()
+        except Exception:
+            pass
+    return 0
+
+
+def _free_port(address: str) -> int:
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((address, 0))
+        return int(sock.getsockname()[1])
+
+
+def _warm():
+    t0 = time.perf_counter()
+    try:
+        from gaplab.core.warmup import warmup
+        warmup()
+        from .session import load_problem
+        load_problem("ocr-small")
+    except Exception as exc:  # the sessions will report the problem themselves
+        print(f"gaplab app: warm-up failed: {exc}", file=sys.stderr, flush=True)
+        return
+    print(f"gaplab app: solver kernels and default dataset ready in {time.perf_counter() - t0:.1f} s",
+          file=sys.stderr, flush=True)

@@ -1,0 +1,841 @@
+"""One user's lab session: the settings (a ``param.Parameterized``), one solver, one worker
+thread, and immutable snapshots of what the solver did (no Panel import: testable headless).
+
+Threading model
+---------------
+* Every solver mutation (a Step, a chunk of a run, an exact gap pass, a reset) happens while
+  holding ``Session._lock``.
+* While a run is going, the worker thread calls ``solver.steps(k)`` in chunks of ~25 ms (the
+  numba kernels release the GIL) and publishes a new :class:`Snapshot` at most every 100 ms.
+* The UI never waits on a running solver: it reads ``Session.snapshot`` (a reference to an
+  immutable object). Actions that change the solver (Step, Reset, new settings) first stop the
+  worker (it checks a flag between chunks, so this takes at most one chunk).
+* At most one background thread exists per session (a run or a dataset load).
+
+Everything shown by the app is computed here from the core (``gaplab.core.Solver``) or from the
+toy examples; views only draw snapshots.
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import param
+
+from gaplab.core import CacheConfig, ChainModel, Solver, SolverConfig
+
+__all__ = ["Session", "Snapshot", "StepInfo", "RunRecord", "Problem", "load_problem",
+           "DATASETS", "GAP_CHECK_CHOICES"]
+
+#: datasets offered by the app, in menu order (later data sets are added here as they land)
+DATASETS = ("ocr-small", "ocr-large", "toy", "conll2000")
+
+#: the gap-check choices of Fig. 1 ("Gap 1, 5, 10, 100, Inf")
+GAP_CHECK_CHOICES = {"every pass": 1, "every 5 passes": 5, "every 10 passes": 10,
+                     "every 20 passes": 20, "every 100 passes": 100, "never (Gap Inf)": math.inf}
+
+SNAPSHOT_PERIOD_S = 0.1       # the worker publishes at most 10 snapshots per second
+CHUNK_TARGET_S = 0.025        # a worker chunk of block steps takes about this long
+MAX_COMPARISON_RUNS = 8
+RECENT_STEPS = 200            # steps shown in the cache hit/miss timeline
+STATUS_LABELS = {"idle": "ready", "running": "running", "paused": "paused", "stopped": "stopped",
+                 "budget": "pass budget reached", "loading": "loading", "error": "error",
+                 "closed": "closed"}
+
+_session_ids = itertools.count(1)  # only hands out ids; no session state lives at module level
+
+
+# ----------------------------------------------------------------------------- problems
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """A training problem the app can solve (read-only once built; shared between sessions).
+
+    Attributes
+    ----------
+    name : str
+        Dataset name (one of :data:`DATASETS`).
+    model : ChainModel or MulticlassModel
+    test : SequenceData or None
+        Test set evaluated at gap checks (None for the toy problem).
+    default_lam : float
+        λ the app switches to when this dataset is chosen (the toy example needs λ = 1/n).
+    info : dict
+        Extra facts (toy: which block is hard, n, K).
+    """
+
+    name: str
+    model: Any
+    test: Any
+    default_lam: float
+    info: dict = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return int(self.model.n)
+
+    @property
+    def train(self):
+        return getattr(self.model, "data", None)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_problem_cached(name: str, toy_n: int, toy_K: int) -> Problem:
+    # A read-only cache of models: two sessions on OCR-large share the feature arrays (the
+    # solver states, which the sessions mutate, are never shared).
+    if name in ("ocr-small", "ocr-large"):
+        from gaplab.core import load_ocr
+        train, test = load_ocr(name)
+        return Problem(name, ChainModel(train), test, 0.01, {"kind": "ocr"})
+    if name == "conll2000":
+        from gaplab.core.datasets.conll import load_conll2000
+        train, test = load_conll2000()
+        return Problem(name, ChainModel(train), test, 0.01, {"kind": "conll"})
+    if name == "toy":
+        from gaplab.toy_examples.hard_easy import make_hard_easy
+        model, lam, info = make_hard_easy(toy_n, toy_K)
+        info = dict(info) if isinstance(info, dict) else {"info": info}
+        info.setdefault("kind", "toy")
+        info["kind"] = "toy"
+        return Problem(name, model, None, float(lam), info)
+    raise ValueError(f"unknown dataset {name!r}; expected one of {', '.join(DATASETS)}")
+
+
+def load_problem(name: str, toy_n: int = 20, toy_K: int = 100) -> Problem:
+    """The :class:`Problem` of a dataset name (cached; toy_n/toy_K only matter for "toy")."""
+    if name != "toy":
+        toy_n, toy_K = 0, 0
+    return _load_problem_cached(name, int(toy_n), int(toy_K))
+
+
+# ----------------------------------------------------------------------------- snapshots
+def _frozen(a):
+    a = np.array(a, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    """The anatomy of the last block step (Paper: Alg. 1 lines 3-11, Alg. 3-5).
+
+    ``gap_before`` is the block gap the step's oracle call returned (exact at the step's iterate;
+    on a cache hit it is the stale estimate); ``gap_after`` is the block gap at the current w
+    measured with one diagnostic oracle call that is not counted.
+    """
+
+    iteration: int
+    block: int
+    kind: str
+    cache_hit: bool
+    drop: bool
+    oracle_called: bool
+    gamma: float
+    gamma_max: float
+    gap_before: float
+    direction_gap: float
+    gap_after: float
+    improvement: float
+    active_set_size: int
+    truth: tuple
+    fw_corner: tuple
+    away_corner: tuple | None
+    image: np.ndarray | None = field(default=None, repr=False)  # OCR: uint8 (T, 16, 8) letter images
+    tokens: tuple | None = None         # CoNLL: the words of the sentence
+    note: str = ""                      # toy: "hard block" / "easy block"
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A finished or frozen run kept for comparison (its trace and manual gap checks)."""
+
+    label: str
+    dataset: str
+    trace: tuple
+    manual_checks: tuple
+    active_history: tuple
+    index: int
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything the views draw, copied from the solver under the session lock (immutable)."""
+
+    version: int
+    session_id: int
+    dataset: str
+    n: int
+    lam: float
+    label: str
+    status: str
+    message_count: int
+    iteration: int
+    effective_passes: float
+    oracle_calls: int
+    cache_hits: int
+    solver_time_s: float
+    steps_per_s: float
+    heuristic_gap: float
+    dual: float
+    exact_gap: float
+    exact_primal: float
+    exact_dual: float
+    exact_passes: float
+    exact_test_error: float
+    gap_estimates: np.ndarray
+    staleness: np.ndarray
+    probabilities: np.ndarray
+    exact_block_gaps: np.ndarray | None
+    exact_block_gaps_iteration: int
+    active_set_sizes: np.ndarray | None
+    cache_sizes: np.ndarray | None
+    trace: tuple
+    manual_checks: tuple
+    active_history: tuple
+    recent_steps: np.ndarray
+    last_step: StepInfo | None
+    step_counts: dict
+    has_test: bool
+    tracks_atoms: bool
+    chi_cubed: float
+    comparison: tuple
+    config: dict
+
+
+def nonuniformity(x) -> float:
+    """χ(x) = sqrt(1 + n² Var[p]), p = x/‖x‖₁ (Paper: Theorem 2); NaN if undefined."""
+    x = np.asarray(x, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    x = np.maximum(x, 0.0)
+    s = x.sum()
+    if x.size == 0 or not s > 0:
+        return math.nan
+    p = x / s
+    return float(math.sqrt(1.0 + x.size ** 2 * p.var()))
+
+
+def _empty_snapshot(sid, dataset, status, message_count, config) -> Snapshot:
+    e = _frozen(np.zeros(0))
+    return Snapshot(
+        version=0, session_id=sid, dataset=dataset, n=0, lam=math.nan, label="", status=status,
+        message_count=message_count, iteration=0, effective_passes=0.0, oracle_calls=0,
+        cache_hits=0, solver_time_s=0.0, steps_per_s=0.0, heuristic_gap=math.inf, dual=math.nan,
+        exact_gap=math.nan, exact_primal=math.nan, exact_dual=math.nan, exact_passes=math.nan,
+        exact_test_error=math.nan, gap_estimates=e, staleness=_frozen(np.zeros(0, np.int64)),
+        probabilities=e, exact_block_gaps=None, exact_block_gaps_iteration=-1,
+        active_set_sizes=None, cache_sizes=None, trace=(), manual_checks=(), active_history=(),
+        recent_steps=_frozen(np.zeros((0, 3))), last_step=None, step_counts={}, has_test=False,
+        tracks_atoms=False, chi_cubed=math.nan, comparison=(), config=config)
+
+
+def _trace_since(solver: Solver, start: int) -> list:
+    # Solver.trace() copies every record; the session only needs the new ones (records are
+    # appended and never changed by the core).
+    records = getattr(solver, "_trace", None)
+    if records is None:
+        return solver.trace()[start:]
+    return list(records[start:])
+
+
+# ----------------------------------------------------------------------------- session
+class Session(param.Parameterized):
+    """Settings, solver and worker of one app session (one browser tab or one notebook).
+
+    Changing a solver setting stops a run and rebuilds the solver with the new settings (the
+    trace of the old run can be kept with :meth:`add_to_comparison` first). Buttons are the
+    ``param.Action`` parameters; methods with the same names can be called directly.
+    """
+
+    dataset = param.Selector(default="ocr-small", objects=list(DATASETS), label="Dataset",
+                             doc="Training set (OCR-small: 626 words, OCR-large: 6,251 words; toy: App. C)")
+    lam = param.Number(default=0.01, bounds=(1e-6, 100.0), label="λ (regularization)",
+                       doc="Regularization λ of the SSVM (Paper: Eq. (1))")
+    sampling = param.Selector(default="gap", objects=["uniform", "permutation", "gap", "maxgap"],
+                              label="Sampling", doc="How the next block is chosen (Paper: Alg. 1, 2)")
+    gap_power = param.Number(default=1.0, bounds=(0.1, 10.0), step=0.1, label="p (P(i) ∝ ĝᵢᵖ)",
+                             doc="Exponent of gap sampling")
+    step_kind = param.Selector(default="fw", objects=["fw", "pairwise", "away", "combined"],
+                               label="Step kind", doc="FW (Alg. 1), pairwise (Alg. 3), away (Alg. 4)")
+    cache = param.Boolean(default=False, label="Oracle cache (Alg. 5)")
+    cache_factor = param.Number(default=0.25, bounds=(1e-4, 100.0), step=0.05, label="F (local)")
+    cache_nu = param.Number(default=0.01, bounds=(1e-5, 1e4), step=0.01, label="ν (global)")
+    cache_size = param.Integer(default=100, bounds=(1, 10_000), label="Cache size per block")
+    gap_check = param.Selector(default=10, objects=GAP_CHECK_CHOICES, label="Exact gap check",
+                               doc="An exact gap pass (n oracle calls) every so many passes")
+    seed = param.Integer(default=0, bounds=(0, 2**31 - 1), label="Seed")
+    max_passes = param.Number(default=100.0, bounds=(0.01, 1e6), label="Pass budget",
+                              doc="Run stops after this many effective passes (oracle calls / n)")
+    n_steps = param.Integer(default=100, bounds=(1, 10_000_000), label="N (for Step ×N)")
+    toy_n = param.Integer(default=20, bounds=(2, 1000), label="toy n (objects)", precedence=-1)
+    toy_K = param.Integer(default=100, bounds=(1, 1000), label="toy K (labels of the hard object)",
+                          precedence=-1)
+
+    step_action = param.Action(lambda self: self.step(), label="Step")
+    step_n_action = param.Action(lambda self: self.step_n(), label="Step ×N")
+    run_action = param.Action(lambda self: self.toggle_run(), label="Run / Pause")
+    stop_action = param.Action(lambda self: self.stop(), label="Stop")
+    reset_action = param.Action(lambda self: self.reset(), label="Reset")
+    exact_action = param.Action(lambda self: self.compute_exact_gaps(), label="Compute exact gaps")
+    compare_action = param.Action(lambda self: self.add_to_comparison(), label="Add run to comparison")
+    clear_action = param.Action(lambda self: self.clear_comparison(), label="Clear comparison")
+
+    SOLVER_SETTINGS = ("lam", "sampling", "gap_power", "step_kind", "cache", "cache_factor",
+                       "cache_nu", "cache_size", "gap_check", "seed")
+
+    def __init__(self, *, load: bool = True, **params):
+        super().__init__(**params)
+        self.session_id = next(_session_ids)
+        self._lock = threading.RLock()
+        self._msg_lock = threading.Lock()
+        self._stop_evt = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._messages: list[tuple[str, str]] = []
+        self._problem: Problem | None = None
+        self._solver: Solver | None = None
+        self._applied: dict = {}
+        self._reverting = False
+        self._closed = False
+        self._status = "idle"
+        self._version = 0
+        self._chunk = 64
+        self._trace: list = []
+        self._last_check = None
+        self._manual: list = []
+        self._active_hist: list = []
+        self._last_step: StepInfo | None = None
+        self._comparison: list[RunRecord] = []
+        self._run_counter = 0
+        self._rate = (0.0, 0, 0.0)  # (time, iteration, steps per second)
+        self._snapshot = _empty_snapshot(self.session_id, self.dataset, "loading", 0, {})
+        self._update_precedence()
+        self.param.watch(self._on_change, list(self.SOLVER_SETTINGS) + ["dataset", "toy_n", "toy_K"])
+        self.param.watch(lambda e: self._update_precedence(), ["sampling", "cache", "dataset"])
+        if load:
+            self._rebuild(load_dataset=True)
+
+    # ------------------------------------------------------------------ public state
+    @property
+    def snapshot(self) -> Snapshot:
+        """The latest immutable snapshot (never blocks)."""
+        return self._snapshot
+
+    @property
+    def status(self) -> str:
+        return self._status
+
+    @property
+    def problem(self) -> Problem | None:
+        return self._problem
+
+    @property
+    def running(self) -> bool:
+        t = self._thread
+        return t is not None and t.is_alive()
+
+    @property
+    def solver(self) -> Solver | None:
+        """The live solver (read it only while the session is not running)."""
+        return self._solver
+
+    def messages(self, start: int = 0) -> list[tuple[str, str]]:
+        """Notifications so far as (level, text), level in {"info", "success", "warning", "error"}."""
+        with self._msg_lock:
+            return list(self._messages[start:])
+
+    def solver_config(self) -> SolverConfig:
+        """The :class:`SolverConfig` the current settings describe (raises ValueError if invalid)."""
+        return SolverConfig(
+            lam=float(self.lam), sampling=self.sampling, gap_power=float(self.gap_power),
+            step=self.step_kind,
+            cache=CacheConfig(enabled=bool(self.cache), factor=float(self.cache_factor),
+                              nu=float(self.cache_nu), size=int(self.cache_size)),
+            gap_check=self.gap_check, seed=int(self.seed), max_passes=float(self.max_passes))
+
+    def run_label(self) -> str:
+        samp = self.sampling if self.sampling != "gap" else (
+            "gap" if self.gap_power == 1 else f"gap^{self.gap_power:g}")
+        gc = self.gap_check
+        gcs = "∞" if math.isinf(gc) else f"{int(gc)}"
+        cache = f" +cache(F={self.cache_factor:g},ν={self.cache_nu:g})" if self.cache else ""
+        return f"{samp} · {self.step_kind}{cache} · check {gcs} · λ={self.lam:g}"
+
+    # ------------------------------------------------------------------ notifications
+    def notify(self, text: str, level: str = "info") -> None:
+        with self._msg_lock:
+            self._messages.append((level, text))
+
+    # ------------------------------------------------------------------ settings
+    def _update_precedence(self):
+        self.param.gap_power.precedence = 1 if self.sampling == "gap" else -1
+        for name in ("cache_factor", "cache_nu", "cache_size"):
+            self.param[name].precedence = 1 if self.cache else -1
+        for name in ("toy_n", "toy_K"):
+            self.param[name].precedence = 1 if self.dataset == "toy" else -1
+
+    def _on_change(self, *events):
+        if self._reverting or self._closed:
+            return
+        names = {e.name for e in events}
+        data_change = "dataset" in names or (names & {"toy_n", "toy_K"} and self.dataset == "toy")
+        settings = sorted(names & set(self.SOLVER_SETTINGS))
+        if data_change:
+            self._rebuild(load_dataset=True)
+        elif settings:
+            self._rebuild(load_dataset=False, reason=", ".join(settings))
+
+    def _revert(self, values: dict):
+        self._reverting = True
+        try:
+            self.param.update(**{k: v for k, v in values.items() if getattr(self, k) != v})
+        finally:
+            self._reverting = False
+            self._update_precedence()
+
+    def _current_values(self) -> dict:
+        return {k: getattr(self, k) for k in self.SOLVER_SETTINGS + ("dataset", "toy_n", "toy_K")}
+
+    # ------------------------------------------------------------------ (re)building
+    def _rebuild(self, *, load_dataset: bool, reason: str = ""):
+        """Stop any run and make a fresh solver from the current settings (UI thread)."""
+        self._halt("idle")
+        try:
+            cfg = self.solver_config()
+        except (ValueError, TypeError) as exc:
+            self.notify(f"Invalid setting ({exc}); kept the previous settings.", "error")
+            if self._applied:
+                self._revert(self._applied)
+            return
+        if load_dataset or self._problem is None or self._problem.name != self.dataset:
+            self._start_load()
+            return
+        self._install(self._problem, cfg)
+        if reason:
+            self.notify(f"Settings changed ({reason}): the solver was reset.", "info")
+
+    def _set_lam_quietly(self, lam: float):
+        if abs(self.lam - lam) > 1e-15:
+            self._reverting = True
+            try:
+                self.lam = lam
+            finally:
+                self._reverting = False
+            self.notify(f"λ set to {lam:g} for the {self.dataset} dataset.", "info")
+
+    def _start_load(self):
+        """Load the chosen dataset: the toy problem synchronously (tiny), others in the worker
+        thread. Parameter changes happen here, in the caller's (UI) thread."""
+        name, toy_n, toy_K = self.dataset, self.toy_n, self.toy_K
+        old = self._problem
+        if name == "toy":
+            try:
+                problem = load_problem(name, toy_n, toy_K)
+            except Exception as exc:  # shown to the user, never a server traceback
+                self._load_failed(name, exc)
+                return
+            self._set_lam_quietly(problem.default_lam)
+            self._install(problem, self.solver_config())
+            return
+        if old is not None and old.name == "toy":
+            self._set_lam_quietly(0.01)
+        cfg = self.solver_config()
+        with self._lock:
+            self._set_status("loading")
+            self._publish()
+
+        def job():
+            try:
+                problem = load_problem(name, toy_n, toy_K)
+            except Exception as exc:  # shown to the user, never a server traceback
+                self._load_failed(name, exc)
+                return
+            if not self._stop_evt.is_set() and not self._closed:
+                self._install(problem, cfg)
+
+        self._start_thread(job, "load")
+
+    def _load_failed(self, name, exc):
+        self.notify(f"Could not load dataset {name!r}: {exc}. Choose another dataset.", "error")
+        with self._lock:
+            self._problem = None
+            self._solver = None
+            self._applied = {}
+            self._set_status("error")
+            self._publish()
+
+    def _install(self, problem: Problem, cfg: SolverConfig):
+        with self._lock:
+            if self._closed:
+                return
+            solver = Solver(problem.model, cfg, test_data=problem.test)
+            self._problem = problem
+            self._solver = solver
+            self._applied = self._current_values()
+            self._trace = []
+            self._last_check = None
+            self._manual = []
+            self._active_hist = []
+            self._last_step = None
+            self._rate = (time.perf_counter(), 0, 0.0)
+            self._chunk = 64
+            self._set_status("idle")
+            self._publish()
+
+    def reset(self) -> Snapshot:
+        """Stop and restore the initial state (same settings, same seed: the same run again)."""
+        if self._status == "loading":
+            self.notify("Still loading the dataset.", "warning")
+            return self._snapshot
+        self._halt("idle")
+        if self._problem is None:
+            self._rebuild(load_dataset=True)
+            return self._snapshot
+        try:
+            cfg = self.solver_config()
+        except ValueError as exc:
+            self.notify(f"Invalid setting ({exc}).", "error")
+            return self._snapshot
+        self._install(self._problem, cfg)
+        return self._snapshot
+
+    # ------------------------------------------------------------------ stepping
+    def _ready(self, action: str) -> bool:
+        if self._closed:
+            return False
+        if self._status == "loading":
+            self.notify(f"{action}: the dataset is still loading.", "warning")
+            return False
+        if self._solver is None:
+            self.notify(f"{action}: no dataset is loaded; choose one.", "warning")
+            return False
+        return True
+
+    def step(self) -> Snapshot:
+        """One block step (pauses a run first)."""
+        if not self._ready("Step"):
+            return self._snapshot
+        if self.running:
+            self._halt("paused")
+        with self._lock:
+            self._solver.step()
+            self._capture_last_step()
+            if self._status in ("idle", "stopped", "budget"):
+                self._set_status("paused" if self._solver.iteration else "idle")
+            self._publish()
+        return self._snapshot
+
+    def step_n(self, n: int | None = None) -> None:
+        """N block steps in the worker thread (``n`` defaults to the ``n_steps`` setting)."""
+        n = int(self.n_steps if n is None else n)
+        if n < 1:
+            self.notify("N must be at least 1.", "warning")
+            return
+        if not self._ready("Step ×N"):
+            return
+        if self.running:
+            self._halt("paused")
+        self._start_run(target_steps=n)
+
+    def run(self) -> None:
+        """Start (or resume) a run in the worker thread until the pass budget or Stop."""
+        if not self._ready("Run"):
+            return
+        if self.running:
+            return
+        if self._solver.effective_passes >= self.max_passes:
+            self.set_status_budget()
+            self.notify(f"Pass budget of {self.max_passes:g} reached; raise it to continue.", "warning")
+            return
+        self._start_run(target_steps=None)
+
+    def toggle_run(self) -> None:
+        if self.running and self._status == "running":
+            self.pause()
+        else:
+            self.run()
+
+    def pause(self) -> None:
+        if self.running and self._status != "loading":
+            self._halt("paused")
+
+    def stop(self) -> None:
+        """Stop the run (takes effect between two chunks, i.e. within ~50 ms)."""
+        if self._status == "loading":
+            return
+        self._halt("stopped" if (self._solver is not None and self._solver.iteration) else "idle")
+
+    def set_status_budget(self):
+        with self._lock:
+            self._set_status("budget")
+            self._publish()
+
+    def compute_exact_gaps(self):
+        """One exact gap pass (n oracle calls, counted): the duality gap, primal, dual and every
+        block gap at the current iterate (Paper: Eq. (4)-(6))."""
+        if not self._ready("Compute exact gaps"):
+            return None
+        if self.running:
+            self._halt("paused")
+        with self._lock:
+            s = self._solver
+            ex = s.exact_gap(count=True)
+            test_err = s.test_error() if self._problem.test is not None else math.nan
+            rec = {"kind": "gap_check", "manual": True, "iteration": s.iteration,
+                   "effective_passes": s.effective_passes, "oracle_calls": s.oracle_calls,
+                   "wall_time_s": s.wall_time, "heuristic_gap": s.heuristic_gap,
+                   "exact_gap": ex.gap, "primal": ex.primal, "dual": ex.dual,
+                   "cache_hits": int(s.step_counts()["cache_hit"]), "test_error": test_err}
+            self._manual.append(rec)
+            self._publish()
+        return ex
+
+    def add_to_comparison(self) -> RunRecord | None:
+        """Freeze the current run's trace as a labelled comparison curve."""
+        snap = self._snapshot
+        if not snap.trace and not snap.manual_checks:
+            self.notify("Nothing to compare yet: run at least one pass first.", "warning")
+            return None
+        with self._lock:
+            self._run_counter += 1
+            rec = RunRecord(label=f"#{self._run_counter} {snap.label}", dataset=snap.dataset,
+                            trace=snap.trace, manual_checks=snap.manual_checks,
+                            active_history=snap.active_history, index=self._run_counter)
+            self._comparison.append(rec)
+            if len(self._comparison) > MAX_COMPARISON_RUNS:
+                dropped = self._comparison.pop(0)
+                self.notify(f"Dropped the oldest comparison run ({dropped.label}).", "info")
+            self._publish()
+        self.notify(f"Added {rec.label} to the comparison.", "success")
+        return rec
+
+    def clear_comparison(self) -> None:
+        with self._lock:
+            self._comparison.clear()
+            self._publish()
+
+    # ------------------------------------------------------------------ worker
+    def _start_thread(self, target, name):
+        self._join()
+        self._stop_evt.clear()
+        t = threading.Thread(target=target, name=f"gaplab-session-{self.session_id}-{name}", daemon=True)
+        self._thread = t
+        t.start()
+
+    def _join(self, timeout: float = 30.0):
+        t = self._thread
+        if t is not None and t is not threading.current_thread():
+            t.join(timeout)
+        self._thread = None if (t is None or not t.is_alive()) else t
+
+    def _halt(self, status: str):
+        """Stop the background thread (flag checked between chunks) and set ``status``."""
+        t = self._thread
+        if t is not None and t.is_alive():
+            self._stop_evt.set()
+            self._join()
+        with self._lock:
+            if self._solver is not None or status != "idle":
+                self._set_status(status)
+            self._publish()
+
+    def _start_run(self, target_steps: int | None):
+        with self._lock:
+            self._set_status("running")
+            self._rate = (time.perf_counter(), self._solver.iteration, self._rate[2])
+            self._publish()
+        self._start_thread(lambda: self._worker(target_steps), "run")
+
+    def _worker(self, target_steps: int | None):
+        last_pub = time.perf_counter()
+        done = 0
+        final = "paused"
+        try:
+            while not self._stop_evt.is_set():
+                with self._lock:
+                    s = self._solver
+                    if target_steps is None:
+                        left = int(math.floor(self.max_passes * s.n - s.oracle_calls))
+                        if left <= 0:
+                            final = "budget"
+                            self.notify(f"Pass budget of {self.max_passes:g} passes reached.", "success")
+                            break
+                    else:
+                        left = target_steps - done
+                        if left <= 0:
+                            final = "paused"
+                            break
+                    k = max(1, min(self._chunk, left))
+                    t0 = time.perf_counter()
+                    s.steps(k)
+                    dt = time.perf_counter() - t0
+                    done += k
+                    # adapt the chunk so that one takes ~CHUNK_TARGET_S (bounded growth)
+                    if dt > 0:
+                        want = k * CHUNK_TARGET_S / dt
+                        self._chunk = int(min(max(want, 1), 4 * self._chunk + 1, 200_000))
+                    now = time.perf_counter()
+                    if now - last_pub >= SNAPSHOT_PERIOD_S:
+                        self._capture_last_step()
+                        self._publish()
+                        last_pub = now
+                time.sleep(0)  # let a waiting UI thread take the lock
+            else:
+                final = None  # stopped from outside: _halt sets the status
+        except Exception as exc:  # never let a solver error kill the server silently
+            final = "error"
+            self.notify(f"Solver error: {type(exc).__name__}: {exc}", "error")
+        with self._lock:
+            if self._solver is not None:
+                self._capture_last_step()
+            if final is not None:
+                self._set_status(final)
+            self._publish()
+
+    # ------------------------------------------------------------------ snapshots
+    def _set_status(self, status):
+        self._status = status
+
+    def _capture_last_step(self):
+        s = self._solver
+        recs = s.last_steps(1)
+        if not recs:
+            self._last_step = None
+            return
+        r = recs[-1]
+        model = s.model
+        i = r.block
+        truth = model.ground_truth(i)
+        names = self._label_names()
+
+        def decode(y):
+            if y is None:
+                return None
+            return tuple(names[int(k)] if names is not None else str(int(k)) for k in np.asarray(y).ravel())
+
+        image = tokens = None
+        note = ""
+        data = getattr(model, "data", None)
+        if data is not None:
+            imgs = data.extras.get("images")
+            if imgs is not None:
+                image = _frozen(imgs[data.tokens(i)])
+            words = data.extras.get("words")
+            if words is not None and not isinstance(words[i], str):
+                tokens = tuple(words[i])
+        info = self._problem.info if self._problem is not None else {}
+        if info.get("kind") == "toy":
+            hard = info.get("hard_block", info.get("hard", 0))
+            try:
+                hard_set = set(np.atleast_1d(hard).tolist())
+            except Exception:
+                hard_set = {0}
+            note = "hard object" if i in hard_set else "easy object"
+        away = r.away_corner
+        self._last_step = StepInfo(
+            iteration=r.iteration, block=i, kind=r.kind, cache_hit=r.cache_hit, drop=r.drop,
+            oracle_called=r.oracle_called, gamma=r.gamma, gamma_max=r.gamma_max,
+            gap_before=r.block_gap_estimate, direction_gap=r.direction_gap,
+            gap_after=s.block_gap_now(i), improvement=r.improvement,
+            active_set_size=r.active_set_size, truth=decode(truth), fw_corner=decode(r.fw_corner),
+            away_corner=decode(away), image=image, tokens=tokens, note=note)
+
+    def _label_names(self):
+        model = self._solver.model
+        data = getattr(model, "data", None)
+        if data is not None:
+            return data.label_names
+        return getattr(model, "label_names", None)
+
+    def _publish(self):
+        """Make a new immutable snapshot (call with the lock held)."""
+        self._version += 1
+        s = self._solver
+        cfg = {k: getattr(self, k) for k in self.SOLVER_SETTINGS + ("dataset", "max_passes")}
+        with self._msg_lock:
+            mcount = len(self._messages)
+        if s is None or self._problem is None:
+            snap = _empty_snapshot(self.session_id, self.dataset, self._status, mcount, cfg)
+            self._snapshot = Snapshot(**{**snap.__dict__, "version": self._version,
+                                         "comparison": tuple(self._comparison)})
+            return
+        new = _trace_since(s, len(self._trace))
+        self._trace.extend(new)
+        for r in new:
+            if r["kind"] == "gap_check":
+                self._last_check = r
+        n = s.n
+        now = time.perf_counter()
+        t_prev, it_prev, rate = self._rate
+        if self._status == "running" and now - t_prev >= 0.25:
+            rate = (s.iteration - it_prev) / (now - t_prev)
+            self._rate = (now, s.iteration, rate)
+        elif self._status != "running":
+            self._rate = (now, s.iteration, rate)
+        track = bool(s.track)
+        active = _frozen(s.active_set_sizes()) if track else None
+        caches = _frozen(s.cache_sizes()) if track else None
+        if track and s.iteration > 0:
+            hist_pt = (s.effective_passes, float(active.mean()), int(active.max()), float(caches.mean()))
+            if not self._active_hist or self._active_hist[-1][0] != hist_pt[0]:
+                self._active_hist.append(hist_pt)
+        # last exact check: periodic (trace) or manual, whichever is later
+        checks = [r for r in (self._last_check, self._manual[-1] if self._manual else None) if r]
+        last = max(checks, key=lambda r: r["oracle_calls"]) if checks else None
+        exact_blocks = _frozen(s.S.gap_exact) if last is not None else None
+        gaps = s.gap_estimates
+        recent = s.last_steps(RECENT_STEPS)
+        rs = np.array([(r.iteration, r.cache_hit, r.oracle_called) for r in recent], dtype=np.float64)
+        rs = rs.reshape(-1, 3)
+        self._snapshot = Snapshot(
+            version=self._version, session_id=self.session_id, dataset=self._problem.name, n=n,
+            lam=s.lam, label=self.run_label(), status=self._status, message_count=mcount,
+            iteration=s.iteration, effective_passes=s.effective_passes,
+            oracle_calls=s.oracle_calls, cache_hits=int(s.step_counts()["cache_hit"]),
+            solver_time_s=s.wall_time, steps_per_s=float(rate), heuristic_gap=s.heuristic_gap,
+            dual=s.dual_objective(),
+            exact_gap=last["exact_gap"] if last else math.nan,
+            exact_primal=last["primal"] if last else math.nan,
+            exact_dual=last["dual"] if last else math.nan,
+            exact_passes=last["effective_passes"] if last else math.nan,
+            exact_test_error=last.get("test_error", math.nan) if last else math.nan,
+            gap_estimates=_frozen(gaps), staleness=_frozen(s.staleness),
+            probabilities=_frozen(s.sampling_probabilities()), exact_block_gaps=exact_blocks,
+            exact_block_gaps_iteration=int(last["iteration"]) if last else -1,
+            active_set_sizes=active, cache_sizes=caches, trace=tuple(self._trace),
+            manual_checks=tuple(self._manual), active_history=tuple(self._active_hist),
+            recent_steps=_frozen(rs), last_step=self._last_step, step_counts=s.step_counts(),
+            has_test=self._problem.test is not None, tracks_atoms=track,
+            chi_cubed=nonuniformity(gaps) ** 3, comparison=tuple(self._comparison), config=cfg)
+
+    # ------------------------------------------------------------------ lifetime
+    def close(self) -> None:
+        """Stop the worker and drop the solver (called when the browser session ends)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stop_evt.set()
+        self._join(timeout=10.0)
+        with self._lock:
+            self._solver = None
+            self._problem = None
+            self._trace = []
+            self._manual = []
+            self._comparison = []
+            self._status = "closed"
+            self._snapshot = _empty_snapshot(self.session_id, self.dataset, "closed", 0, {})
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def wait_idle(self, timeout: float = 30.0) -> bool:
+        """Block until no background thread is running (tests, notebooks)."""
+        t = self._thread
+        if t is not None:
+            t.join(timeout)
+            return not t.is_alive()
+        return True

@@ -1,0 +1,750 @@
+"""Live views of a session: Bokeh figures built once, whose ColumnDataSources are replaced in
+place from :class:`~gaplab.app.session.Snapshot` objects (no re-rendering, no flicker).
+
+Why Bokeh sources rather than HoloViews ``Pipe``/``Buffer`` streams: the app refreshes up to
+10 times per second while the solver runs on the same two cores. Replacing a source's data
+costs ~0.1 ms per plot, a HoloViews ``Pipe.send`` ~8 ms (it rebuilds the element and its plot
+options), i.e. ~0.6 s of CPU per second for the eight live plots of the app at 10 Hz — which
+would be taken from the solver (``benchmarks/app_bench.py`` measures the throughput ratio).
+
+Every number drawn comes from a snapshot (computed by the core); log axes use a positive floor.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import math
+import struct
+import time
+import zlib
+
+import numpy as np
+import panel as pn
+from bokeh.models import (ColorBar, ColumnDataSource, CustomJSTickFormatter, HoverTool, Legend,
+                          LegendItem, LinearColorMapper, LogTicker, NumeralTickFormatter,
+                          PrintfTickFormatter, Range1d, Span)
+from bokeh.core.properties import value
+from bokeh.palettes import Category10_10, Viridis256
+from bokeh.plotting import figure
+
+__all__ = ["AnatomyView", "BlockGapsView", "GapView", "PrimalDualView", "TestErrorView",
+           "CacheView", "StatusView", "trace_columns", "GAP_FLOOR"]
+
+GAP_FLOOR = 1e-12          # log axes: values <= 0 (round-off) are drawn at this floor
+CURRENT_COLOR = "#111111"
+RUN_COLORS = [c for c in Category10_10 if c != "#7f7f7f"]
+MAX_SLOTS = 8              # comparison runs drawn (Session keeps at most 8)
+TOOLS = "pan,wheel_zoom,box_zoom,reset,save"
+FONT = "13px"
+
+
+def _fig(**kw):
+    kw.setdefault("tools", TOOLS)
+    kw.setdefault("toolbar_location", "right")
+    kw.setdefault("sizing_mode", "stretch_width")
+    f = figure(**kw)
+    f.title.text_font_size = "14px"
+    f.xaxis.axis_label_text_font_size = FONT
+    f.yaxis.axis_label_text_font_size = FONT
+    f.xaxis.major_label_text_font_size = "12px"
+    f.yaxis.major_label_text_font_size = "12px"
+    f.toolbar.logo = None
+    f.toolbar.autohide = True
+    if kw.get("y_axis_type") == "log":
+        f.yaxis.ticker = LogTicker(mantissas=[1, 2, 5], desired_num_ticks=6)
+        f.yaxis.formatter = _log_formatter()
+    if kw.get("x_axis_type") == "log":
+        f.xaxis.ticker = LogTicker(mantissas=[1, 2, 5], desired_num_ticks=6)
+        f.xaxis.formatter = _log_formatter()
+    return f
+
+
+_LOG_TICK_JS = """
+const sup = {"-": "\u207b", "0": "\u2070", "1": "\u00b9", "2": "\u00b2", "3": "\u00b3", "4": "\u2074",
+             "5": "\u2075", "6": "\u2076", "7": "\u2077", "8": "\u2078", "9": "\u2079"};
+if (tick <= 0) { return "0"; }
+const e = Math.floor(Math.log10(tick) + 1e-9);
+const m = Math.round(tick / Math.pow(10, e) * 100) / 100;
+if (e >= -2 && e <= 3) { return String(Number(tick.toPrecision(2))); }
+const pow = "10" + String(e).split("").map(c => sup[c]).join("");
+return (m === 1) ? pow : (m + "\u00b7" + pow);
+"""
+
+
+def _log_formatter():
+    """Log-axis labels: 0.01, 0.5, 20, 10⁻⁵, 2·10⁻⁵ (never 1.000e-2)."""
+    return CustomJSTickFormatter(code=_LOG_TICK_JS)
+
+
+def _pos(a):
+    """Array for a log axis: NaN for inf/NaN (not drawn), values <= 0 at GAP_FLOOR."""
+    a = np.asarray(a, dtype=np.float64)
+    out = np.where(np.isfinite(a), np.maximum(a, GAP_FLOOR), np.nan)
+    return out
+
+
+def _same(a, b) -> bool:
+    if a is b:
+        return True
+    try:
+        a, b = np.asarray(a), np.asarray(b)
+        return a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
+    except TypeError:
+        return False
+
+
+def _set(src, data, full: bool = False) -> None:
+    """Update a ColumnDataSource in place, sending only the columns that changed (a full
+    replacement when the columns or the length change, or when ``full``)."""
+    old = src.data
+    lens = {len(v) for v in data.values()}
+    old_lens = {len(v) for v in old.values()}
+    if not full and set(old) == set(data) and len(lens) == 1 and lens == old_lens:
+        changed = {k: v for k, v in data.items() if not _same(old[k], v)}
+        if changed:
+            src.data.update(changed)
+    else:
+        src.data = dict(data)
+
+
+def _fmt(v, spec=".3g"):
+    if v is None:
+        return "–"
+    try:
+        fv = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    if math.isnan(fv):
+        return "–"
+    if math.isinf(fv):
+        return "∞"
+    return format(fv, spec)
+
+
+def trace_columns(trace, manual=()):
+    """Columns of a run's trace: heuristic gap per pass and exact values at gap checks.
+
+    Returns dict with "pass" -> dict(x passes, t time, heur, dual, hit_rate) and
+    "check" -> dict(x, t, gap, primal, dual, test) (periodic and manual checks, in order)."""
+    passes = [r for r in trace if r["kind"] == "pass"]
+    checks = sorted([r for r in trace if r["kind"] == "gap_check"] + list(manual),
+                    key=lambda r: (r["oracle_calls"], r["iteration"]))
+
+    def col(rs, key):
+        return np.array([r.get(key, math.nan) for r in rs], dtype=np.float64)
+
+    px = col(passes, "effective_passes")
+    hits = col(passes, "cache_hit")
+    iters = col(passes, "iteration")
+    if passes:
+        dh = np.diff(np.concatenate([[0.0], hits]))
+        di = np.diff(np.concatenate([[0.0], iters]))
+        rate = np.where(di > 0, dh / np.maximum(di, 1), np.nan)
+    else:
+        rate = np.zeros(0)
+    return {
+        "pass": dict(x=px, t=col(passes, "wall_time_s"), heur=_pos(col(passes, "heuristic_gap")),
+                     dual=col(passes, "dual"), hit_rate=rate),
+        "check": dict(x=col(checks, "effective_passes"), t=col(checks, "wall_time_s"),
+                      gap=_pos(col(checks, "exact_gap")), primal=col(checks, "primal"),
+                      dual=col(checks, "dual"), test=col(checks, "test_error")),
+    }
+
+
+class _Base:
+    """A view: ``panel`` (what to show) and ``update(snapshot)`` (cheap; skips old versions)."""
+
+    def __init__(self):
+        self._version = None
+        self._cmp_key = None
+
+    def update(self, snap, force: bool = False) -> bool:
+        """Draw ``snap`` if it is new. ``force`` redraws and resends every column (used when
+        the browser may not hold the current data: page load, tab switch)."""
+        if not force and snap.version == self._version:
+            return False
+        self._version = snap.version
+        self._full = bool(force)
+        try:
+            self._draw(snap)
+        finally:
+            self._full = False
+        return True
+
+    _full = False
+
+    def _set(self, src, data):
+        _set(src, data, full=self._full)
+
+    def _draw(self, snap):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class _RunSlots:
+    """Current run (slot 0) + up to MAX_SLOTS comparison runs on one figure, legend kept in
+    sync. Comparison slots (renderers, sources, legend items) are added when first needed and
+    reused afterwards."""
+
+    def __init__(self, fig, kinds, legend_loc="top_right"):
+        # kinds: list of (name, glyph, which) with glyph in {"line", "scatter"}
+        self.fig = fig
+        self.kinds = kinds
+        self.slots = []
+        self.items = []
+        self._labels = []
+        self.legend = Legend(items=[], location=legend_loc, click_policy="hide",
+                             label_text_font_size="11px", background_fill_alpha=0.75,
+                             spacing=0, padding=4, margin=4)
+        fig.add_layout(self.legend)
+        self._add_slot()
+
+    def _add_slot(self):
+        s = len(self.slots)
+        color = CURRENT_COLOR if s == 0 else RUN_COLORS[(s - 1) % len(RUN_COLORS)]
+        srcs, rends = {}, []
+        for name, glyph, _which in self.kinds:
+            src = ColumnDataSource(dict(x=[], y=[]))
+            if glyph == "line":
+                r = self.fig.line("x", "y", source=src, color=color, line_width=2.5 if s == 0 else 2,
+                                  line_dash="solid" if s == 0 else "dashed", alpha=0.9)
+            else:
+                r = self.fig.scatter("x", "y", source=src, color=color, size=8 if s == 0 else 7,
+                                     marker="circle" if s == 0 else "square", alpha=0.9)
+            srcs[name] = src
+            rends.append(r)
+        self.slots.append(srcs)
+        item = LegendItem(label=value(""), renderers=rends, visible=False)
+        self.items.append(item)
+        self.legend.items = list(self.items)
+        self._labels.append(None)
+
+    def set(self, slot, label, data, full=False):
+        while slot >= len(self.slots):
+            self._add_slot()
+        srcs = self.slots[slot]
+        for name, cols in data.items():
+            _set(srcs[name], cols, full=full)
+        if self._labels[slot] != label:
+            self._labels[slot] = label
+            item = self.items[slot]
+            item.label = value(label or "")
+            item.visible = bool(label)
+
+    def clear_from(self, slot):
+        for s in range(slot, len(self.slots)):
+            if self._labels[s] is not None:
+                self.set(s, None, {k: dict(x=[], y=[]) for k in self.slots[s]})
+
+
+class _ComparisonPlot(_Base):
+    """Base for plots overlaying the current run and the comparison runs."""
+
+    RUNNING_MIN_INTERVAL_S = 0.25   # curves grow once per pass: ~3 redraws per second are plenty
+
+    def __init__(self):
+        super().__init__()
+        self._cache = {}
+
+    def _columns(self, run):
+        key = run.index
+        if key not in self._cache:
+            self._cache[key] = trace_columns(run.trace, run.manual_checks)
+        return self._cache[key]
+
+    def _draw(self, snap):
+        cur = trace_columns(snap.trace, snap.manual_checks)
+        full = self._full
+        self.slots.set(0, f"current: {snap.label}" if snap.n else "", self._data(cur, snap, True), full)
+        runs = [r for r in snap.comparison if r.dataset == snap.dataset][-MAX_SLOTS:]
+        for j, run in enumerate(runs, start=1):
+            self.slots.set(j, run.label, self._data(self._columns(run), snap, False), full)
+        self.slots.clear_from(len(runs) + 1)
+        live = {r.index for r in snap.comparison}
+        for k in list(self._cache):
+            if k not in live:
+                del self._cache[k]
+        self._extra(snap, cur)
+
+    def _extra(self, snap, cur):
+        pass
+
+
+# ----------------------------------------------------------------------------- convergence
+class GapView(_ComparisonPlot):
+    """Duality gap vs effective passes (or vs solver time): exact gaps at gap checks (points),
+    heuristic gap Σ ĝᵢ after every pass (line); log scale; runs overlaid (Paper: Fig. 1a, 3)."""
+
+    def __init__(self, x="passes", height=330, title=None, name=None):
+        super().__init__()
+        self.xkey = "x" if x == "passes" else "t"
+        xlabel = "effective passes (oracle calls / n)" if x == "passes" else "solver time (s)"
+        self.fig = _fig(height=height, y_axis_type="log", x_axis_label=xlabel,
+                        y_axis_label="duality gap",
+                        title=title or ("Duality gap vs effective passes" if x == "passes"
+                                        else "Duality gap vs time"))
+        self.slots = _RunSlots(self.fig, [("heur", "line", "pass"), ("exact", "scatter", "check")])
+        self.now = ColumnDataSource(dict(x=[], y=[]), name=f"{name}_now" if name else None)
+        self.fig.scatter("x", "y", source=self.now, marker="star", size=14, color="#d62728",
+                         legend_label="heuristic gap now")
+        self.fig.legend.label_text_font_size = "11px"
+        self.fig.add_tools(HoverTool(tooltips=[("x", "@x{0.00}"), ("gap", "@y{0.000e}")]))
+        self.note = pn.pane.Markdown(
+            "Points: exact duality gap (a gap-check pass, n oracle calls). Line: heuristic gap "
+            "Σᵢ ĝᵢ of the stale block-gap estimates after each pass. ★: the heuristic gap now.",
+            styles={"font-size": "12px", "color": "#555"}, margin=(0, 10))
+        self.panel = pn.Column(pn.pane.Bokeh(self.fig, sizing_mode="stretch_width"), self.note,
+                               sizing_mode="stretch_width")
+
+    def _data(self, cols, snap, current):
+        p, c = cols["pass"], cols["check"]
+        return {"heur": dict(x=p[self.xkey], y=p["heur"]), "exact": dict(x=c[self.xkey], y=c["gap"])}
+
+    def _extra(self, snap, cur):
+        if snap.n and math.isfinite(snap.heuristic_gap):
+            x = snap.effective_passes if self.xkey == "x" else snap.solver_time_s
+            self._set(self.now, dict(x=[x], y=[max(snap.heuristic_gap, GAP_FLOOR)]))
+        else:
+            self._set(self.now, dict(x=[], y=[]))
+
+
+class TestErrorView(_ComparisonPlot):
+    """Test error at the gap checks (token error: letters for OCR), runs overlaid."""
+
+    def __init__(self, height=300):
+        super().__init__()
+        self.fig = _fig(height=height, x_axis_label="effective passes", y_axis_label="test error",
+                        title="Test error at gap checks")
+        self.slots = _RunSlots(self.fig, [("line", "line", "check"), ("pts", "scatter", "check")])
+        self.panel = pn.pane.Bokeh(self.fig, sizing_mode="stretch_width")
+
+    def _data(self, cols, snap, current):
+        c = cols["check"]
+        ok = np.isfinite(c["test"])
+        return {"line": dict(x=c["x"][ok], y=c["test"][ok]), "pts": dict(x=c["x"][ok], y=c["test"][ok])}
+
+    def _extra(self, snap, cur):
+        self.fig.title.text = ("Test error at gap checks" if snap.has_test or not snap.n
+                               else "Test error: this dataset has no test set")
+
+
+class PrimalDualView(_Base):
+    """Primal objective (at exact gap checks) and dual objective (after every pass) of the
+    current run; their difference is the duality gap (Paper: Sec. 2.3)."""
+
+    RUNNING_MIN_INTERVAL_S = 0.25
+
+    def __init__(self, height=300):
+        super().__init__()
+        self.fig = _fig(height=height, x_axis_label="effective passes", y_axis_label="objective",
+                        title="Primal and dual objectives (current run)")
+        self.dual = ColumnDataSource(dict(x=[], y=[]))
+        self.primal = ColumnDataSource(dict(x=[], y=[]))
+        self.fig.line("x", "y", source=self.dual, color="#1f77b4", line_width=2.5, legend_label="dual D(α) (every pass)")
+        self.fig.line("x", "y", source=self.primal, color="#d62728", line_width=2, line_dash="dashed")
+        self.fig.scatter("x", "y", source=self.primal, color="#d62728", size=8, legend_label="primal P(w) (gap checks)")
+        self.fig.legend.location = "bottom_right"
+        self.fig.legend.label_text_font_size = "11px"
+        self.panel = pn.pane.Bokeh(self.fig, sizing_mode="stretch_width")
+
+    def _draw(self, snap):
+        cols = trace_columns(snap.trace, snap.manual_checks)
+        p, c = cols["pass"], cols["check"]
+        self._set(self.dual, dict(x=p["x"], y=p["dual"]))
+        ok = np.isfinite(c["primal"])
+        self._set(self.primal, dict(x=c["x"][ok], y=c["primal"][ok]))
+
+
+# ----------------------------------------------------------------------------- per block
+class BlockGapsView(_Base):
+    """Per-block gap estimates ĝᵢ as bars coloured by staleness, exact block gaps overlaid when
+    known, and the sampling probabilities of the next draw (Paper: Sec. 3.1)."""
+
+    DECADES = 5
+    RUNNING_MIN_INTERVAL_S = 0.15   # while a run goes: every other 100 ms tick, 5 redraws per
+    #                                 second (the browser's canvas work competes with the solver)
+    MAX_BARS = 700    # more blocks than this are drawn in bins (about a bar per pixel, not per block)
+
+    def __init__(self, height=300, prob_height=160, name=None):
+        super().__init__()
+        self.src = ColumnDataSource(dict(x=[], w=[], top=[], bottom=[], stale=[], gap=[], lo=[], hi=[]),
+                                    name=name)
+        self.exact = ColumnDataSource(dict(x=[], y=[]))
+        self.prob = ColumnDataSource(dict(x=[], w=[], top=[]))
+        self._info_t = 0.0
+        self.mapper = LinearColorMapper(palette=list(reversed(Viridis256)), low=0, high=1,
+                                        nan_color="#cccccc")
+        # explicit ranges, moved only when the data leave them (cheaper redraws than auto-ranging)
+        f = _fig(height=height, y_axis_type="log", x_axis_label=None, y_axis_label="block gap ĝᵢ",
+                 title="Per-block gap estimates", x_range=Range1d(-1, 1), y_range=Range1d(1e-6, 1))
+        bars = f.vbar(x="x", top="top", bottom="bottom", width="w", source=self.src,
+                      fill_color={"field": "stale", "transform": self.mapper}, line_color=None)
+        f.scatter("x", "y", source=self.exact, marker="dash", size=9, color="#d62728", line_width=2,
+                  legend_label="exact gᵢ at the last gap check")
+        f.legend.location = "top_right"
+        f.legend.orientation = "horizontal"
+        f.legend.label_text_font_size = "11px"
+        f.legend.background_fill_alpha = 0.0
+        f.legend.border_line_alpha = 0.0
+        f.legend.margin = 0
+        f.legend.padding = 0
+        leg = f.legend[0]
+        f.center.remove(leg)
+        f.add_layout(leg, "above")
+        f.add_tools(HoverTool(renderers=[bars], tooltips=[("blocks", "@lo–@hi"), ("ĝᵢ (max)", "@gap{0.000e}"),
+                                                          ("staleness (iterations)", "@stale{0}")]))
+        cb = ColorBar(color_mapper=self.mapper, title="staleness: iterations since ĝᵢ was computed",
+                      title_text_font_size="11px", label_standoff=6, width=12,
+                      major_label_text_font_size="11px", location=(0, 0))
+        f.add_layout(cb, "right")
+        self.span = Span(location=-10, dimension="height", line_color="#d62728", line_width=1.5,
+                         line_alpha=0.5, line_dash="dashed")
+        f.add_layout(self.span)
+        self.fig = f
+        g = _fig(height=prob_height, x_axis_label="block i (training example)", y_axis_label="P(i)",
+                 x_range=f.x_range, title="Sampling probabilities of the next draw", y_range=Range1d(0, 1))
+        g.vbar(x="x", top="top", width="w", source=self.prob, color="#2c7fb8")
+        g.yaxis.formatter = PrintfTickFormatter(format="%.2g")
+        g.yaxis.ticker.desired_num_ticks = 3
+        self.span2 = Span(location=-10, dimension="height", line_color="#d62728", line_width=1.5,
+                          line_alpha=0.5, line_dash="dashed")
+        g.add_layout(self.span2)
+        g.min_border_right = f.min_border_right
+        self.pfig = g
+        # keep the two x axes aligned: the probability plot gets an invisible colorbar-sized pad
+        pad = ColorBar(color_mapper=LinearColorMapper(palette=["#ffffff"], low=0, high=1),
+                       width=12, major_label_text_alpha=0, major_tick_line_alpha=0,
+                       bar_line_alpha=0, title="", title_text_alpha=0, label_standoff=6,
+                       major_label_text_font_size="11px", location=(0, 0))
+        g.add_layout(pad, "right")
+        # fixed heights: text that changes 10x/s must not make the browser re-layout the page
+        self.info = pn.pane.Markdown("", styles={"font-size": "13px", "overflow": "hidden"}, margin=(0, 10),
+                                     height=46, sizing_mode="stretch_width")
+        self.panel = pn.Column(self.info, pn.pane.Bokeh(f, sizing_mode="stretch_width"),
+                               pn.pane.Bokeh(g, sizing_mode="stretch_width"), sizing_mode="stretch_width")
+
+    def _draw(self, snap):
+        n = snap.n
+        if not n:
+            self._set(self.src, dict(x=[], w=[], top=[], bottom=[], stale=[], gap=[], lo=[], hi=[]))
+            self._set(self.exact, dict(x=[], y=[]))
+            self._set(self.prob, dict(x=[], w=[], top=[]))
+            self.info.object = ""
+            return
+        g = np.asarray(snap.gap_estimates, dtype=np.float64)
+        known = np.isfinite(g)
+        pos = g[known & (g > 0)]
+        # at most DECADES decades below the largest estimate; smaller ones are stubs at the floor
+        if pos.size:
+            floor = max(10.0 ** math.floor(math.log10(pos.min())),
+                        10.0 ** (math.floor(math.log10(pos.max())) - self.DECADES), GAP_FLOOR)
+        else:
+            floor = 1e-6
+        stale = np.where(np.asarray(snap.staleness) >= 0, snap.staleness, np.nan).astype(np.float64)
+        exact = (np.asarray(snap.exact_block_gaps, dtype=np.float64)
+                 if snap.exact_block_gaps is not None else None)
+        prob = np.asarray(snap.probabilities, dtype=np.float64)
+        b = max(1, math.ceil(n / self.MAX_BARS))
+        if b == 1:
+            x = np.arange(n, dtype=np.float64)
+            lo = hi = np.arange(n)
+            gb, sb, eb, pb = np.where(known, g, np.nan), stale, exact, prob
+        else:  # bins of b blocks: the largest estimate, the mean staleness, the summed probability
+            starts = np.arange(0, n, b)
+            lo, hi = starts, np.minimum(starts + b, n) - 1
+            x = (lo + hi) / 2.0
+            gmax = np.maximum.reduceat(np.where(known, g, -np.inf), starts)
+            gb = np.where(np.isfinite(gmax), gmax, np.nan)
+            ok = np.isfinite(stale)
+            cnt = np.add.reduceat(ok.astype(np.float64), starts)
+            ssum = np.add.reduceat(np.where(ok, stale, 0.0), starts)
+            sb = np.where(cnt > 0, ssum / np.maximum(cnt, 1), np.nan)
+            if exact is not None:
+                emax = np.maximum.reduceat(np.where(np.isfinite(exact), exact, -np.inf), starts)
+                eb = np.where(np.isfinite(emax), emax, np.nan)
+            else:
+                eb = None
+            pb = np.add.reduceat(prob, starts)
+        nb = len(x)
+        width = np.full(nb, 0.9 * b)
+        top = np.where(np.isfinite(gb), np.maximum(gb, floor), np.nan)
+        self._set(self.src, dict(x=x, w=width, top=top, bottom=np.full(nb, floor), stale=sb, gap=gb, lo=lo, hi=hi))
+        hi_st = float(np.nanmax(sb)) if np.isfinite(sb).any() else 1.0
+        self.mapper.high = max(hi_st, 1.0)
+        if eb is not None:
+            self._set(self.exact, dict(x=x, y=np.where(np.isfinite(eb), np.maximum(eb, floor), np.nan)))
+        else:
+            self._set(self.exact, dict(x=[], y=[]))
+        self._set(self.prob, dict(x=x, w=width, top=pb))
+        binned = f" — {nb} bins of {b} blocks (max ĝᵢ, mean staleness, summed P)" if b > 1 else ""
+        self._ranges(n, b, floor, gb, pb)
+        self.pfig.yaxis.axis_label = "P(bin)" if b > 1 else "P(i)"
+        last = snap.last_step.block if snap.last_step is not None else -10
+        self.span.location = last
+        self.span2.location = last
+        self.fig.title.text = (f"Per-block gap estimates ĝᵢ, coloured by staleness ({snap.dataset}, n = {n})"
+                               f"{binned}")
+        self.pfig.title.text = (f"Sampling probabilities of the next draw ({snap.config.get('sampling', '')}"
+                                f"{' p=' + format(snap.config.get('gap_power', 1), 'g') if snap.config.get('sampling') == 'gap' else ''})")
+        unvisited = int(np.sum(~known))
+        now = time.perf_counter()
+        if snap.status == "running" and now - self._info_t < 0.45:
+            return
+        self._info_t = now
+        parts = [f"**heuristic gap** Σᵢ ĝᵢ = {_fmt(snap.heuristic_gap)}"]
+        if math.isfinite(snap.exact_gap):
+            ago = snap.iteration - snap.exact_block_gaps_iteration
+            parts.append(f"**exact gap** g(α) = {_fmt(snap.exact_gap)} ({ago:,} iterations ago)")
+        if unvisited:
+            parts.append(f"{unvisited} block(s) never visited (ĝᵢ = +∞, not drawn; visited first)")
+        if math.isfinite(snap.chi_cubed) and not unvisited:
+            parts.append(f"χ(ĝ)³ = {snap.chi_cubed:.2f} (Thm. 2: gain of gap over uniform sampling "
+                         "with exact gaps, equal curvatures)")
+        parts.append("dashed line: last block")
+        self.info.object = " · ".join(parts)
+
+
+def _nice_up(v: float) -> float:
+    """The smallest of 1, 2, 5 × 10^k that is >= v (v > 0)."""
+    k = math.floor(math.log10(v))
+    for m in (1.0, 2.0, 5.0, 10.0):
+        if m * 10.0 ** k >= v * (1 - 1e-12):
+            return m * 10.0 ** k
+    return 10.0 ** (k + 1)
+
+
+def _set_range(rng, start, end):
+    if rng.start != start or rng.end != end:
+        rng.update(start=start, end=end)
+
+
+def _block_ranges(view, n, b, floor, gb, pb):
+    pad = 0.5 * b + 0.5
+    _set_range(view.fig.x_range, -pad, n - 1 + pad)
+    finite = gb[np.isfinite(gb)]
+    top = 10.0 ** math.ceil(math.log10(max(finite.max(), floor))) if finite.size else 1.0
+    top = max(top, floor * 10)
+    _set_range(view.fig.y_range, floor, top)
+    pmax = float(np.max(pb)) if len(pb) else 1.0
+    _set_range(view.pfig.y_range, 0.0, _nice_up(pmax * 1.05) if pmax > 0 else 1.0)
+
+
+BlockGapsView._ranges = _block_ranges
+
+
+# ----------------------------------------------------------------------------- one step
+def _png(gray) -> str:
+    """A data-URI PNG of a small 8-bit grayscale image (no imaging library needed)."""
+    a = np.ascontiguousarray(gray, dtype=np.uint8)
+    h, w = a.shape
+    raw = b"".join(b"\x00" + a[r].tobytes() for r in range(h))
+
+    def chunk(tag, data):
+        return (struct.pack(">I", len(data)) + tag + data
+                + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF))
+
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+class AnatomyView(_Base):
+    """The last block step: the input (OCR word image), its ground truth, the FW corner and the
+    away corner decoded, step kind, γ, cache hit or miss, block gap before and after.
+
+    Drawn as HTML (pixel-exact letter images, real text the browser tests can read)."""
+
+    MAX_TOKENS = 16
+    RUNNING_MIN_INTERVAL_S = 0.45   # while a run goes, redraw at most twice per second
+
+    def __init__(self, stacked: bool = False, name=None):
+        super().__init__()
+        # fixed heights: content that changes 10x/s must not make the browser re-layout the page
+        self.word = pn.pane.HTML("", sizing_mode="stretch_width", margin=(5, 10), height=190,
+                                 styles={"font-size": "14px", "overflow": "hidden"})
+        self.table = pn.pane.HTML("", width=430 if not stacked else None, margin=(5, 10), height=235,
+                                  sizing_mode=None if not stacked else "stretch_width",
+                                  styles={"font-size": "14px", "overflow": "hidden"})
+        layout = pn.Column if stacked else pn.Row
+        self.panel = layout(self.word, self.table, sizing_mode="stretch_width",
+                            css_classes=["gaplab-anatomy"])
+
+    @staticmethod
+    def _cell(text, color="#222", size="22px", weight="bold"):
+        return (f"<td style='text-align:center;padding:0 3px;font-size:{size};font-weight:{weight};"
+                f"color:{color};font-family:monospace'>{html.escape(str(text))}</td>")
+
+    def _draw(self, snap):
+        st = snap.last_step
+        if st is None:
+            self.word.object = ("<div style='font-weight:600;font-size:15px'>Anatomy of the last step</div>"
+                                "<p style='color:#666'>No step yet. <b>Step</b> takes one block step: "
+                                "sample a block, call its max oracle, move its dual variables towards "
+                                "the FW corner.</p>")
+            self.table.object = ""
+            return
+        T = len(st.truth)
+        show = min(T, self.MAX_TOKENS)
+        multi = any(len(s) > 1 for s in st.truth)
+        size = "13px" if multi else "22px"
+        label = ("<td style='text-align:right;padding-right:10px;color:#555;font-size:13px;"
+                 "white-space:nowrap'>{}</td>")
+        rows = []
+        if st.image is not None:
+            cells = "".join(
+                f"<td style='padding:0 3px'><img src='{_png(255 - 255 * np.asarray(st.image[t]))}' "
+                f"style='width:24px;height:48px;image-rendering:pixelated;border:1px solid #ddd'></td>"
+                for t in range(show))
+            rows.append("<tr>" + label.format("input x<sub>i</sub>") + cells + "</tr>")
+        elif st.tokens is not None:
+            cells = "".join(self._cell(st.tokens[t], "#444", "12px", "normal") for t in range(show))
+            rows.append("<tr>" + label.format("words") + cells + "</tr>")
+
+        def row(name, seq):
+            cells = []
+            for t in range(show):
+                if t >= len(seq):
+                    cells.append("<td></td>")
+                    continue
+                ok = seq[t] == st.truth[t]
+                cells.append(self._cell(seq[t], "#1a9641" if ok else "#d7191c", size))
+            return "<tr>" + label.format(name) + "".join(cells) + "</tr>"
+
+        rows.append("<tr>" + label.format("ground truth y<sub>i</sub>")
+                    + "".join(self._cell(st.truth[t], "#222", size) for t in range(show)) + "</tr>")
+        rows.append(row("FW corner y*", st.fw_corner))
+        if st.away_corner is not None:
+            rows.append(row("away corner y<sup>a</sup>", st.away_corner))
+        more = f" (first {show} of {T} tokens)" if show < T else ""
+        note = f" — {st.note}" if st.note else ""
+        self.word.object = (
+            f"<div style='font-weight:600;font-size:15px;margin-bottom:6px'>Anatomy of the last step: "
+            f"block <span class='gaplab-block'>{st.block}</span>{note}{more}</div>"
+            f"<table style='border-collapse:separate;border-spacing:0 4px'>{''.join(rows)}</table>"
+            "<div style='color:#666;font-size:12px;margin-top:4px'>green: equals the ground truth; "
+            "red: differs (adds loss)</div>")
+        hit = ("cache hit (no oracle call)" if st.cache_hit else
+               "cache miss → max oracle" if snap.config.get("cache") else "max oracle call")
+        items = [
+            ("block i", f"{st.block} of {snap.n}" + (f" ({st.note})" if st.note else "")),
+            ("iteration k", f"{st.iteration:,}"),
+            ("step kind", st.kind + (" (drop step)" if st.drop else "")),
+            ("γ (step size)", f"{_fmt(st.gamma, '.4g')} &nbsp;(γ<sub>max</sub> = {_fmt(st.gamma_max, '.4g')})"),
+            ("oracle", hit),
+            ("block gap before g<sub>i</sub>", _fmt(st.gap_before, ".4e") + (" (stale estimate)" if st.cache_hit else "")),
+            ("direction gap ⟨−∇<sub>i</sub>f, d⟩", _fmt(st.direction_gap, ".4e")),
+            ("block gap after (diagnostic)", _fmt(st.gap_after, ".4e")),
+            ("dual improvement", _fmt(st.improvement, ".3e")),
+        ]
+        if st.active_set_size >= 0:
+            items.append(("active set |S<sub>i</sub>|", str(st.active_set_size)))
+        body = "".join(f"<tr><td style='padding:0 12px 0 0;color:#555;line-height:1.45'>{k}</td>"
+                       f"<td style='padding:0'><b>{v}</b></td></tr>" for k, v in items)
+        self.table.object = f"<table style='border-collapse:collapse'>{body}</table>"
+
+
+# ----------------------------------------------------------------------------- cache & atoms
+class CacheView(_ComparisonPlot):
+    """Cache hit rate per pass (runs overlaid), active-set sizes over time, the hit/miss
+    timeline of the last steps (Paper: Sec. 3.2, 3.3)."""
+
+    def __init__(self, height=280, stacked: bool = False):
+        super().__init__()
+        self.fig = _fig(height=height, x_axis_label="effective passes", y_axis_label="cache hits / steps",
+                        title="Cache hit rate per pass", y_range=(-0.02, 1.02))
+        self.slots = _RunSlots(self.fig, [("rate", "line", "pass")], legend_loc="center_right")
+        self.asrc = ColumnDataSource(dict(x=[], mean=[], max=[], cache=[]))
+        a = _fig(height=height, x_axis_label="effective passes", y_axis_label="atoms per block",
+                 title="Active-set sizes |Sᵢ| (current run)")
+        a.line("x", "mean", source=self.asrc, color="#1f77b4", line_width=2.5, legend_label="mean |Sᵢ|")
+        a.line("x", "max", source=self.asrc, color="#ff7f0e", line_width=2, legend_label="max |Sᵢ|")
+        a.line("x", "cache", source=self.asrc, color="#2ca02c", line_width=2, line_dash="dashed",
+               legend_label="mean cached labellings")
+        a.legend.orientation = "horizontal"
+        a.legend.label_text_font_size = "11px"
+        a.legend.background_fill_alpha = 0.0
+        a.legend.border_line_alpha = 0.0
+        a.legend.margin = 0
+        a.legend.padding = 0
+        leg = a.legend[0]
+        a.center.remove(leg)
+        a.add_layout(leg, "above")
+        self.afig = a
+        self.tsrc = ColumnDataSource(dict(x=[], top=[], color=[]))
+        t = _fig(height=130, tools="", toolbar_location=None, x_axis_label="iteration",
+                 title="Last steps: cache hit (green) / oracle call (grey)", y_range=(0, 1.05))
+        t.vbar(x="x", top="top", width=0.9, color="color", source=self.tsrc)
+        t.yaxis.visible = False
+        t.ygrid.visible = False
+        t.xaxis.formatter = NumeralTickFormatter(format="0,0")
+        self.tfig = t
+        self.info = pn.pane.Markdown("", styles={"font-size": "13px", "overflow": "hidden"}, margin=(0, 10),
+                                     height=48, sizing_mode="stretch_width")
+        plots = (pn.Column if stacked else pn.Row)(pn.pane.Bokeh(self.fig, sizing_mode="stretch_width"),
+                                                   pn.pane.Bokeh(a, sizing_mode="stretch_width"),
+                                                   sizing_mode="stretch_width")
+        self.panel = pn.Column(self.info, plots, pn.pane.Bokeh(t, sizing_mode="stretch_width"),
+                               sizing_mode="stretch_width")
+
+    def _data(self, cols, snap, current):
+        p = cols["pass"]
+        return {"rate": dict(x=p["x"], y=p["hit_rate"])}
+
+    def _extra(self, snap, cur):
+        if snap.active_history:
+            h = np.asarray(snap.active_history, dtype=np.float64)
+            self._set(self.asrc, dict(x=h[:, 0], mean=h[:, 1], max=h[:, 2], cache=h[:, 3]))
+        else:
+            self._set(self.asrc, dict(x=[], mean=[], max=[], cache=[]))
+        rs = np.asarray(snap.recent_steps)
+        if rs.size:
+            hit = rs[:, 1] > 0
+            self._set(self.tsrc, dict(x=rs[:, 0], top=np.ones(len(rs)),
+                                  color=np.where(hit, "#2ca02c", "#bbbbbb").tolist()))
+        else:
+            self._set(self.tsrc, dict(x=[], top=[], color=[]))
+        sc = snap.step_counts or {}
+        if not snap.n:
+            self.info.object = ""
+            return
+        steps = max(snap.iteration, 1)
+        txt = (f"steps {snap.iteration:,} · oracle calls {snap.oracle_calls:,} (incl. gap checks) · "
+               f"cache hits {sc.get('cache_hit', 0):,} ({100 * sc.get('cache_hit', 0) / steps:.1f}% of steps) · "
+               f"FW {sc.get('fw', 0):,} · away {sc.get('away', 0):,} · pairwise {sc.get('pairwise', 0):,} · "
+               f"drop {sc.get('drop', 0):,}")
+        if not snap.tracks_atoms:
+            txt += ("  \n*Plain BCFW without cache keeps no atoms (only wᵢ): active sets appear with "
+                    "pairwise/away steps or the cache.*")
+        elif not snap.config.get("cache"):
+            txt += "  \n*Cache is off: every step calls the max oracle.*"
+        self.info.object = txt
+
+
+# ----------------------------------------------------------------------------- status
+class StatusView(_Base):
+    """One line of numbers about the current run (all from the snapshot)."""
+
+    RUNNING_MIN_INTERVAL_S = 0.15
+
+    def __init__(self):
+        super().__init__()
+        self.panel = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), height=24,
+                                  styles={"font-size": "13.5px", "white-space": "nowrap"})
+
+    def _draw(self, snap):
+        from .session import STATUS_LABELS
+        status = STATUS_LABELS.get(snap.status, snap.status)
+        color = {"running": "#1a9641", "error": "#d7191c", "loading": "#fdae61",
+                 "budget": "#2c7fb8"}.get(snap.status, "#555")
+        if not snap.n:
+            self.panel.object = (f"<div class='gaplab-status'><span style='color:{color};font-weight:bold'>"
+                                 f"● {status}</span> {snap.dataset}</div>")
+            return
+        rate = f" · {snap.steps_per_s:,.0f} steps/s" if snap.status == "running" and snap.steps_per_s else ""
+        exact = (f"exact gap <b>{_fmt(snap.exact_gap)}</b> @ {snap.exact_passes:.1f} passes"
+                 if math.isfinite(snap.exact_gap) else "exact gap –")
+        test = (f" · test error {100 * snap.exact_test_error:.2f}%" if math.isfinite(snap.exact_test_error) else "")
+        self.panel.object = (
+            f"<div class='gaplab-status'><span style='color:{color};font-weight:bold'>● {status}</span> &nbsp;"
+            f"<b>{snap.dataset}</b> (n = {snap.n:,}) · iteration <b>{snap.iteration:,}</b> · "
+            f"<b>{snap.effective_passes:.2f}</b> passes · heuristic gap <b>{_fmt(snap.heuristic_gap)}</b> · "
+            f"{exact}{test}{rate}</div>")

@@ -1,0 +1,248 @@
+"""Performance of the app (a benchmark script, not a timed test).
+
+Measures, on OCR-large unless noted:
+
+1. Step round trip: server-side time of one Step (session step + snapshot + view updates +
+   Bokeh patch generation, measured inside the server) and the browser-observed time from the
+   click to the new iteration number on the page. Target: server-side <= 50 ms.
+2. Throughput during Run: block steps per second of the worker with the page open on the Step
+   tab (6,251 gap bars redrawn), against the same worker without any UI. Target: >= 80 %, with
+   the page refreshing >= 4 times per second (counted in the browser).
+3. Start: warm (numba cache present) and cold (empty NUMBA_CACHE_DIR) time from launching
+   ``gaplab app`` to an interactive page (Step button visible, dataset loaded).
+
+Usage::
+
+    python benchmarks/app_bench.py [--seconds 8] [--steps 30] [--skip-cold] [--out bench.json]
+
+Needs Playwright (PyPI) and a Chromium executable (Debian's chromium).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class InProcessServer:
+    """The app served from a thread of this process, so that the benchmark can read the
+    sessions' apps (server-side timings)."""
+
+    def __init__(self):
+        from gaplab.app.testing import free_port
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/"
+        self.apps = []
+
+    def factory(self):
+        from gaplab.app.main import build_app
+        app = build_app()
+        self.apps.append(app)
+        return app
+
+    def __enter__(self):
+        import panel as pn
+        self.thread = pn.serve({"/": self.factory}, port=self.port, address="127.0.0.1", show=False,
+                               threaded=True, websocket_origin=[f"127.0.0.1:{self.port}"])
+        time.sleep(1.0)
+        return self
+
+    def __exit__(self, *exc):
+        for app in self.apps:
+            app.close()
+        try:
+            self.thread.stop()
+        except Exception:
+            pass
+        return False
+
+
+def _open(browser, url):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = ctx.new_page()
+    page.set_default_timeout(60_000)
+    errors = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(url, timeout=60_000)
+    page.get_by_role("button", name="Step", exact=True).wait_for()
+    return ctx, page, errors
+
+
+def _status(page):
+    return page.locator(".gaplab-status").first.inner_text()
+
+
+def _wait_status(page, pattern, timeout=60.0):
+    deadline = time.time() + timeout
+    text = ""
+    while time.time() < deadline:
+        try:
+            text = _status(page)
+            if re.search(pattern, text):
+                return text
+        except Exception:
+            pass
+        time.sleep(0.01)
+    raise TimeoutError(f"{pattern!r} never matched; last status: {text!r}")
+
+
+def _iteration(page):
+    return int(re.search(r"iteration ([\d,]+)", _status(page)).group(1).replace(",", ""))
+
+
+def bench_served(browser, seconds: float, n_steps: int, repeats: int = 3) -> dict:
+    out = {}
+    with InProcessServer() as srv:
+        ctx, page, errors = _open(browser, srv.url)
+        _wait_status(page, r"ready")
+        page.locator(".gaplab-w-dataset select").first.select_option("ocr-large")
+        _wait_status(page, r"ready.*ocr-large.*iteration 0\b")
+        app = srv.apps[-1]
+        # ---- 1. Step round trips
+        browser_ms = []
+        app.action_ms.clear()
+        for k in range(1, n_steps + 1):
+            t0 = time.perf_counter()
+            page.get_by_role("button", name="Step", exact=True).click()
+            _wait_status(page, rf"iteration {k}\b", timeout=10)
+            browser_ms.append(1e3 * (time.perf_counter() - t0))
+        step_ms = [ms for name, ms in app.action_ms if name == "on_step"]
+        out["step_server_ms"] = {"median": statistics.median(step_ms), "p90": sorted(step_ms)[int(0.9 * len(step_ms)) - 1],
+                                 "max": max(step_ms), "n": len(step_ms)}
+        out["step_browser_ms"] = {"median": statistics.median(browser_ms), "p90": sorted(browser_ms)[int(0.9 * len(browser_ms)) - 1]}
+        # ---- 2. throughput while running, page on the Step tab. Headless and served windows
+        # alternate (the machine is shared: its load drifts), the ratio compares their medians.
+        box = page.locator(".gaplab-w-max_passes input").first
+        box.fill("1000000")
+        box.press("Enter")
+        time.sleep(0.3)
+        page.evaluate("""() => {
+            const src = window.Bokeh.documents[0].get_model_by_name('block_gaps');
+            window.__gaplab_refresh = 0;
+            window.__gaplab_data = 0;
+            src.connect(src.change, () => { window.__gaplab_refresh++; });
+            src.connect(src.properties.data.change, () => { window.__gaplab_data++; });
+        }""")
+        get = "() => Math.max(window.__gaplab_refresh, window.__gaplab_data)"
+        from gaplab.app.session import Session
+        hs = Session(dataset="ocr-large", max_passes=1e6)  # the same worker, no UI at all
+        hs.wait_idle(120)
+        hs.step_n(20_000)
+        hs.wait_idle(120)
+        s = app.session
+        served, headless, refresh = [], [], []
+        for _ in range(repeats):
+            hs.run()
+            time.sleep(0.5)
+            it0, t0 = hs.snapshot.iteration, time.perf_counter()
+            time.sleep(seconds)
+            headless.append((hs.snapshot.iteration - it0) / (time.perf_counter() - t0))
+            hs.pause()
+            page.get_by_role("button", name="▶ Run", exact=True).click()
+            _wait_status(page, r"running")
+            time.sleep(0.5)
+            it0, t0, r0 = s.snapshot.iteration, time.perf_counter(), page.evaluate(get)
+            time.sleep(seconds)
+            r1, it1, t1 = page.evaluate(get), s.snapshot.iteration, time.perf_counter()
+            served.append((it1 - it0) / (t1 - t0))
+            refresh.append((r1 - r0) / (t1 - t0))
+            page.get_by_role("button", name="❚❚ Pause", exact=True).click()
+            _wait_status(page, r"paused")
+        hs.close()
+        out["headless_steps_per_s"] = statistics.median(headless)
+        out["served_steps_per_s"] = statistics.median(served)
+        out["page_refreshes_per_s"] = statistics.median(refresh)
+        out["windows"] = {"headless": headless, "served": served, "refresh": refresh}
+        page.screenshot(path=str(ROOT / "artifacts" / "bench_ocr_large_running.png"))
+        out["console_errors"] = errors
+        ctx.close()
+    return out
+
+
+def bench_start(browser, cold: bool) -> dict:
+    from gaplab.app.testing import AppServer
+    env = {}
+    tmp = None
+    if cold:
+        tmp = tempfile.TemporaryDirectory(prefix="gaplab-numba-cold-")
+        env["NUMBA_CACHE_DIR"] = tmp.name
+    t0 = time.perf_counter()
+    with AppServer(ROOT / "artifacts" / f"bench_start_{'cold' if cold else 'warm'}.log", env=env,
+                   timeout=600) as srv:
+        server_ready = time.perf_counter() - t0
+        ctx, page, _ = _open(browser, srv.url)
+        _wait_status(page, r"ready.*ocr-small")
+        interactive = time.perf_counter() - t0
+        ctx.close()
+        deadline = time.perf_counter() + 600
+        while "ready in" not in srv.log() and time.perf_counter() < deadline:
+            time.sleep(0.2)
+        warm_done = time.perf_counter() - t0 if "ready in" in srv.log() else float("nan")
+    if tmp is not None:
+        tmp.cleanup()
+    return {"server_ready_s": server_ready, "interactive_s": interactive,
+            "all_kernels_ready_s": warm_done}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=5.0, help="length of each throughput window")
+    ap.add_argument("--repeats", type=int, default=3, help="alternating headless/served windows")
+    ap.add_argument("--steps", type=int, default=30, help="Step clicks for the round-trip timing")
+    ap.add_argument("--skip-cold", action="store_true", help="skip the cold start (recompiles numba)")
+    ap.add_argument("--out", default=None, help="write the results as JSON here")
+    args = ap.parse_args(argv)
+    (ROOT / "artifacts").mkdir(exist_ok=True)
+
+    from playwright.sync_api import sync_playwright
+
+    from gaplab.app.testing import CHROMIUM_ARGS, find_chromium
+    chromium = find_chromium()
+    if chromium is None:
+        print("no Chromium executable found (apt-get install chromium)", file=sys.stderr)
+        return 2
+    res = {"machine": {"cpus": os.cpu_count(), "load_avg": os.getloadavg()}}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        res.update(bench_served(browser, args.seconds, args.steps, args.repeats))
+        res["start_warm"] = bench_start(browser, cold=False)
+        if not args.skip_cold:
+            res["start_cold"] = bench_start(browser, cold=True)
+        browser.close()
+    res["throughput_ratio"] = res["served_steps_per_s"] / res["headless_steps_per_s"]
+    res["machine"]["load_avg_end"] = os.getloadavg()
+    checks = {
+        "step_server_ms_median<=50": res["step_server_ms"]["median"] <= 50,
+        "throughput_ratio>=0.8": res["throughput_ratio"] >= 0.8,
+        "page_refreshes_per_s>=4": res["page_refreshes_per_s"] >= 4,
+        "warm_start_interactive_s<=5": res["start_warm"]["interactive_s"] <= 5,
+    }
+    res["targets_met"] = checks
+    print(f"Step round trip on OCR-large: server {res['step_server_ms']['median']:.1f} ms median "
+          f"(p90 {res['step_server_ms']['p90']:.1f}, max {res['step_server_ms']['max']:.1f}); "
+          f"browser click->update {res['step_browser_ms']['median']:.0f} ms median")
+    print(f"Throughput on OCR-large: headless {res['headless_steps_per_s']:,.0f} steps/s, served with the "
+          f"page open {res['served_steps_per_s']:,.0f} steps/s -> ratio {res['throughput_ratio']:.2f}; "
+          f"page refreshes {res['page_refreshes_per_s']:.1f}/s (medians of {len(res['windows']['served'])} "
+          f"alternating windows; load average {res['machine']['load_avg'][0]:.1f} on {res['machine']['cpus']} CPUs)")
+    for key, what in (("start_warm", "warm numba cache"), ("start_cold", "cold, empty numba cache")):
+        if key in res:
+            r = res[key]
+            print(f"Start ({what}): server listening {r['server_ready_s']:.1f} s, interactive page "
+                  f"{r['interactive_s']:.1f} s, every kernel compiled/loaded {r['all_kernels_ready_s']:.1f} s")
+    print("targets:", ", ".join(f"{k}: {'ok' if v else 'MISSED'}" for k, v in checks.items()))
+    if args.out:
+        Path(args.out).write_text(json.dumps(res, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,230 @@
+"""End-to-end tests in headless Chromium (Debian's chromium driven by Playwright) against the app
+served on 127.0.0.1. Screenshots go to artifacts/ (look at them).
+
+Skipped with a reason when Playwright or a Chromium executable is missing (``.ci/run``
+installs Debian's chromium; never ``playwright install``).
+"""
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from gaplab.app.testing import CHROMIUM_ARGS, AppServer, find_chromium
+
+pytestmark = pytest.mark.browser
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright (PyPI) is not installed")
+CHROMIUM = find_chromium()
+if CHROMIUM is None:
+    pytest.skip("no Chromium executable (apt-get install chromium, or set GAPLAB_CHROMIUM)",
+                allow_module_level=True)
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "artifacts"
+TIMEOUT_MS = 30_000
+
+
+@pytest.fixture(scope="module")
+def server():
+    ARTIFACTS.mkdir(exist_ok=True)
+    with AppServer(ARTIFACTS / "browser_server.log", session_lifetime_ms=1000) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def browser():
+    pw = sync_api.sync_playwright().start()
+    try:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=60_000)
+    except Exception as exc:  # pragma: no cover - depends on the machine
+        pw.stop()
+        pytest.skip(f"Chromium at {CHROMIUM} does not start: {exc}")
+    yield b
+    b.close()
+    pw.stop()
+
+
+class Page:
+    """One browser context on the app with its console log."""
+
+    def __init__(self, browser, url):
+        self.ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+        self.page = self.ctx.new_page()
+        self.page.set_default_timeout(TIMEOUT_MS)
+        self.console = []
+        self.page.on("console", lambda m: self.console.append((m.type, m.text)))
+        self.page.on("pageerror", lambda e: self.console.append(("pageerror", str(e))))
+        self.page.goto(url, timeout=60_000)
+        self.button("Step").wait_for()
+        self.wait_status(r"● ready")
+
+    def button(self, name):
+        return self.page.get_by_role("button", name=name, exact=True)
+
+    def status(self) -> str:
+        return self.page.locator(".gaplab-status").first.inner_text()
+
+    def wait_status(self, pattern, timeout=TIMEOUT_MS / 1000):
+        deadline = time.time() + timeout
+        text = ""
+        while time.time() < deadline:
+            try:
+                text = self.status()
+            except Exception:
+                text = ""
+            if re.search(pattern, text):
+                return text
+            time.sleep(0.05)
+        self.shot("timeout")
+        raise AssertionError(f"status never matched {pattern!r}; last: {text!r}")
+
+    def iteration(self) -> int:
+        m = re.search(r"iteration ([\d,]+)", self.status())
+        return int(m.group(1).replace(",", ""))
+
+    def block(self) -> int:
+        return int(self.page.locator(".gaplab-block").first.inner_text())
+
+    def finite_bars(self) -> int:
+        return self.page.evaluate("""() => {
+            const src = window.Bokeh.documents[0].get_model_by_name('block_gaps');
+            let k = 0; for (const v of src.data.top) { if (Number.isFinite(v)) k++; } return k; }""")
+
+    def errors(self):
+        return [m for m in self.console if m[0] in ("error", "pageerror")]
+
+    def shot(self, name):
+        self.page.screenshot(path=str(ARTIFACTS / f"browser_{name}.png"))
+
+    def close(self):
+        self.ctx.close()
+
+
+@pytest.fixture
+def page(server, browser):
+    p = Page(browser, server.url)
+    yield p
+    p.close()
+
+
+def test_page_loads_without_console_errors(page):
+    assert "ocr-small" in page.status() and "(n = 626)" in page.status() and page.iteration() == 0
+    page.shot("loaded")
+    page.page.locator(".bk-tab", has_text="Lessons").first.click()
+    page.page.get_by_text("The structured SVM and its dual").wait_for()
+    page.page.locator("mjx-container, svg[role='img'], .MathJax").first.wait_for(timeout=10_000)
+    time.sleep(0.5)
+    page.shot("lessons")
+    for tab in ("Convergence", "Cache & active sets", "Toy example", "Step"):
+        page.page.locator(".bk-tab", has_text=tab).first.click()
+        time.sleep(0.4)
+    assert page.errors() == []
+
+
+def test_step_changes_block_index_and_gap_plot(page):
+    assert page.finite_bars() == 0
+    page.button("Step").click()
+    page.wait_status(r"iteration 1\b")
+    page.page.locator(".gaplab-block").first.wait_for()
+    first = page.block()
+    deadline = time.time() + 5
+    while page.finite_bars() != 1 and time.time() < deadline:
+        time.sleep(0.05)
+    assert page.finite_bars() == 1
+    seen = {first}
+    for k in range(2, 5):
+        page.button("Step").click()
+        page.wait_status(rf"iteration {k}\b")
+        time.sleep(0.15)
+        seen.add(page.block())
+    assert len(seen) > 1 and page.finite_bars() == len(seen)
+    page.shot("step")
+    assert page.errors() == []
+
+
+def _set_budget(page, value):
+    box = page.page.locator(".gaplab-w-max_passes input").first
+    box.fill(str(value))
+    box.press("Enter")
+    time.sleep(0.3)
+
+
+def test_run_then_stop(page):
+    _set_budget(page, 100000)
+    page.button("▶ Run").click()
+    page.wait_status(r"running")
+    time.sleep(1.0)
+    page.shot("running")
+    it_running = page.iteration()
+    assert it_running > 0
+    page.button("■ Stop").click()
+    page.wait_status(r"stopped", timeout=2.0)
+    it = page.iteration()
+    time.sleep(0.6)
+    assert page.iteration() == it >= it_running
+    page.shot("stopped")
+    assert page.errors() == []
+
+
+def test_switching_dataset_mid_run(page):
+    _set_budget(page, 100000)
+    page.button("▶ Run").click()
+    page.wait_status(r"running")
+    time.sleep(0.5)
+    page.page.locator(".gaplab-w-dataset select").first.select_option("ocr-large")
+    page.wait_status(r"ready.*ocr-large.*\(n = 6,251\) · iteration 0\b", timeout=60)
+    page.button("Step").click()
+    page.wait_status(r"ocr-large.*iteration 1\b")
+    page.shot("switched_dataset")
+    assert page.errors() == []
+
+
+def test_two_browser_contexts_stay_independent(server, browser):
+    a, b = Page(browser, server.url), Page(browser, server.url)
+    try:
+        for k in range(1, 4):
+            a.button("Step").click()
+            a.wait_status(rf"iteration {k}\b")
+        assert b.iteration() == 0
+        b.page.locator(".gaplab-w-sampling select").first.select_option("uniform")
+        b.wait_status(r"ready")
+        b.button("Step").click()
+        b.wait_status(r"iteration 1\b")
+        time.sleep(0.3)
+        assert a.iteration() == 3 and a.page.locator(".gaplab-w-sampling select").first.input_value() == "gap"
+        a.shot("context_a")
+        b.shot("context_b")
+        assert a.errors() == [] and b.errors() == []
+    finally:
+        a.close()
+        b.close()
+
+
+def test_toy_tab_shows_a_speedup(page):
+    page.page.locator(".bk-tab", has_text="Toy example").first.click()
+    page.button("Run comparison").click()
+    head = page.page.get_by_text(re.compile(r"speed-up [\d.]+×"))
+    head.wait_for(timeout=60_000)
+    m = re.search(r"speed-up ([\d.]+)×", head.inner_text())
+    assert m and float(m.group(1)) > 1
+    time.sleep(0.5)
+    page.shot("toy")
+    assert page.errors() == []
+
+
+def test_closed_sessions_are_released(server, browser):
+    before = server.log().count("closed (worker stopped, solver released: True)")
+    p = Page(browser, server.url)
+    p.button("Step").click()
+    p.wait_status(r"iteration 1\b")
+    p.close()
+    deadline = time.time() + 15
+    while time.time() < deadline:
+        if server.log().count("closed (worker stopped, solver released: True)") > before:
+            break
+        time.sleep(0.2)
+    assert server.log().count("closed (worker stopped, solver released: True)") > before, server.log()[-2000:]
+    assert "Traceback" not in server.log()
