@@ -234,12 +234,8 @@ def _empty_snapshot(sid, dataset, status, message_count, config) -> Snapshot:
 
 
 def _trace_since(solver: Solver, start: int) -> list:
-    # Solver.trace() copies every record; the session only needs the new ones (records are
-    # appended and never changed by the core).
-    records = getattr(solver, "_trace", None)
-    if records is None:
-        return solver.trace()[start:]
-    return list(records[start:])
+    # the core's records are only appended: fetch the new ones
+    return solver.trace(since=start)
 
 
 # ----------------------------------------------------------------------------- session
@@ -785,7 +781,7 @@ class Session(param.Parameterized):
         # last exact check: periodic (trace) or manual, whichever is later
         checks = [r for r in (self._last_check, self._manual[-1] if self._manual else None) if r]
         last = max(checks, key=lambda r: r["oracle_calls"]) if checks else None
-        exact_blocks = _frozen(s.S.gap_exact) if last is not None else None
+        exact_blocks = _frozen(s.exact_block_gaps[0]) if last is not None else None
         gaps = s.gap_estimates
         recent = s.last_steps(RECENT_STEPS)
         rs = np.array([(r.iteration, r.cache_hit, r.oracle_called) for r in recent], dtype=np.float64)

@@ -598,12 +598,34 @@ class Solver:
             trace=[dict(r) for r in self._trace],
         )
 
-    def trace(self) -> list[dict]:
-        """Trace records so far: one per pass ("pass"), per gap check ("gap_check") and per batch
-        step ("batch"), with iteration, effective_passes, oracle_calls, wall_time_s,
-        heuristic_gap, exact_gap (NaN unless computed), primal (idem), dual, cache_hits, step
-        counts and test_error (at gap checks when test data is given)."""
-        return [dict(r) for r in self._trace]
+    def trace(self, since: int = 0) -> list[dict]:
+        """Trace records ``since`` onwards (copies): one per pass ("pass"), per gap check
+        ("gap_check") and per batch step ("batch"), with iteration, effective_passes,
+        oracle_calls, wall_time_s, heuristic_gap, exact_gap (NaN unless computed), primal
+        (idem), dual, cache_hits, step counts and test_error (at gap checks when test data is
+        given). Records are only ever appended, so ``trace(since=len(seen))`` gives the new ones."""
+        if isinstance(since, bool) or not isinstance(since, (int, np.integer)) or since < 0:
+            raise ValueError(f"since must be an int >= 0, got {since!r}")
+        return [dict(r) for r in self._trace[since:]]
+
+    @property
+    def n_trace_records(self) -> int:
+        return len(self._trace)
+
+    def gap_check(self) -> ExactGap:
+        """A gap check now, as the periodic ones: a counted exact gap pass (n oracle calls) that
+        refreshes every block gap estimate, adds a "gap_check" trace record (with the test error
+        when test data is given) and restarts the count of passes to the next periodic check."""
+        self._gap_check()
+        return self._last_exact
+
+    @property
+    def exact_block_gaps(self):
+        """(block gaps, iteration): the exact block gaps g_i of the last counted exact gap pass,
+        float64 (n,), and the iteration k it was made at; (None, -1) before any."""
+        if self._last_exact is None or self.S.counters[kr.C_LAST_CHECK] < 0:
+            return None, -1
+        return self.S.gap_exact.copy(), int(self.S.counters[kr.C_LAST_CHECK])
 
     def test_error(self) -> float:
         if self.test_data is None:
