@@ -113,6 +113,7 @@ StateArrays = namedtuple(
         "h", "dlt", "tmp", "ybuf", "yaway", "vit_f", "vit_i", "zbuf",
         "log", "last_fw", "last_away", "batch_lab",
         "weights",                 # fixed sampling weights (curvature / Lipschitz samplers)
+        "mark",                    # int8 work mask over a block's statistics (cache-hit scoring)
     ],
 )
 
@@ -170,6 +171,42 @@ def block_scores(M, i, w, h):
             for p in range(M.mc_indptr[r], M.mc_indptr[r + 1]):
                 s += M.mc_values[p] * w[M.mc_indices[p]]
             h[y] = s
+
+
+@njit(cache=True, nogil=True)
+def chain_scores_masked(M, i, w, h, mark):
+    """As :func:`block_scores` for a chain, but only the node entries with mark[q] != 0 are
+    computed (the others are set to 0); the transition part is filled. Each computed entry
+    takes the same floating-point operations in the same order as in block_scores, so it is
+    bitwise equal. Used to score cached labellings without the full O(T·nnz·K) score matrix."""
+    K = M.K
+    t0 = M.lab_off[i]
+    T = M.lab_off[i + 1] - t0
+    F = M.F1 - 1
+    invT = 1.0 / T
+    cst = F * K
+    for t in range(T):
+        tok = t0 + t
+        base = t * K
+        g = M.gt[tok]
+        for k in range(K):
+            if mark[base + k] == 0:
+                h[base + k] = 0.0
+                continue
+            acc = w[cst + k]
+            for p in range(M.feat_indptr[tok], M.feat_indptr[tok + 1]):
+                acc += M.feat_values[p] * w[M.feat_indices[p] * K + k]
+            if k != g:
+                acc += invT
+            h[base + k] = acc
+    for k in range(K):
+        if mark[k] != 0:
+            h[k] += w[M.first_off + k]
+        if mark[(T - 1) * K + k] != 0:
+            h[(T - 1) * K + k] += w[M.last_off + k]
+    off = T * K
+    for q in range(K * K):
+        h[off + q] = w[M.trans_off + q]
 
 
 @njit(cache=True, nogil=True)
@@ -284,12 +321,25 @@ def block_sqnorm(M, i, dlt, zbuf):
         T = M.lab_off[i + 1] - M.lab_off[i]
         g0 = M.gram_off[i]
         s = 0.0
+        # δ is sparse in k at each position (a few labels of the active set differ): list them
+        kidx = np.empty(T * (K + 1), dtype=np.int64)  # per position: count, then the labels
         for t in range(T):
+            c = 0
+            for k in range(K):
+                if dlt[t * K + k] != 0.0:
+                    kidx[t * (K + 1) + 1 + c] = k
+                    c += 1
+            kidx[t * (K + 1)] = c
+        for t in range(T):
+            ct = kidx[t * (K + 1)]
+            if ct == 0:
+                continue
             for u in range(T):
                 gtu = M.gram[g0 + t * T + u]
                 if gtu != 0.0:
                     acc = 0.0
-                    for k in range(K):
+                    for j in range(ct):
+                        k = kidx[t * (K + 1) + 1 + j]
                         acc += dlt[t * K + k] * dlt[u * K + k]
                     s += gtu * acc
         for k in range(K):
@@ -333,27 +383,39 @@ def block_axpy(M, i, coef, dlt, v, w, lb, ub, has_box):
     (without a box, w and v are the same array)."""
     if M.kind == MODEL_CHAIN:
         K = M.K
+        kbuf = np.empty(K, dtype=np.int64)
         t0 = M.lab_off[i]
         T = M.lab_off[i + 1] - t0
         F = M.F1 - 1
         for t in range(T):
             tok = t0 + t
             base = t * K
+            # only the labels k with δ[t, k] != 0 move w (few, for FW/away/pairwise directions)
+            nk = 0
             for k in range(K):
+                if dlt[base + k] != 0.0:
+                    kbuf[nk] = k
+                    nk += 1
+            if nk == 0:
+                continue
+            for j in range(nk):
+                k = kbuf[j]
                 v[F * K + k] += coef * dlt[base + k]
             for p in range(M.feat_indptr[tok], M.feat_indptr[tok + 1]):
                 row = M.feat_indices[p] * K
                 c = coef * M.feat_values[p]
-                for k in range(K):
+                for j in range(nk):
+                    k = kbuf[j]
                     v[row + k] += c * dlt[base + k]
             if has_box:
-                for k in range(K):
-                    j = F * K + k
-                    w[j] = _clip(v[j], lb[j], ub[j])
+                for j in range(nk):
+                    q = F * K + kbuf[j]
+                    w[q] = _clip(v[q], lb[q], ub[q])
                 for p in range(M.feat_indptr[tok], M.feat_indptr[tok + 1]):
                     row = M.feat_indices[p] * K
-                    for k in range(K):
-                        w[row + k] = _clip(v[row + k], lb[row + k], ub[row + k])
+                    for j in range(nk):
+                        q = row + kbuf[j]
+                        w[q] = _clip(v[q], lb[q], ub[q])
         for k in range(K):
             v[M.first_off + k] += coef * dlt[k]
             v[M.last_off + k] += coef * dlt[(T - 1) * K + k]
@@ -728,7 +790,26 @@ def block_step(M, S, cfg_i, cfg_f, i):
     h = S.h
     mu = S.mu[so:so + p]
 
-    block_scores(M, i, S.w, h)
+    # A cache hit is possible only on a visited block after the first gap pass (Alg. 5). Then
+    # score just the node entries the cached labellings and μ_i touch; the full score vector
+    # is computed only on a miss (bitwise the same entries either way).
+    could_hit = (cfg_i[I_CACHE] != 0 and S.a_count[i] > 0 and S.gap_iter[i] >= 0
+                 and S.scalars[S_GLOBAL_GAP] < np.inf)
+    partial = could_hit and M.kind == MODEL_CHAIN
+    if partial:
+        TK = L * M.K
+        for s in range(S.a_count[i]):
+            b = atom_base(M, S, i, s)
+            for t in range(L):
+                S.mark[t * M.K + S.a_lab[b + t]] = 1
+        for q in range(TK):
+            if mu[q] != 0.0:
+                S.mark[q] = 1
+        chain_scores_masked(M, i, S.w, h, S.mark)
+        for q in range(TK):
+            S.mark[q] = 0
+    else:
+        block_scores(M, i, S.w, h)
     mu_h = 0.0
     for q in range(p):
         mu_h += mu[q] * h[q]
@@ -739,7 +820,7 @@ def block_step(M, S, cfg_i, cfg_f, i):
     fw_slot = -1
     fw_val = 0.0
     fw_loss = 0.0
-    if cfg_i[I_CACHE] != 0 and S.a_count[i] > 0:
+    if could_hit:
         best = -np.inf
         for s in range(S.a_count[i]):
             b = atom_base(M, S, i, s)
@@ -762,6 +843,8 @@ def block_step(M, S, cfg_i, cfg_f, i):
         else:
             fw_slot = -1
     if not hit:
+        if partial:  # μ_i is zero off the marked entries, so mu_h is already exact
+            block_scores(M, i, S.w, h)
         fw_val = block_oracle(M, i, h, S.ybuf, S.vit_f, S.vit_i)
         flags |= FLAG_ORACLE
         S.counters[C_ORACLE] += 1

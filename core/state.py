@@ -79,6 +79,7 @@ def allocate_state(model, config, *, lb=None, ub=None, track: bool, log_size: in
         last_fw=np.full(max_lab, -1, dtype=np.int64), last_away=np.full(max_lab, -1, dtype=np.int64),
         batch_lab=np.zeros(lab_total, dtype=np.int64),
         weights=np.zeros(0) if weights is None else np.ascontiguousarray(weights, dtype=np.float64),
+        mark=np.zeros(max_stat, dtype=np.int8),
     )
     S.counters[kr.C_UNVISITED] = n
     S.counters[kr.C_LAST_CHECK] = -1
