@@ -18,7 +18,7 @@ __all__ = ["Lesson", "LESSONS", "LessonPanel"]
 class Lesson:
     title: str
     text: str
-    views: tuple            # keys of live views ("anatomy", "blocks", "gap", "primal_dual", "cache", "toy")
+    views: tuple            # keys of live views ("anatomy", "blocks", "gap", "primal_dual", "cache", "toy", "path")
     setup: dict = field(default_factory=dict)   # Session settings applied by "Set up this page"
     try_this: str = ""
 
@@ -163,19 +163,43 @@ $$\text{speed-up} \approx \min(n, K, 1/(n\varepsilon)).$$
                  "it into the main session (labels are shown as numbers; block 0 is the hard one).",
     ),
     Lesson(
-        "8 · The regularization path (once it exists)",
+        "8 · The regularization path",
         r"""
-Sec. 4 computes an $\varepsilon$-approximate **regularization path**: starting from
-$\lambda^\infty$ where $w = 0$ is optimal, it walks down a grid of breakpoints
-$\lambda_{j+1} \le \lambda_j$, warm-starting BCFW from the previous solution
-(Proposition 1 rescales $\alpha$ so that $w$ is unchanged).
+Sec. 4: instead of solving for one $\lambda$, compute an **$\varepsilon$-approximate path**:
+for every $\lambda \ge \lambda_{\min}$ a $w(\lambda)$ with duality gap $\le \varepsilon$. It starts at
+$\lambda^\infty$, where the dual point $\alpha_i = e_{\tilde y_i}$,
+$\tilde y_i = \arg\max_y L_i(y)$, is already $\kappa\varepsilon$-optimal (Alg. 6), and walks
+down breakpoints $\lambda_{j+1} = \rho_{j+1} \lambda_j$.
 
-*The app's live view of the path is not built yet (this page is its place). The path itself is
-computed by `gaplab.core.regpath` (once it exists in your installation, `gaplab path` runs it
-from the command line).*
+**Proposition 1.** Keep $w$ and move every $\alpha_i$ towards its ground truth,
+$\alpha_i(y) \leftarrow \rho\,\alpha_i(y)$ for $y \ne y_i$, with $\rho = \lambda_{\text{new}}/\lambda$. Then
+$w$ is unchanged and the gap at the new $\lambda$ is known without any oracle call:
+
+$$g_{\lambda_{\text{new}}} = g_\lambda + (1-\rho)\,\Delta,$$
+
+$$\Delta = \ell - \lambda\|w\|^2 = \frac1n\sum_i\sum_y \alpha_i(y) H_i(y; w) .$$
+
+So after solving to $g_j \le \kappa\varepsilon$ at $\lambda_j$, the same $w_j$ stays
+$\varepsilon$-approximate while $g_j + (1-\rho)\Delta_j \le \varepsilon$, i.e. down to
+
+$$\rho_{j+1} = 1 - \frac{\varepsilon - g_j}{\Delta_j}, \qquad w(\lambda) = w_j \;\text{ on } [\lambda_{j+1}, \lambda_j] .$$
+
+If $\Delta_j \le \varepsilon - g_j$ ($\rho \le 0$), $w_j$ is $\varepsilon$-approximate for **every**
+smaller $\lambda$ and the path ends. Each breakpoint is a warm start: a few passes instead of a
+solve from scratch. $\kappa$ trades the number of breakpoints (larger $\kappa$: smaller steps)
+against the work per breakpoint; the paper uses $\kappa = 0.9$.
+
+The **heuristic path** (App. K, $\kappa = 0.7$) stops each solve on the stale gap estimates
+$\sum_i \hat g_i \le \kappa\varepsilon$ (no exact gap pass): cheaper, but without a certificate —
+its true gap (purple triangles) can exceed $\varepsilon$.
 """,
-        views=(),
-        setup={},
+        views=("path",),
+        setup={"dataset": "ocr-small", "sampling": "gap", "step_kind": "fw", "cache": False},
+        try_this="Press **Start path**: breakpoints appear as they are computed. Left to right λ "
+                 "decreases; in the gap plot each piece rises from $g_j$ (dot) to $\\varepsilon$ (red line) — "
+                 "Proposition 1 exactly. Drag the λ slider (or click a plot) to load $w(\\lambda)$ into "
+                 "the solver, then look at the **Step** and **Convergence** tabs. Tick *Heuristic path* "
+                 "and start again.",
     ),
 )
 

@@ -3,8 +3,8 @@ solver, worker thread and plots) that displays in ``panel serve`` and in Jupyter
 
 Layout (made for a 1400×900 projector): a header with the run's status line, a sidebar with
 the settings (widgets generated from the Session's param parameters) and the buttons, and tabs:
-Step (anatomy of the last step, per-block gaps), Convergence, Cache & active sets, Toy example
-and Lessons.
+Step (anatomy of the last step, per-block gaps), Convergence, Cache & active sets, Regularization
+path, Toy example and Lessons.
 """
 from __future__ import annotations
 
@@ -15,12 +15,16 @@ import panel as pn
 from panel.io import hold
 
 from .lessons import LessonPanel
+from .path_tab import PathView
 from .session import Session
 from .toy_tab import ToyLab, ToyView
 from .views import (AnatomyView, BlockGapsView, CacheView, GapView, PrimalDualView, StatusView,
                     TestErrorView)
 
 __all__ = ["GapLabApp", "build_app", "REFRESH_MS"]
+
+# tab indices (in TAB_NAMES order)
+STEP, CONVERGENCE, CACHE, PATH, TOY, LESSONS = range(6)
 
 REFRESH_MS = 100   # the UI pulls a snapshot at most 10 times per second; while a run goes the
 #                    heavier views redraw less often (RUNNING_MIN_INTERVAL_S of each view)
@@ -86,10 +90,12 @@ class GapLabApp(pn.viewable.Viewer):
             return CacheView(height=210, stacked=True)
         if key == "toy":
             return _ToyAdapter(ToyView(self.toy, self.session, compact=True))
+        if key == "path":
+            return PathView(self.session.path, self.session, compact=True, name="lesson_path")
         raise KeyError(key)
 
     def _lesson_page(self):
-        if 4 in self._built and hasattr(self, "_lessons") and self.tabs.active == 4:
+        if LESSONS in self._built and hasattr(self, "_lessons") and self.tabs.active == LESSONS:
             self.refresh(force=True)
 
     def _controls(self):
@@ -172,7 +178,7 @@ class GapLabApp(pn.viewable.Viewer):
             "(Osokin et al., ICML 2016)</span></div>",
             sizing_mode="stretch_width", margin=(5, 10))
         step_tab = pn.Column(self.anatomy.panel, self.blocks.panel, sizing_mode="stretch_width")
-        self._boxes = [step_tab] + [pn.Column(sizing_mode="stretch_width") for _ in range(4)]
+        self._boxes = [step_tab] + [pn.Column(sizing_mode="stretch_width") for _ in self.TAB_NAMES[1:]]
         self.tabs = pn.Tabs(*zip(self.TAB_NAMES, self._boxes), dynamic=True, sizing_mode="stretch_width")
         self.tabs.param.watch(self._on_tab, "active")
         main = pn.Column(self.status.panel, self.tabs, sizing_mode="stretch_width")
@@ -182,7 +188,7 @@ class GapLabApp(pn.viewable.Viewer):
     def __panel__(self):
         return self._layout
 
-    TAB_NAMES = ("Step", "Convergence", "Cache & active sets", "Toy example", "Lessons")
+    TAB_NAMES = ("Step", "Convergence", "Cache & active sets", "Regularization path", "Toy example", "Lessons")
 
     def _on_tab(self, event):
         self._ensure_tab(event.new)
@@ -193,7 +199,7 @@ class GapLabApp(pn.viewable.Viewer):
         if tab in self._built:
             return
         self._built.add(tab)
-        if tab == 1:
+        if tab == CONVERGENCE:
             self._gap_passes = GapView("passes", height=320, name="gap_passes")
             self._gap_time = GapView("time", height=320)
             self._primal_dual = PrimalDualView(height=300)
@@ -201,27 +207,31 @@ class GapLabApp(pn.viewable.Viewer):
             self._boxes[1].objects = [
                 pn.Row(self._gap_passes.panel, self._gap_time.panel, sizing_mode="stretch_width"),
                 pn.Row(self._primal_dual.panel, self._test_error.panel, sizing_mode="stretch_width")]
-        elif tab == 2:
+        elif tab == CACHE:
             self._cache = CacheView(height=290)
-            self._boxes[2].objects = [self._cache.panel]
-        elif tab == 3:
+            self._boxes[CACHE].objects = [self._cache.panel]
+        elif tab == PATH:
+            self._path_view = PathView(self.session.path, self.session, name="path")
+            self._boxes[PATH].objects = [self._path_view.panel]
+        elif tab == TOY:
             self._toy_view = ToyView(self.toy, self.session)
-            self._boxes[3].objects = [self._toy_view.panel]
-        elif tab == 4:
+            self._boxes[TOY].objects = [self._toy_view.panel]
+        elif tab == LESSONS:
             self._lessons = LessonPanel(self.session, self._lesson_view, on_page=self._lesson_page)
-            self._boxes[4].objects = [self._lessons.panel]
+            self._boxes[LESSONS].objects = [self._lessons.panel]
 
     def _tab_attr(self, tab, name):
         self._ensure_tab(tab)
         return getattr(self, name)
 
-    gap_passes = property(lambda self: self._tab_attr(1, "_gap_passes"))
-    gap_time = property(lambda self: self._tab_attr(1, "_gap_time"))
-    primal_dual = property(lambda self: self._tab_attr(1, "_primal_dual"))
-    test_error = property(lambda self: self._tab_attr(1, "_test_error"))
-    cache = property(lambda self: self._tab_attr(2, "_cache"))
-    toy_view = property(lambda self: self._tab_attr(3, "_toy_view"))
-    lessons = property(lambda self: self._tab_attr(4, "_lessons"))
+    gap_passes = property(lambda self: self._tab_attr(CONVERGENCE, "_gap_passes"))
+    gap_time = property(lambda self: self._tab_attr(CONVERGENCE, "_gap_time"))
+    primal_dual = property(lambda self: self._tab_attr(CONVERGENCE, "_primal_dual"))
+    test_error = property(lambda self: self._tab_attr(CONVERGENCE, "_test_error"))
+    cache = property(lambda self: self._tab_attr(CACHE, "_cache"))
+    path_view = property(lambda self: self._tab_attr(PATH, "_path_view"))
+    toy_view = property(lambda self: self._tab_attr(TOY, "_toy_view"))
+    lessons = property(lambda self: self._tab_attr(LESSONS, "_lessons"))
 
     # ------------------------------------------------------------------ actions (buttons)
     def _timed(self, fn):
@@ -267,13 +277,15 @@ class GapLabApp(pn.viewable.Viewer):
     def visible_views(self):
         """The views drawn in the active tab (others are brought up to date when shown)."""
         tab = self.tabs.active
-        if tab == 0:
+        if tab == STEP:
             return [self.anatomy, self.blocks]
-        if tab == 1:
+        if tab == CONVERGENCE:
             return [self.gap_passes, self.gap_time, self.primal_dual, self.test_error]
-        if tab == 2:
+        if tab == CACHE:
             return [self.cache]
-        if tab == 3:
+        if tab == PATH:
+            return [self.path_view]
+        if tab == TOY:
             return [_ToyAdapter(self.toy_view)]
         return self.lessons.views()
 

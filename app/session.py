@@ -10,7 +10,10 @@ Threading model
 * The UI never waits on a running solver: it reads ``Session.snapshot`` (a reference to an
   immutable object). Actions that change the solver (Step, Reset, new settings) first stop the
   worker (it checks a flag between chunks, so this takes at most one chunk).
-* At most one background thread exists per session (a run or a dataset load).
+* At most one background thread exists per session for the session's solver (a run, a dataset
+  load, or loading a model picked on the regularization path). The regularization path
+  (:class:`~gaplab.app.pathlab.PathLab`, ``Session.path``) has a second worker with its own stop
+  flag; it builds its own solvers and never touches the session's.
 
 Everything shown by the app is computed here from the core (``gaplab.core.Solver``) or from the
 toy examples; views only draw snapshots.
@@ -205,6 +208,8 @@ class Snapshot:
     chi_cubed: float
     comparison: tuple
     config: dict
+    note: str = ""          # what a "loading" status is doing
+    origin: str = ""        # where the solver's starting point came from ("" = a fresh start)
 
 
 def nonuniformity(x) -> float:
@@ -249,7 +254,7 @@ class Session(param.Parameterized):
 
     dataset = param.Selector(default="ocr-small", objects=list(DATASETS), label="Dataset",
                              doc="Training set (OCR-small: 626 words, OCR-large: 6,251 words; toy: App. C)")
-    lam = param.Number(default=0.01, bounds=(1e-6, 100.0), label="λ (regularization)",
+    lam = param.Number(default=0.01, bounds=(1e-9, 1e9), label="λ (regularization)",
                        doc="Regularization λ of the SSVM (Paper: Eq. (1))")
     sampling = param.Selector(default="gap", objects=["uniform", "permutation", "gap", "maxgap"],
                               label="Sampling", doc="How the next block is chosen (Paper: Alg. 1, 2)")
@@ -307,7 +312,11 @@ class Session(param.Parameterized):
         self._comparison: list[RunRecord] = []
         self._run_counter = 0
         self._rate = (0.0, 0, 0.0)  # (time, iteration, steps per second)
+        self._note = ""
+        self._origin = ""
         self._snapshot = _empty_snapshot(self.session_id, self.dataset, "loading", 0, {})
+        from .pathlab import PathLab
+        self.path = PathLab(self)   # the regularization path of this session (own worker)
         self._update_precedence()
         self.param.watch(self._on_change, list(self.SOLVER_SETTINGS) + ["dataset", "toy_n", "toy_K"])
         self.param.watch(lambda e: self._update_precedence(), ["sampling", "cache", "dataset"])
@@ -380,6 +389,7 @@ class Session(param.Parameterized):
         data_change = "dataset" in names or (names & {"toy_n", "toy_K"} and self.dataset == "toy")
         settings = sorted(names & set(self.SOLVER_SETTINGS))
         if data_change:
+            self.path.reset()  # a path belongs to its dataset's model
             self._rebuild(load_dataset=True)
         elif settings:
             self._rebuild(load_dataset=False, reason=", ".join(settings))
@@ -440,6 +450,11 @@ class Session(param.Parameterized):
             self._set_lam_quietly(0.01)
         cfg = self.solver_config()
         with self._lock:
+            # the old dataset's solver is dropped now (memory; the views show the loading state)
+            self._solver = None
+            self._problem = None
+            self._last_step = None
+            self._note = "reading the data and building the model (a few seconds)…"
             self._set_status("loading")
             self._publish()
 
@@ -463,11 +478,15 @@ class Session(param.Parameterized):
             self._set_status("error")
             self._publish()
 
-    def _install(self, problem: Problem, cfg: SolverConfig):
+    def _install(self, problem: Problem, cfg: SolverConfig, solver: Solver | None = None,
+                 origin: str = ""):
         with self._lock:
             if self._closed:
                 return
-            solver = Solver(problem.model, cfg, test_data=problem.test)
+            if solver is None:
+                solver = Solver(problem.model, cfg, test_data=problem.test)
+            self._origin = origin
+            self._note = ""
             self._problem = problem
             self._solver = solver
             self._applied = self._current_values()
@@ -497,6 +516,74 @@ class Session(param.Parameterized):
             return self._snapshot
         self._install(self._problem, cfg)
         return self._snapshot
+
+    def load_model(self, make, *, lam: float, settings: dict, busy: str = "", note: str = "",
+                   origin: str = "") -> bool:
+        """Replace the solver by ``make(should_stop)`` (a :class:`Solver` on this session's problem,
+        or None if it gave up), computed in the worker thread; used to inspect a model picked on
+        the regularization path. ``settings`` (solver settings) and ``lam`` are applied to the
+        parameters first, without a rebuild, so the sidebar shows the loaded solver's settings.
+        Once installed, a counted exact gap pass shows the model's gap and test error."""
+        if not self._ready("Load model"):
+            return False
+        self._halt("idle")
+        problem = self._problem
+        changes = {k: v for k, v in dict(settings, lam=float(lam)).items() if getattr(self, k) != v}
+        if changes:
+            self._reverting = True
+            try:
+                self.param.update(**changes)
+            finally:
+                self._reverting = False
+                self._update_precedence()
+        try:
+            cfg = self.solver_config()
+        except (ValueError, TypeError) as exc:
+            self.notify(f"Load model: invalid setting ({exc}).", "error")
+            return False
+        with self._lock:
+            self._note = busy
+            self._set_status("loading")
+            self._publish()
+
+        def job():
+            try:
+                solver = make(self._stop_evt.is_set)
+            except Exception as exc:  # shown to the user, never a server traceback
+                solver = None
+                self.notify(f"Could not load the model: {type(exc).__name__}: {exc}", "error")
+            if self._closed:
+                return
+            if solver is None:  # interrupted or failed: a fresh solver with the current settings
+                self._install(problem, cfg)
+                return
+            # the solver keeps its dual point; its run settings become the session's
+            probe = solver.config.replace(max_passes=cfg.max_passes, gap_threshold=cfg.gap_threshold,
+                                          time_limit=cfg.time_limit,
+                                          stop_on_heuristic_gap=cfg.stop_on_heuristic_gap)
+            if probe == cfg:
+                solver.config = cfg
+            solver.test_data = problem.test
+            self._install(problem, cfg, solver=solver, origin=origin)
+            with self._lock:
+                s = self._solver
+                if s is not solver:
+                    return
+                ex = s.exact_gap(count=True)
+                test_err = s.test_error() if problem.test is not None else math.nan
+                self._manual.append({"kind": "gap_check", "manual": True, "iteration": s.iteration,
+                                     "effective_passes": s.effective_passes, "oracle_calls": s.oracle_calls,
+                                     "wall_time_s": s.wall_time, "heuristic_gap": s.heuristic_gap,
+                                     "exact_gap": ex.gap, "primal": ex.primal, "dual": ex.dual,
+                                     "cache_hits": int(s.step_counts()["cache_hit"]), "test_error": test_err})
+                self._publish()
+            if note:
+                self.notify(note + f" Exact gap {ex.gap:.3g}"
+                            + (f", test error {100 * test_err:.2f}%." if math.isfinite(test_err) else "."),
+                            "success")
+
+        self._start_thread(job, "load-model")
+        return True
 
     # ------------------------------------------------------------------ stepping
     def _ready(self, action: str) -> bool:
@@ -756,7 +843,8 @@ class Session(param.Parameterized):
         if s is None or self._problem is None:
             snap = _empty_snapshot(self.session_id, self.dataset, self._status, mcount, cfg)
             self._snapshot = Snapshot(**{**snap.__dict__, "version": self._version,
-                                         "comparison": tuple(self._comparison)})
+                                         "comparison": tuple(self._comparison),
+                                         "note": self._note if self._status == "loading" else ""})
             return
         new = _trace_since(s, len(self._trace))
         self._trace.extend(new)
@@ -788,7 +876,8 @@ class Session(param.Parameterized):
         rs = rs.reshape(-1, 3)
         self._snapshot = Snapshot(
             version=self._version, session_id=self.session_id, dataset=self._problem.name, n=n,
-            lam=s.lam, label=self.run_label(), status=self._status, message_count=mcount,
+            lam=s.lam, label=self.run_label() + (f" · from {self._origin}" if self._origin else ""),
+            status=self._status, message_count=mcount,
             iteration=s.iteration, effective_passes=s.effective_passes,
             oracle_calls=s.oracle_calls, cache_hits=int(s.step_counts()["cache_hit"]),
             solver_time_s=s.wall_time, steps_per_s=float(rate), heuristic_gap=s.heuristic_gap,
@@ -805,7 +894,8 @@ class Session(param.Parameterized):
             manual_checks=tuple(self._manual), active_history=tuple(self._active_hist),
             recent_steps=_frozen(rs), last_step=self._last_step, step_counts=s.step_counts(),
             has_test=self._problem.test is not None, tracks_atoms=track,
-            chi_cubed=nonuniformity(gaps) ** 3, comparison=tuple(self._comparison), config=cfg)
+            chi_cubed=nonuniformity(gaps) ** 3, comparison=tuple(self._comparison), config=cfg,
+            note=self._note if self._status == "loading" else "", origin=self._origin)
 
     # ------------------------------------------------------------------ lifetime
     def close(self) -> None:
@@ -814,6 +904,7 @@ class Session(param.Parameterized):
             return
         self._closed = True
         self._stop_evt.set()
+        self.path.close()
         self._join(timeout=10.0)
         with self._lock:
             self._solver = None

@@ -429,6 +429,8 @@ class BlockGapsView(_Base):
             self._set(self.exact, dict(x=[], y=[]))
             self._set(self.prob, dict(x=[], w=[], top=[]))
             self.info.object = ""
+            self.fig.title.text = (f"Per-block gap estimates ĝᵢ ({snap.dataset}: loading…)" if snap.status == "loading"
+                                   else "Per-block gap estimates ĝᵢ")
             return
         g = np.asarray(snap.gap_estimates, dtype=np.float64)
         known = np.isfinite(g)
@@ -547,6 +549,72 @@ def _png(gray) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
+CHUNK_COLORS = {"NP": "#d4e6f7", "VP": "#d6efd0", "PP": "#fde2c8", "ADVP": "#eadcf5", "ADJP": "#f8d5e5",
+                "SBAR": "#fff1b0", "PRT": "#d3f0ef", "CONJP": "#e8e0d0", "INTJ": "#e0e0e0", "LST": "#e0e0e0",
+                "UCP": "#e0e0e0"}
+CHUNK_OTHER = "#e4e4e4"
+MISTAKE = "#d7191c"
+
+
+def is_iob(tags) -> bool:
+    """True if every tag is "O" or "B-X" / "I-X" (a chunking, e.g. CoNLL-2000)."""
+    return bool(tags) and all(t == "O" or (len(t) > 2 and t[:2] in ("B-", "I-")) for t in tags)
+
+
+def iob_chunks(tags) -> list[tuple[int, int, str | None]]:
+    """Chunks of an IOB2 tag sequence as (start, end, type), end exclusive; type None for an "O"
+    token (one token each). B-X starts a chunk of type X, I-X continues a chunk of type X (an
+    I-X that follows anything else starts one, as the CoNLL evaluation script does)."""
+    out = []
+    cur = None
+    for t, tag in enumerate(tags):
+        if tag == "O" or len(tag) < 3:
+            if cur is not None:
+                out.append(cur)
+                cur = None
+            out.append((t, t + 1, None))
+            continue
+        kind, typ = tag[0], tag[2:]
+        if kind == "I" and cur is not None and cur[2] == typ:
+            cur = (cur[0], t + 1, typ)
+        else:
+            if cur is not None:
+                out.append(cur)
+            cur = (t, t + 1, typ)
+    if cur is not None:
+        out.append(cur)
+    return out
+
+
+def chunk_row_html(words, tags, gold=None) -> str:
+    """One chunked sentence as wrapping HTML: every chunk a coloured box with its type; "O" words
+    plain. With ``gold``, a chunk that is not a gold chunk (same span and type) gets a red
+    border and a word whose tag differs from the gold tag is red and underlined."""
+    gold_set = {c for c in iob_chunks(gold) if c[2] is not None} if gold is not None else None
+    parts = []
+    for a, b, typ in iob_chunks(tags):
+        ws = []
+        for t in range(a, b):
+            wrong = gold is not None and t < len(gold) and tags[t] != gold[t]
+            word = html.escape(str(words[t]) if t < len(words) else "?")
+            title = html.escape(f"{tags[t]}" + (f" (gold {gold[t]})" if wrong else ""), quote=True)
+            style = f"color:{MISTAKE};text-decoration:underline;font-weight:600" if wrong else ""
+            ws.append(f"<span class='gaplab-word' title='{title}' style='{style}'>{word}</span>")
+        inner = " ".join(ws)
+        if typ is None:
+            parts.append(f"<span class='gaplab-o' style='padding:1px 1px'>{inner}</span>")
+            continue
+        bad = gold_set is not None and (a, b, typ) not in gold_set
+        border = f"2px solid {MISTAKE}" if bad else "1px solid #b9b9b9"
+        parts.append(
+            f"<span class='gaplab-chunk' data-type='{html.escape(typ)}' style='background:"
+            f"{CHUNK_COLORS.get(typ, CHUNK_OTHER)};border:{border};border-radius:4px;padding:0 3px;"
+            f"white-space:nowrap'><b style='font-size:9.5px;color:#333;margin-right:3px;"
+            f"vertical-align:1px'>{html.escape(typ)}</b>{inner}</span>")
+    return ("<div style='display:flex;flex-wrap:wrap;gap:3px 4px;line-height:1.45;align-items:center'>"
+            + "".join(parts) + "</div>")
+
+
 class AnatomyView(_Base):
     """The last block step: the input (OCR word image), its ground truth, the FW corner and the
     away corner decoded, step kind, γ, cache hit or miss, block gap before and after.
@@ -559,14 +627,28 @@ class AnatomyView(_Base):
     def __init__(self, stacked: bool = False, name=None):
         super().__init__()
         # fixed heights: content that changes 10x/s must not make the browser re-layout the page
-        self.word = pn.pane.HTML("", sizing_mode="stretch_width", margin=(5, 10), height=190,
-                                 styles={"font-size": "14px", "overflow": "hidden"})
+        # (a long CoNLL sentence chunked three times may need more: the word pane then scrolls)
+        self._stacked = stacked
+        self.word = pn.pane.HTML("", sizing_mode="stretch_width", margin=(5, 10), height=self._height(False),
+                                 styles={"font-size": "14px", "overflow-x": "hidden", "overflow-y": "auto"})
         self.table = pn.pane.HTML("", width=430 if not stacked else None, margin=(5, 10), height=235,
                                   sizing_mode=None if not stacked else "stretch_width",
                                   styles={"font-size": "14px", "overflow": "hidden"})
         layout = pn.Column if stacked else pn.Row
         self.panel = layout(self.word, self.table, sizing_mode="stretch_width",
                             css_classes=["gaplab-anatomy"])
+
+    def _height(self, chunks: bool) -> int:
+        """Height of the input pane: taller for a chunked sentence (three wrapped rows); it only
+        changes when the kind of data changes, never from one step to the next."""
+        if self._stacked:
+            return 250 if chunks else 190
+        return 290 if chunks else 235
+
+    def _set_height(self, chunks: bool):
+        h = self._height(chunks)
+        if self.word.height != h:
+            self.word.height = h
 
     @staticmethod
     def _cell(text, color="#222", size="22px", weight="bold"):
@@ -575,6 +657,13 @@ class AnatomyView(_Base):
 
     def _draw(self, snap):
         st = snap.last_step
+        if st is None and snap.status == "loading" and not snap.n:
+            self.word.object = ("<div style='font-weight:600;font-size:15px'>Anatomy of the last step</div>"
+                                f"<p style='color:#8a5a00'>Loading <b>{html.escape(snap.dataset)}</b>: "
+                                f"{html.escape(snap.note or 'reading the data')} The buttons come back when "
+                                "the solver is ready.</p>")
+            self.table.object = ""
+            return
         if st is None:
             self.word.object = ("<div style='font-weight:600;font-size:15px'>Anatomy of the last step</div>"
                                 "<p style='color:#666'>No step yet. <b>Step</b> takes one block step: "
@@ -582,6 +671,40 @@ class AnatomyView(_Base):
                                 "the FW corner.</p>")
             self.table.object = ""
             return
+        chunks = st.tokens is not None and is_iob(st.truth)
+        self._set_height(chunks)
+        if chunks:
+            self._draw_chunks(snap, st)
+        else:
+            self._draw_tokens(snap, st)
+        self._draw_table(snap, st)
+
+    def _draw_chunks(self, snap, st):
+        """A sentence (CoNLL chunking): the words, chunked by the ground truth, the FW corner and
+        the away corner (Paper: App. I.2); long sentences wrap, the pane scrolls if needed."""
+        label = ("<td style='vertical-align:top;text-align:right;padding:3px 8px 0 0;color:#555;"
+                 "font-size:12.5px;white-space:nowrap;width:96px'>{}</td>")
+        rows = [("ground truth y<sub>i</sub>", "gaplab-gold", chunk_row_html(st.tokens, st.truth))]
+        rows.append(("FW corner y*", "gaplab-fw", chunk_row_html(st.tokens, st.fw_corner, st.truth)))
+        if st.away_corner is not None:
+            rows.append(("away corner y<sup>a</sup>", "gaplab-away",
+                         chunk_row_html(st.tokens, st.away_corner, st.truth)))
+        body = "".join(f"<tr class='{cls}'>{label.format(name)}<td style='padding:2px 0 5px 0'>{row}</td></tr>"
+                       for name, cls, row in rows)
+        errs = [sum(a != b for a, b in zip(y, st.truth)) for y in (st.fw_corner, st.away_corner) if y is not None]
+        note = f" — {st.note}" if st.note else ""
+        self.word.object = (
+            f"<div style='font-weight:600;font-size:15px;margin-bottom:4px'>Anatomy of the last step: "
+            f"block <span class='gaplab-block'>{st.block}</span>{note} "
+            f"<span style='font-weight:normal;font-size:12.5px;color:#555'>({len(st.truth)} words; "
+            f"FW corner: {errs[0]} wrong tag(s)"
+            + (f", away corner: {errs[1]}" if len(errs) > 1 else "") + ")</span></div>"
+            f"<table style='border-collapse:collapse;font-size:12.5px;width:100%'>{body}</table>"
+            "<div style='color:#666;font-size:11.5px;margin-top:2px'>box: a chunk (B-X starts a chunk of "
+            "type X, I-X continues it); red box: not a gold chunk; red word: its tag differs from the "
+            "gold tag (adds loss); hover a word for its tag</div>")
+
+    def _draw_tokens(self, snap, st):
         T = len(st.truth)
         show = min(T, self.MAX_TOKENS)
         multi = any(len(s) > 1 for s in st.truth)
@@ -622,6 +745,8 @@ class AnatomyView(_Base):
             f"<table style='border-collapse:separate;border-spacing:0 4px'>{''.join(rows)}</table>"
             "<div style='color:#666;font-size:12px;margin-top:4px'>green: equals the ground truth; "
             "red: differs (adds loss)</div>")
+
+    def _draw_table(self, snap, st):
         hit = ("cache hit (no oracle call)" if st.cache_hit else
                "cache miss → max oracle" if snap.config.get("cache") else "max oracle call")
         items = [
@@ -735,14 +860,22 @@ class StatusView(_Base):
         status = STATUS_LABELS.get(snap.status, snap.status)
         color = {"running": "#1a9641", "error": "#d7191c", "loading": "#fdae61",
                  "budget": "#2c7fb8"}.get(snap.status, "#555")
+        note = (f" <span style='color:#8a5a00'>{html.escape(snap.note)}</span>"
+                if snap.status == "loading" and snap.note else "")
         if not snap.n:
             self.panel.object = (f"<div class='gaplab-status'><span style='color:{color};font-weight:bold'>"
-                                 f"● {status}</span> {snap.dataset}</div>")
+                                 f"● {status}</span> {snap.dataset}{note}</div>")
+            return
+        if note:  # loading a model into the solver: say what, not the old model's numbers
+            self.panel.object = (f"<div class='gaplab-status'><span style='color:{color};font-weight:bold'>"
+                                 f"● {status}</span> <b>{snap.dataset}</b> (n = {snap.n:,}) ·{note}</div>")
             return
         rate = f" · {snap.steps_per_s:,.0f} steps/s" if snap.status == "running" and snap.steps_per_s else ""
         exact = (f"exact gap <b>{_fmt(snap.exact_gap)}</b> @ {snap.exact_passes:.1f} passes"
                  if math.isfinite(snap.exact_gap) else "exact gap –")
         test = (f" · test error {100 * snap.exact_test_error:.2f}%" if math.isfinite(snap.exact_test_error) else "")
+        if snap.origin:
+            test += f" · λ = <b>{snap.lam:.4g}</b> <span style='color:#666'>(from the path)</span>"
         self.panel.object = (
             f"<div class='gaplab-status'><span style='color:{color};font-weight:bold'>● {status}</span> &nbsp;"
             f"<b>{snap.dataset}</b> (n = {snap.n:,}) · iteration <b>{snap.iteration:,}</b> · "

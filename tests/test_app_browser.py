@@ -6,6 +6,7 @@ installs Debian's chromium; never ``playwright install``).
 """
 from __future__ import annotations
 
+import os
 import re
 import time
 from pathlib import Path
@@ -25,12 +26,16 @@ if CHROMIUM is None:
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts"
 TIMEOUT_MS = 30_000
+CONLL = next((d for d in ([Path(os.environ["GAPLAB_DATA"]), Path(os.environ["GAPLAB_DATA"]) / "conll2000"]
+                          if os.environ.get("GAPLAB_DATA") else []) + [ROOT.parent / "shared" / "data" / "conll2000"]
+              if (d / "train.txt").exists() and (d / "test.txt").exists()), None)
 
 
 @pytest.fixture(scope="module")
 def server():
     ARTIFACTS.mkdir(exist_ok=True)
-    with AppServer(ARTIFACTS / "browser_server.log", session_lifetime_ms=1000) as srv:
+    env = {"GAPLAB_DATA": str(CONLL)} if CONLL is not None else None
+    with AppServer(ARTIFACTS / "browser_server.log", session_lifetime_ms=1000, env=env) as srv:
         yield srv
 
 
@@ -212,6 +217,70 @@ def test_toy_tab_shows_a_speedup(page):
     assert m and float(m.group(1)) > 1
     time.sleep(0.5)
     page.shot("toy")
+    assert page.errors() == []
+
+
+def _fill(page, css, value):
+    box = page.page.locator(f"{css} input").first
+    box.fill(str(value))
+    box.press("Enter")
+    time.sleep(0.2)
+
+
+def test_path_tab_traces_breakpoints_and_picks_a_lambda(page):
+    page.page.locator(".bk-tab", has_text="Regularization path").first.click()
+    page.button("▶ Start path").wait_for()
+    _fill(page, ".gaplab-path-eps", 0.3)
+    _fill(page, ".gaplab-path-lam_min", 0.1)
+    page.button("▶ Start path").click()
+    count = page.page.locator(".gaplab-path-breakpoints").first
+    count.wait_for()
+    deadline = time.time() + 60
+    while time.time() < deadline and int(count.inner_text()) < 3:
+        time.sleep(0.1)
+    assert int(count.inner_text()) >= 3
+    page.page.locator(".gaplab-path-end").first.wait_for(timeout=60_000)
+    n = int(count.inner_text())
+    assert n >= 3 and page.page.locator(".gaplab-path-end").first.inner_text() == "lam_min"
+    time.sleep(0.5)
+    page.shot("path")
+    # a click on the test-error plot picks the λ under the mouse and loads its model
+    box = page.page.locator(".gaplab-path-test").first.bounding_box()
+    page.page.mouse.click(box["x"] + 0.55 * box["width"], box["y"] + 0.55 * box["height"])
+    page.page.locator(".gaplab-path-picked").first.wait_for(timeout=30_000)
+    page.wait_status(r"ready.*\(from the path\)", timeout=30)
+    picked = float(page.page.locator(".gaplab-path-picked").first.inner_text())
+    lo, hi = 0.1 / 2, 1e4
+    assert lo < picked < hi
+    time.sleep(0.5)
+    page.shot("path_picked")
+    page.page.locator(".bk-tab", has_text="Step").first.click()
+    page.button("Step").click()
+    page.wait_status(r"iteration 1\b.*\(from the path\)")
+    page.page.locator(".gaplab-block").first.wait_for()
+    time.sleep(0.3)
+    page.shot("path_model_step")
+    assert page.errors() == []
+
+
+@pytest.mark.skipif(CONLL is None, reason="CoNLL-2000 not found ($GAPLAB_DATA or ../shared/data)")
+def test_conll_anatomy_shows_chunks(page):
+    page.page.locator(".gaplab-w-step_kind select").first.select_option("pairwise")
+    page.wait_status(r"ready")
+    page.page.locator(".gaplab-w-dataset select").first.select_option("conll2000")
+    page.wait_status(r"loading", timeout=10)
+    page.wait_status(r"ready.*conll2000.*\(n = 8,936\) · iteration 0\b", timeout=90)
+    _fill(page, ".gaplab-w-n_steps", 12000)
+    page.button("Step ×N").click()
+    page.wait_status(r"iteration 12,000\b", timeout=60)
+    page.button("Step").click()
+    page.wait_status(r"iteration 12,001\b")
+    page.page.locator(".gaplab-chunk").first.wait_for()
+    time.sleep(0.4)
+    rows = [page.page.locator(f".gaplab-{r}").first.inner_text() for r in ("gold", "fw", "away")]
+    assert all(len(r.split()) >= 3 for r in rows) and rows[0].split()[2:] != []
+    assert page.page.locator(".gaplab-chunk").count() >= 3
+    page.shot("conll_anatomy")
     assert page.errors() == []
 
 

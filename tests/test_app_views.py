@@ -11,7 +11,8 @@ import pytest
 pn = pytest.importorskip("panel")
 
 from gaplab.app.lessons import LESSONS  # noqa: E402
-from gaplab.app.main import GapLabApp, build_app  # noqa: E402
+from gaplab.app.main import LESSONS as LESSONS_TAB  # noqa: E402
+from gaplab.app.main import TOY, GapLabApp, build_app  # noqa: E402
 from gaplab.app.views import trace_columns  # noqa: E402
 
 
@@ -64,7 +65,7 @@ def test_run_then_every_tab_draws(app):
     app.session.sampling = "uniform"
     app.on_run()
     assert app.session.wait_idle(60)
-    for tab in range(5):
+    for tab in range(len(app.TAB_NAMES)):
         app.tabs.active = tab
         app.refresh(force=True)
     snap = app.session.snapshot
@@ -112,7 +113,7 @@ def test_exact_gaps_button_overlays_block_gaps(app):
 
 def test_toy_tab_reports_a_speedup(app):
     app.toy.param.update(n=10, K=30, eps=1e-3)
-    app.tabs.active = 3
+    app.tabs.active = TOY
     app.toy_view._run()
     assert app.toy.wait(60)
     app.refresh(force=True)
@@ -127,7 +128,7 @@ def test_toy_tab_reports_a_speedup(app):
 
 
 def test_every_lesson_page_renders_and_sets_up(app):
-    app.tabs.active = 4
+    app.tabs.active = LESSONS_TAB
     for page, lesson in enumerate(LESSONS):
         app.lessons.go(page)
         app.refresh(force=True)
@@ -138,7 +139,7 @@ def test_every_lesson_page_renders_and_sets_up(app):
     assert app.session.step_kind == "pairwise"
     app.on_step()
     assert "away corner" in app.lessons.views()[0].word.object
-    assert "once it exists" in LESSONS[-1].title
+    assert LESSONS[-1].views == ("path",) and "regularization path" in LESSONS[-1].title
 
 
 def test_close_is_idempotent_and_stops_everything(app):

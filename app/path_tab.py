@@ -1,0 +1,469 @@
+"""The regularization-path tab (Paper: Sec. 4, App. K): the path traced live, its cost and
+certificates against λ, test error against λ, and a λ picker that loads the path's model at λ
+into the session's solver (then the Step and Convergence tabs show that model).
+
+Every number comes from :class:`~gaplab.app.pathlab.PathSnapshot` (computed by
+:mod:`gaplab.core.regpath`); plots are Bokeh figures whose sources are replaced in place.
+"""
+from __future__ import annotations
+
+import html
+import math
+
+import numpy as np
+import panel as pn
+from bokeh.events import Tap
+from bokeh.models import (ColumnDataSource, CustomJSTickFormatter, HoverTool, LinearAxis,
+                          NumeralTickFormatter, Range1d, Span)
+
+from .views import GAP_FLOOR, _fig, _fmt, _set
+
+__all__ = ["PathView"]
+
+PATH_COLOR = "#1f77b4"
+TIME_COLOR = "#ff7f0e"
+GRID_COLOR = "#2ca02c"
+PICK_COLOR = "#d62728"
+
+_STATUS = {"idle": ("#555", "no path yet"), "running": ("#1a9641", "computing the path"),
+           "grid": ("#1a9641", "path done · computing the grid search"), "done": ("#2c7fb8", "done"),
+           "stopped": ("#555", "stopped"), "error": ("#d7191c", "error"), "closed": ("#555", "closed")}
+
+_LAM_TICK_JS = "const v = Math.pow(10, tick); return Number(v.toPrecision(3)).toString();"
+
+
+def _sawtooth(lam, gap, nxt, delta, lo_end):
+    """Proposition 1 on each piece: the gap of the breakpoint's rescaled dual point at λ in
+    [λ_{j+1}, λ_j] is g_j + (1 − λ/λ_j)Δ_j (NaN-separated segments)."""
+    xs, ys = [], []
+    for lj, gj, nj, dj in zip(lam, gap, nxt, delta):
+        if not (math.isfinite(gj) and math.isfinite(dj)):
+            continue
+        lo = nj if (math.isfinite(nj) and nj > 0) else lo_end
+        if not (math.isfinite(lo) and 0 < lo <= lj):
+            continue
+        xs += [lj, lo, math.nan]
+        ys += [gj, gj + (1.0 - lo / lj) * dj, math.nan]
+    return np.array(xs, dtype=np.float64), np.array(ys, dtype=np.float64)
+
+
+def _staircase(lam, val, nxt, lo_end):
+    """w is constant on each piece [λ_{j+1}, λ_j] (and its scaling above λ_0 predicts the same
+    labels), so its test error is a staircase in λ."""
+    xs, ys = [], []
+    for lj, vj, nj in zip(lam, val, nxt):
+        if not math.isfinite(vj):
+            continue
+        lo = nj if (math.isfinite(nj) and nj > 0) else lo_end
+        if not (math.isfinite(lo) and 0 < lo <= lj):
+            lo = lj
+        xs += [lj, lo]
+        ys += [vj, vj]
+    return np.array(xs, dtype=np.float64), np.array(ys, dtype=np.float64)
+
+
+class PathView:
+    """Controls, plots and λ picker of a session's :class:`~gaplab.app.pathlab.PathLab`.
+
+    ``update(session_snapshot, force)`` redraws from the lab's latest snapshot (it may be
+    called as often as the app refreshes: nothing happens unless something changed).
+    """
+
+    RUNNING_MIN_INTERVAL_S = 0.25
+
+    def __init__(self, lab, session, compact: bool = False, name: str | None = None):
+        self.lab = lab
+        self.session = session
+        self.compact = compact
+        self._key = None
+        self._full = False
+        self._range = None
+        h = 215 if compact else 300
+        self.x_range = Range1d(1e3, 1e-3)   # shared by the three plots; flipped: λ decreases →
+        xlabel = "λ (log scale; the path goes right, to smaller λ)" if not compact else "λ (decreasing →)"
+
+        # ---- cost: cumulative passes and time
+        self.cost_src = ColumnDataSource(dict(x=[], passes=[], time=[]), name=f"{name}_cost" if name else None)
+        self.grid_src = ColumnDataSource(dict(x=[], passes=[], time=[], test=[]))
+        c = _fig(height=h, x_axis_type="log", x_range=self.x_range, x_axis_label=xlabel,
+                 y_axis_label="cumulative effective passes", title="Cost of the path: cumulative passes and time")
+        r1 = c.line("x", "passes", source=self.cost_src, color=PATH_COLOR, line_width=2.5,
+                    legend_label="path: passes")
+        c.scatter("x", "passes", source=self.cost_src, color=PATH_COLOR, size=4)
+        rg = c.line("x", "passes", source=self.grid_src, color=GRID_COLOR, line_width=2, line_dash="dashed",
+                    legend_label="grid 2^k (warm): passes")
+        c.scatter("x", "passes", source=self.grid_src, color=GRID_COLOR, marker="square", size=6)
+        c.extra_y_ranges = {"time": Range1d(0, 1)}
+        rt = c.line("x", "time", source=self.cost_src, color=TIME_COLOR, line_width=2, line_dash="dotdash",
+                    y_range_name="time", legend_label="path: time (s, right axis)")
+        c.add_layout(LinearAxis(y_range_name="time", axis_label="cumulative time (s)" if not compact else "time (s)",
+                                axis_label_text_font_size="13px", major_label_text_font_size="12px"), "right")
+        c.y_range = Range1d(0, 1)
+        if compact:
+            c.yaxis[0].axis_label = "passes"
+            _legend_inside(c, "top_left")
+        else:
+            _legend_above(c)
+        c.add_tools(HoverTool(renderers=[r1, rt, rg], tooltips=[("λ", "@x{0.000e}"), ("passes", "@passes{0.0}"),
+                                                               ("time", "@time{0.00} s")]))
+        self.cost = c
+
+        # ---- gaps at breakpoints vs ε (Proposition 1 sawtooth)
+        self.gap_src = ColumnDataSource(dict(x=[], gap=[], exact=[]), name=f"{name}_gaps" if name else None)
+        self.saw_src = ColumnDataSource(dict(x=[], y=[]))
+        g = _fig(height=h, x_axis_type="log", y_axis_type="log", x_range=self.x_range, x_axis_label=xlabel,
+                 y_axis_label="duality gap", title="Gap at each breakpoint vs ε",
+                 y_range=Range1d(1e-3, 1))
+        g.line("x", "y", source=self.saw_src, color="#6baed6", line_width=1, alpha=0.8,
+               legend_label="gap on [λⱼ₊₁, λⱼ] (Prop. 1)")
+        self.gap_pts = g.scatter("x", "gap", source=self.gap_src, color=PATH_COLOR, size=6,
+                                 legend_label="gⱼ at λⱼ")
+        self.true_pts = g.scatter("x", "exact", source=self.gap_src, color="#7b3294", size=7, marker="triangle",
+                                  legend_label="true gap", visible=False)
+        self.eps_span = Span(location=None, dimension="width", line_color="#d62728", line_width=2)
+        self.keps_span = Span(location=None, dimension="width", line_color="#d62728", line_width=1.5,
+                              line_dash="dashed")
+        g.add_layout(self.eps_span)
+        g.add_layout(self.keps_span)
+        _legend_above(g)
+        g.add_tools(HoverTool(renderers=[self.gap_pts], tooltips=[("λ", "@x{0.000e}"), ("gap", "@gap{0.000e}")]))
+        self.gaps = g
+
+        # ---- test error vs λ
+        self.test_src = ColumnDataSource(dict(x=[], y=[]))
+        self.test_pts = ColumnDataSource(dict(x=[], y=[]), name=f"{name}_test" if name else None)
+        t = _fig(height=h, x_axis_type="log", x_range=self.x_range, x_axis_label=xlabel,
+                 y_axis_label="test error", title="Test error vs λ", y_range=Range1d(0, 1))
+        t.line("x", "y", source=self.test_src, color=PATH_COLOR, line_width=2, legend_label="path wⱼ (piecewise constant)")
+        tp = t.scatter("x", "y", source=self.test_pts, color=PATH_COLOR, size=5)
+        t.scatter("x", "test", source=self.grid_src, color=GRID_COLOR, marker="square", size=7,
+                  legend_label="grid 2^k")
+        t.yaxis.formatter = NumeralTickFormatter(format="0%")
+        if compact:
+            _legend_inside(t, "top_right")
+        else:
+            _legend_above(t)
+        t.add_tools(HoverTool(renderers=[tp], tooltips=[("λ", "@x{0.000e}"), ("test error", "@y{0.00%}")]))
+        self.test = t
+
+        self.pick_spans = []
+        for f, cls in ((c, "cost"), (g, "gaps"), (t, "test")):
+            f.css_classes = [f"gaplab-path-{cls}"]   # hooks for browser tests
+            sp = Span(location=None, dimension="height", line_color=PICK_COLOR, line_width=2, line_alpha=0.7)
+            f.add_layout(sp)
+            self.pick_spans.append(sp)
+            f.on_event(Tap, self._on_tap)
+            f.toolbar.active_tap = None
+
+        # ---- controls
+        W = 120 if compact else 112
+        wd = dict(
+            eps=pn.widgets.FloatInput.from_param(lab.param.eps, width=W, step=0.01, format="0.[0000]"),
+            kappa=pn.widgets.FloatInput.from_param(lab.param.kappa, width=W, step=0.05),
+            lam_min=pn.widgets.FloatInput.from_param(lab.param.lam_min, width=W, format="0.[00000000]"),
+            heuristic=pn.widgets.Checkbox.from_param(lab.param.heuristic, width=165,
+                                                     margin=(5, 10, 5, 10) if compact else (28, 5, 5, 10)),
+            grid=pn.widgets.Checkbox.from_param(lab.param.grid, width=215,
+                                                margin=(5, 10, 5, 10) if compact else (28, 5, 5, 5)),
+        )
+        for k, w in wd.items():
+            w.css_classes = [f"gaplab-path-{k}"]
+        self.widgets = wd
+        self.b_start = pn.widgets.Button(label="▶ Start path", color="success", width=115,
+                                         margin=(22 if not compact else 0, 5, 5, 10))
+        self.b_stop = pn.widgets.Button(label="■ Stop path", color="danger", width=105,
+                                        margin=(22 if not compact else 0, 5, 5, 5))
+        self.b_start.on_click(lambda e: self._start())
+        self.b_stop.on_click(lambda e: self._stop())
+        self.summary = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), height=42 if not compact else 60,
+                                    styles={"font-size": "13px", "overflow": "hidden"},
+                                    css_classes=["gaplab-path-summary"])
+        self.slider = pn.widgets.FloatSlider(label="Pick λ (log scale): load its model into the solver",
+                                             start=-3, end=3, value=0, step=0.001, disabled=True,
+                                             format=CustomJSTickFormatter(code=_LAM_TICK_JS),
+                                             sizing_mode="stretch_width", css_classes=["gaplab-path-slider"])
+        self.slider.param.watch(self._on_slider, "value_throttled")
+        self.b_best = pn.widgets.Button(label="Pick the λ with the lowest test error", width=280,
+                                        disabled=True, margin=(5, 10))
+        self.b_best.on_click(lambda e: self.pick_best())
+        self.pick_info = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10),
+                                      styles={"font-size": "13px"}, css_classes=["gaplab-path-pick"])
+        bokeh = dict(sizing_mode="stretch_width")
+        if compact:
+            # lesson page: the gap plot (Proposition 1) full width, cost and test error side by side
+            c.height = t.height = 205
+            c.title.text = "Cost: cumulative passes and time"
+            controls = pn.Column(pn.Row(wd["eps"], wd["kappa"], wd["lam_min"]),
+                                 pn.Row(wd["heuristic"], wd["grid"]),
+                                 pn.Row(self.b_start, self.b_stop))
+            self.panel = pn.Column(controls, self.summary, pn.pane.Bokeh(g, **bokeh),
+                                   pn.Row(pn.pane.Bokeh(c, **bokeh), pn.pane.Bokeh(t, **bokeh),
+                                          sizing_mode="stretch_width"),
+                                   self.slider, self.pick_info, sizing_mode="stretch_width")
+        else:
+            controls = pn.Row(wd["eps"], wd["kappa"], wd["lam_min"], wd["heuristic"], wd["grid"], self.b_start,
+                              self.b_stop)
+            pick = pn.Column(self.slider, self.b_best, self.pick_info, sizing_mode="stretch_width", height=h,
+                             margin=(10, 0))
+            self.panel = pn.Column(controls, self.summary,
+                                   pn.Row(pn.pane.Bokeh(c, **bokeh), pn.pane.Bokeh(g, **bokeh), sizing_mode="stretch_width"),
+                                   pn.Row(pn.pane.Bokeh(t, **bokeh), pick, sizing_mode="stretch_width"),
+                                   sizing_mode="stretch_width")
+
+    # ------------------------------------------------------------------ actions
+    def _start(self):
+        self.lab.start()
+        self.update(self.session.snapshot, force=True)
+
+    def _stop(self):
+        self.lab.stop()
+        self.update(self.session.snapshot, force=True)
+
+    def _on_slider(self, event):
+        if event.new is not None:
+            self.pick(10.0 ** float(event.new))
+
+    def pick_best(self) -> bool:
+        """Load the breakpoint with the lowest test error (at its own λ_j)."""
+        ps = self.lab.snapshot
+        te = np.asarray(ps.cols["test_error"], dtype=np.float64)
+        if not np.isfinite(te).any():
+            self.session.notify("Pick: no test error on this path (no test set, or no breakpoint yet).", "warning")
+            return False
+        return self.pick(float(ps.cols["lam"][int(np.nanargmin(te))]))
+
+    def _on_tap(self, event):
+        if event.x is not None and event.x > 0:
+            self.pick(float(event.x))
+
+    def pick(self, lam: float) -> bool:
+        """Load the path's model at λ (clipped to the path's range) into the session's solver."""
+        snap = self.lab.snapshot
+        lo, hi = snap.lam_range
+        if not snap.n_points or not math.isfinite(lo):
+            self.session.notify("Pick: compute a path first (Start path).", "warning")
+            return False
+        lam = float(min(max(lam, lo), hi))
+        return self.lab.pick(lam)
+
+    # ------------------------------------------------------------------ drawing
+    def update(self, snap, force: bool = False) -> bool:
+        ps = self.lab.snapshot
+        key = (ps.version, snap.version if snap is not None else None)
+        if not force and key == self._key:
+            return False
+        self._key = key
+        self._full = bool(force)
+        try:
+            self._draw(ps, snap)
+        finally:
+            self._full = False
+        return True
+
+    def _set(self, src, data):
+        _set(src, data, full=self._full)
+
+    def _draw(self, ps, snap):
+        cols = ps.cols
+        lam = np.asarray(cols["lam"], dtype=np.float64)
+        lo, hi = ps.lam_range
+        n = ps.n_points
+        busy = ps.status in ("running", "grid")
+        self.b_start.disabled = busy
+        self.b_stop.disabled = not busy
+        # ---- cost
+        self._set(self.cost_src, dict(x=lam, passes=cols["cum_passes"], time=cols["cum_time_s"]))
+        gr = ps.grid
+        self._set(self.grid_src, dict(x=gr["lam"], passes=gr["cum_passes"], time=gr["cum_time_s"],
+                                      test=gr["test_error"]))
+        ymax = max([float(np.nanmax(cols["cum_passes"])) if n else 1.0]
+                   + ([float(np.nanmax(gr["cum_passes"]))] if len(gr["lam"]) else []))
+        _grow(self.cost.y_range, 0.0, max(ymax, 1.0) * 1.08)
+        tmax = float(np.nanmax(cols["cum_time_s"])) if n else 1.0
+        _grow(self.cost.extra_y_ranges["time"], 0.0, max(tmax, 1e-3) * 1.08)
+        # ---- gaps
+        exact_path = ps.kind == "eps"
+        gap = _pos(cols["gap"])
+        true = _pos(cols["exact_gap"]) if not exact_path else np.full(n, np.nan)
+        self._set(self.gap_src, dict(x=lam, gap=gap, exact=true))
+        lo_end = lo if math.isfinite(lo) else math.nan
+        sx, sy = _sawtooth(lam, np.asarray(cols["gap"], dtype=np.float64), np.asarray(cols["next_lam"], dtype=np.float64),
+                           np.asarray(cols["delta"], dtype=np.float64), lo_end)
+        self._set(self.saw_src, dict(x=sx, y=_pos(sy)))
+        self.true_pts.visible = not exact_path and bool(np.isfinite(true).any())
+        _legend_visible(self.gaps, "true gap", self.true_pts.visible)
+        has_grid = bool(len(gr["lam"]))
+        _legend_visible(self.cost, "grid", has_grid)
+        _legend_visible(self.test, "grid", has_grid)
+        self.eps_span.location = ps.eps if math.isfinite(ps.eps) else None
+        self.keps_span.location = ps.eps * ps.kappa if math.isfinite(ps.eps) else None
+        self.gap_pts.glyph.fill_color = PATH_COLOR
+        vals = np.concatenate([gap[np.isfinite(gap)], true[np.isfinite(true)],
+                               [ps.eps * ps.kappa, ps.eps] if math.isfinite(ps.eps) else []])
+        if vals.size:
+            ylo = 10.0 ** math.floor(math.log10(max(vals.min(), GAP_FLOOR)) - 0.05)
+            yhi = 10.0 ** math.ceil(math.log10(vals.max()) + 0.05)
+            _set_range(self.gaps.y_range, max(ylo, yhi * 1e-6), yhi)
+        self.gaps.title.text = ("Gap at each breakpoint vs ε (red: ε; dashed: κε)" if exact_path else
+                                "Heuristic path: stale gap sums vs ε (red: ε; dashed: κε)"
+                                if ps.kind else "Gap at each breakpoint vs ε")
+        # ---- test error
+        te = np.asarray(cols["test_error"], dtype=np.float64)
+        tx, ty = _staircase(lam, te, np.asarray(cols["next_lam"], dtype=np.float64), lo_end)
+        self._set(self.test_src, dict(x=tx, y=ty))
+        ok = np.isfinite(te)
+        self._set(self.test_pts, dict(x=lam[ok], y=te[ok]))
+        vals = np.concatenate([te[ok], np.asarray(gr["test_error"], dtype=np.float64)])
+        vals = vals[np.isfinite(vals)]
+        if vals.size:
+            top = float(vals.max())
+            bot = float(vals.min())
+            pad = max(0.05 * (top - bot), 0.005)
+            _set_range(self.test.y_range, max(0.0, bot - pad), min(1.0, top + pad))
+        has_test = bool(ok.any()) or not n
+        self.test.title.text = "Test error vs λ" if has_test else "Test error vs λ: this dataset has no test set"
+        # ---- shared λ axis (flipped) and the picker
+        if n and math.isfinite(lo):
+            gl = np.asarray(gr["lam"], dtype=np.float64)
+            a = max(hi, float(gl.max()) if gl.size else hi) * 1.6
+            b = min(lo, float(gl.min()) if gl.size else lo) / 1.6
+            b = min(b, a / 300.0)   # at least 2.5 decades: room for the breakpoints to come
+            _set_range(self.x_range, a, b)
+            rng = (round(math.log10(lo), 3), round(math.log10(hi), 3))
+            if rng != self._range:
+                self._range = rng
+                v = min(max(self.slider.value, rng[0]), rng[1])
+                if self.slider.disabled:
+                    v = rng[0]
+                self.slider.param.update(start=rng[0], end=max(rng[1], rng[0] + 1e-3), value=v)
+            if math.isfinite(ps.picked) and ps.picked > 0:
+                v = min(max(math.log10(ps.picked), self.slider.start), self.slider.end)
+                if abs(v - self.slider.value) > 1e-9:
+                    self.slider.value = v
+            self.slider.disabled = False
+        else:
+            self.slider.disabled = True
+            self._range = None
+        picked = ps.picked if math.isfinite(ps.picked) else None
+        for sp in self.pick_spans:
+            sp.location = picked
+        self._summary(ps, snap, lo, hi)
+
+    def _summary(self, ps, snap, lo, hi):
+        color, label = _STATUS.get(ps.status, ("#555", ps.status))
+        n = ps.n_points
+        cols = ps.cols
+        parts = [f"<span style='color:{color};font-weight:bold'>● {label}</span>"]
+        if n:
+            kind = "ε-approximate path" if ps.kind == "eps" else "heuristic path"
+            parts.append(f"{kind} on <b>{html.escape(ps.dataset)}</b> (ε = {ps.eps:g}, κ = {ps.kappa:g})")
+            parts.append(f"<b class='gaplab-path-breakpoints'>{n}</b> breakpoints")
+            parts.append(f"λ {float(cols['lam'][0]):.4g} → {float(cols['lam'][-1]):.4g}")
+            parts.append(f"{float(cols['cum_passes'][-1]):.1f} passes, {float(cols['cum_time_s'][-1]):.2f} s")
+            end = ps.end
+            if end:
+                from .pathlab import END_REASONS
+                parts.append(f"end: <b class='gaplab-path-end'>{html.escape(end)}</b> "
+                             f"<span style='color:#666'>({html.escape(END_REASONS.get(end, end))})</span>")
+            if len(ps.grid["lam"]):
+                parts.append(f"grid: {len(ps.grid['lam'])} λ, {float(ps.grid['cum_passes'][-1]):.1f} passes")
+        head = " · ".join(parts)
+        solver = (f"solver at each breakpoint: <i>{html.escape(ps.solver_label)}</i>" if ps.solver_label else
+                  f"solver at each breakpoint: the sidebar's settings (<i>{html.escape(self._label())}</i>)")
+        msg = ps.message if (ps.status in ("error",) or not n) else ""
+        self.summary.object = (f"<div>{head}</div><div style='color:#555'>{solver}"
+                               f"{' · ' + html.escape(msg) if msg else ''}</div>")
+        te_all = np.asarray(cols["test_error"], dtype=np.float64)
+        self.b_best.disabled = not (n and np.isfinite(te_all).any())
+        if n and math.isfinite(lo):
+            txt = (f"Drag the slider or click a plot to load <b>w(λ)</b>, any λ in [{lo:.3g}, {hi:.3g}], "
+                   "into the solver (warm start from the breakpoint's dual point).")
+            if np.isfinite(te_all).any():
+                b = int(np.nanargmin(te_all))
+                txt += (f"<br>Lowest test error on the path: <b>{100 * te_all[b]:.2f}%</b> at "
+                        f"λ<sub>{b}</sub> = {float(cols['lam'][b]):.4g}.")
+            if math.isfinite(ps.picked) and 0 <= ps.picked_piece < n:
+                j = ps.picked_piece
+                loaded = (snap is not None and snap.origin.startswith("path")
+                          and abs(snap.lam - ps.picked) <= 1e-9 * ps.picked)
+                rows = [("picked λ", f"<b class='gaplab-path-picked'>{ps.picked:.4g}</b>"),
+                        ("its piece", f"[{_fmt(float(cols['next_lam'][j]), '.4g')}, {float(cols['lam'][j]):.4g}] "
+                                      f"(breakpoint j = {j})"),
+                        ("g<sub>j</sub> at λ<sub>j</sub>, Δ<sub>j</sub>",
+                         f"{_fmt(float(cols['gap'][j]), '.3g')}, {_fmt(float(cols['delta'][j]), '.3g')}"),
+                        ("test error of w<sub>j</sub>", f"{_fmt(100 * float(cols['test_error'][j]), '.2f')}%")]
+                if loaded and snap.status != "loading":
+                    rows.append(("loaded: exact gap at λ", f"<b>{_fmt(snap.exact_gap, '.4g')}</b> "
+                                 f"(≤ ε = {ps.eps:g})" if ps.kind == "eps" else f"<b>{_fmt(snap.exact_gap, '.4g')}</b>"))
+                elif snap is not None and snap.status == "loading":
+                    rows.append(("loaded", "<i>loading…</i>"))
+                body = "".join(f"<tr><td style='padding:0 10px 0 0;color:#555'>{k}</td><td>{v}</td></tr>"
+                               for k, v in rows)
+                txt += f"<table style='margin-top:6px;border-collapse:collapse'>{body}</table>"
+                if loaded and snap.status != "loading":
+                    txt += ("<div style='color:#2c7fb8'>The <b>Step</b> and <b>Convergence</b> tabs now show this "
+                            "model; Run continues from it.</div>")
+            self.pick_info.object = txt
+        else:
+            self.pick_info.object = ("<span style='color:#666'>Start a path: breakpoints appear as they are "
+                                     "computed; then pick a λ to inspect its model.</span>")
+
+    def _label(self):
+        try:
+            return self.session.run_label().rsplit(" · λ=", 1)[0]
+        except Exception:  # pragma: no cover
+            return ""
+
+
+def _legend_above(f):
+    """The legend in one horizontal row above the plot (never over the data)."""
+    leg = f.legend[0]
+    leg.orientation = "horizontal"
+    leg.label_text_font_size = "11px"
+    leg.background_fill_alpha = 0.0
+    leg.border_line_alpha = 0.0
+    leg.margin = 0
+    leg.padding = 0
+    leg.spacing = 8
+    leg.glyph_width = 18
+    leg.location = "top_left"
+    f.center.remove(leg)
+    f.add_layout(leg, "above")
+
+
+def _legend_inside(f, loc):
+    leg = f.legend[0]
+    leg.location = loc
+    leg.label_text_font_size = "10.5px"
+    leg.background_fill_alpha = 0.75
+    leg.margin = 2
+    leg.padding = 2
+    leg.spacing = 0
+    leg.glyph_width = 16
+    leg.label_height = 14
+    leg.glyph_height = 14
+
+
+def _legend_visible(f, label_prefix, visible):
+    for item in f.legend[0].items:
+        lab = getattr(item.label, "value", None)
+        if lab is None:
+            lab = item.label.get("value", "") if isinstance(item.label, dict) else str(item.label)
+        if lab.startswith(label_prefix) and item.visible != visible:
+            item.visible = visible
+
+
+def _pos(a):
+    a = np.asarray(a, dtype=np.float64)
+    return np.where(np.isfinite(a), np.maximum(a, GAP_FLOOR), np.nan)
+
+
+def _set_range(rng, start, end):
+    if rng.start != start or rng.end != end:
+        rng.update(start=start, end=end)
+
+
+def _grow(rng, start, end):
+    """Move a linear range only when the data leave it (or shrink a lot: a new path)."""
+    if rng.end < end or rng.end > 4 * end or rng.start != start:
+        rng.update(start=start, end=end * 1.25 if rng.end < end else end)

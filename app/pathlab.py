@@ -1,0 +1,492 @@
+"""The regularization-path lab of one session (Paper: Sec. 4, Proposition 1, Alg. 6-7, App. K):
+trace a path live, compare it with a warm-started grid search, pick a λ and load its model into
+the session's solver. No Panel import (testable headless); :mod:`gaplab.app.path_tab` draws it.
+
+Threading
+---------
+A :class:`PathLab` has its own worker thread (``gaplab-path-<session id>``) and stop flag, next
+to the session's worker: the path builds its own solvers on the session's model and never
+touches the session's solver. The worker consumes :func:`gaplab.core.regpath.iter_path` (then,
+optionally, :func:`~gaplab.core.regpath.iter_grid`), appends every breakpoint to a
+:class:`~gaplab.core.regpath.RegPath` as soon as it is computed and publishes an immutable
+:class:`PathSnapshot` (at most every 100 ms, and at the end). Stop sets the flag that the core
+polls after every solver pass and between breakpoints.
+
+Picking a λ: which dual point, and how memory stays bounded
+-----------------------------------------------------------
+A primal w alone is not a dual point: the solver needs the α_j the breakpoint was computed
+from (its gap estimates, the Proposition-1 certificate, the atoms of pairwise/away steps). One
+solver state per breakpoint costs 5 MB on OCR-small, 45 MB on OCR-large and 195 MB on CoNLL
+(a path has ~200 breakpoints at ε = 0.1), so the lab keeps **checkpoints**: copies of the
+breakpoint solvers at indices j ≡ 0 mod s plus the latest one, within
+:data:`CHECKPOINT_BUDGET_BYTES`; when the budget would be exceeded, the stride s doubles and
+every other checkpoint is dropped (an even spread over the path at any time).
+
+To load λ (:meth:`PathLab.pick`): j = the path's piece containing λ. From the closest
+checkpoint j' <= j the lab *replays* the induction steps j'+1..j exactly as ``iter_path`` did
+them (Proposition-1 warm start, then the same solver run to κε; the solver state holds its RNG,
+so the replay is deterministic and is checked against the stored w_j), then warm-starts at λ:
+Proposition 1 (``prop1_warm_start``: w kept, α rescaled towards the ground truth, gap estimates
+moved by (1 − ρ)δ_i) for λ in [λ_{j+1}, λ_j], or the dual warm start (α kept, w scaled by λ_0/λ)
+above λ_0 = λ_∞. Either way the loaded solver's w is exactly ``RegPath.w_at(λ)``. The work runs
+in the session's worker thread (status "loading"), never in the UI thread; a counted exact gap
+pass then shows the model's duality gap and test error.
+
+The path's weights W (J × d float64) are bounded too: at most :data:`W_BUDGET_BYTES` (the
+breakpoint cap is lowered for large d: CoNLL, d = 7.4 M, gets a few breakpoints), and the grid
+search keeps its rows only (no weights).
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import param
+
+from gaplab.core.regpath import PathConfig, RegPath, iter_grid, iter_path, prop1_warm_start
+
+__all__ = ["PathLab", "PathSnapshot", "CHECKPOINT_BUDGET_BYTES", "W_BUDGET_BYTES"]
+
+CHECKPOINT_BUDGET_BYTES = 256 * 2**20   # solver copies kept for picking λ (per session)
+W_BUDGET_BYTES = 256 * 2**20            # the path's stored weights W (J × d)
+MAX_BREAKPOINTS = 2000
+MAX_PASSES_PER_BREAKPOINT = 200.0
+PUBLISH_PERIOD_S = 0.1
+
+#: the columns of the path drawn by the views
+COLUMNS = ("lam", "rho", "gap", "exact_gap", "next_lam", "delta", "passes", "cum_passes", "cum_time_s",
+           "test_error", "certified")
+
+END_REASONS = {
+    "rho<=0": "ρ ≤ 0: the last w is ε-approximate for every smaller λ",
+    "lam_min": "λ_min reached",
+    "not_converged": "a breakpoint did not reach κε within its pass budget",
+    "time_limit": "time limit",
+    "stopped": "stopped",
+    "max_breakpoints": "breakpoint cap reached (memory bound on the stored weights)",
+    "stalled": "stalled (gap ≥ ε at a breakpoint)",
+}
+
+
+def _frozen(a):
+    a = np.array(a, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True)
+class PathSnapshot:
+    """What the path views draw (immutable; columns are read-only arrays)."""
+
+    version: int
+    status: str                 # "idle", "running", "grid", "done", "stopped", "error"
+    dataset: str
+    kind: str                   # "eps" or "heuristic"
+    eps: float
+    kappa: float
+    lam_min: float
+    solver_label: str
+    cols: dict                  # COLUMNS -> arrays, one entry per breakpoint
+    n_points: int
+    end: str                    # end reason of the path ("" while computing)
+    lam_end: float              # the path covers [lam_end, ∞)
+    grid: dict                  # lam, cum_passes, cum_time_s, test_error, exact_gap (rows so far)
+    elapsed_s: float
+    checkpoints: tuple          # breakpoint indices with a stored solver
+    picked: float               # λ last loaded into the session (NaN: none)
+    picked_piece: int
+    message: str = ""
+    max_breakpoints: int = 0
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def lam_range(self) -> tuple[float, float]:
+        """(lo, hi): the λ a pick can load, [λ_end, λ_0] (NaN, NaN when empty). While the path is
+        computed, λ_end is the lower end of the last breakpoint's certified piece; when the path
+        covers every smaller λ (ρ <= 0), the range goes down to min(λ_min, λ_J/10)."""
+        if not self.n_points:
+            return math.nan, math.nan
+        lams = self.cols["lam"]
+        hi = float(lams[0])
+        lo = self.lam_end
+        if not (math.isfinite(lo) and lo > 0):
+            lo = min(self.lam_min, float(lams[-1]) / 10.0) if lo == 0 else float(lams[-1])
+        return min(lo, hi), hi
+
+
+def cols_end(path: RegPath) -> str:
+    """The end reason of a path's last point ("" while it goes on)."""
+    return str(path.column("end")[-1]) if len(path) else ""
+
+
+def _empty_cols():
+    return {c: _frozen(np.zeros(0, dtype=bool if c == "certified" else np.float64)) for c in COLUMNS}
+
+
+def grid_lams(lam_hi: float, lam_lo: float) -> np.ndarray:
+    """The paper's grid 2^k restricted to [lam_lo, lam_hi], decreasing (at least one value)."""
+    hi = math.floor(math.log2(lam_hi))
+    lo = math.ceil(math.log2(max(lam_lo, 1e-300)))
+    if lo > hi:
+        return np.array([2.0 ** hi])
+    return 2.0 ** np.arange(hi, lo - 1, -1, dtype=np.float64)
+
+
+class PathLab(param.Parameterized):
+    """Settings, worker and results of the regularization path of one :class:`Session`.
+
+    The solver run at every breakpoint is the session's (sampling, p, step kind, cache, gap
+    check, seed) at the time of Start; the path's own settings are below.
+    """
+
+    eps = param.Number(default=0.1, bounds=(1e-4, 10.0), label="ε (path accuracy)",
+                       doc="Every λ on the path gets a w with duality gap <= ε (Paper: Sec. 4)")
+    kappa = param.Number(default=0.9, bounds=(0.05, 0.99), step=0.05, label="κ (solve to κε)",
+                         doc="The solver runs to κε at each breakpoint (0.9; heuristic path 0.7)")
+    heuristic = param.Boolean(default=False, label="Heuristic path (App. K)",
+                              doc="Stop on the stale gap estimates (no exact gap pass); κ = 0.7")
+    lam_min = param.Number(default=1e-4, bounds=(1e-9, 1e6), label="λ_min",
+                           doc="The path stops once it covers λ_min")
+    grid = param.Boolean(default=False, label="Compare: warm-started grid 2^k",
+                         doc="After the path, a grid search over λ = 2^k (keep-primal warm starts)")
+    start_action = param.Action(lambda self: self.start(), label="Start path")
+    stop_action = param.Action(lambda self: self.stop(), label="Stop path")
+
+    def __init__(self, session, **params):
+        super().__init__(**params)
+        self.session = session
+        self._lock = threading.Lock()
+        self._pick_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._version = 0
+        self._gen = 0          # bumped by start/reset/close: a stale worker publishes nothing
+        self._reset_state()
+        self.param.watch(self._on_heuristic, "heuristic")
+        self._snapshot = self._make_snapshot()
+
+    def _reset_state(self):
+        self._gen += 1
+        self._path: RegPath | None = None
+        self._grid_rows: list[dict] = []
+        self._ck: dict[int, object] = {}
+        self._stride = 1
+        self._status = "idle"
+        self._problem = None
+        self._cfg: PathConfig | None = None
+        self._scfg = None
+        self._settings: dict = {}
+        self._label = ""
+        self._t0 = time.perf_counter()
+        self._elapsed = 0.0
+        self._message = ""
+        self._picked = math.nan
+        self._picked_piece = -1
+
+    def _on_heuristic(self, event):
+        self.kappa = 0.7 if event.new else 0.9
+
+    # ------------------------------------------------------------------ state
+    @property
+    def snapshot(self) -> PathSnapshot:
+        return self._snapshot
+
+    @property
+    def running(self) -> bool:
+        t = self._thread
+        return t is not None and t.is_alive()
+
+    @property
+    def path(self) -> RegPath | None:
+        """A consistent copy of the path computed so far (None before any Start)."""
+        with self._lock:
+            return None if self._path is None else self._path.snapshot()
+
+    @property
+    def checkpoint_indices(self) -> tuple:
+        with self._lock:
+            return tuple(sorted(self._ck))
+
+    def wait(self, timeout: float = 60.0) -> bool:
+        t = self._thread
+        if t is not None:
+            t.join(timeout)
+            return not t.is_alive()
+        return True
+
+    # ------------------------------------------------------------------ start / stop
+    def start(self) -> bool:
+        """Start a new path on the session's dataset with the session's solver settings."""
+        s = self.session
+        if self.running:
+            s.notify("The path is already being computed; Stop it first.", "warning")
+            return False
+        if s.closed or s.status == "loading" or s.problem is None:
+            s.notify("Path: no dataset is loaded yet.", "warning")
+            return False
+        problem = s.problem
+        try:
+            scfg = s.solver_config()
+            d = int(problem.model.arrays.d)
+            max_bp = int(max(3, min(MAX_BREAKPOINTS, W_BUDGET_BYTES // (8 * d))))
+            cfg = PathConfig(eps=float(self.eps), kappa=float(self.kappa), lam_min=float(self.lam_min),
+                             heuristic=bool(self.heuristic), true_gaps=bool(self.heuristic),
+                             max_passes_per_breakpoint=MAX_PASSES_PER_BREAKPOINT, max_breakpoints=max_bp)
+        except (ValueError, TypeError) as exc:
+            s.notify(f"Path: invalid setting ({exc}).", "error")
+            return False
+        if s.running:
+            s.pause()  # two solvers on two shared cores would halve both
+        self._stop.clear()
+        with self._lock:
+            self._reset_state()
+            self._problem = problem
+            self._cfg, self._scfg = cfg, scfg
+            self._settings = {k: getattr(s, k) for k in s.SOLVER_SETTINGS if k != "lam"}
+            self._label = s.run_label().rsplit(" · λ=", 1)[0]
+            self._path = RegPath("heuristic" if cfg.heuristic else "eps",
+                                 {"dataset": problem.name, "path_config": cfg.to_dict()})
+            self._status = "running"
+            self._t0 = time.perf_counter()
+            self._message = (f"computing the {'heuristic' if cfg.heuristic else 'ε-approximate'} path on "
+                             f"{problem.name} (ε = {cfg.eps:g}, κ = {cfg.kappa:g})…")
+            if max_bp < MAX_BREAKPOINTS:
+                self._message += (f" At most {max_bp} breakpoints: each stores a w of "
+                                  f"{8 * d / 2**20:.0f} MB.")
+            self._publish_locked()
+            gen = self._gen
+        grid = bool(self.grid)
+        t = threading.Thread(target=self._worker, args=(gen, problem, cfg, scfg, grid),
+                             name=f"gaplab-path-{s.session_id}", daemon=True)
+        self._thread = t
+        t.start()
+        return True
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the path (the core polls the flag after every solver pass): the points computed
+        so far stay, and can be picked."""
+        t = self._thread
+        if t is not None and t.is_alive():
+            self._stop.set()
+            t.join(timeout)
+
+    def reset(self) -> None:
+        """Stop and forget the path (the session's dataset changed)."""
+        self.stop()
+        with self._lock:
+            had = self._path is not None
+            self._reset_state()
+            if had:
+                self._message = "The dataset changed: start a new path."
+            self._publish_locked()
+
+    def close(self) -> None:
+        self.stop()
+        with self._lock:
+            self._reset_state()
+            self._status = "closed"
+            self._publish_locked()
+
+    # ------------------------------------------------------------------ worker
+    def _worker(self, gen, problem, cfg, scfg, grid):
+        last_pub = 0.0
+
+        def stop():
+            return self._stop.is_set() or self._gen != gen
+
+        try:
+            for p in iter_path(problem.model, cfg, scfg, test_data=problem.test,
+                               should_stop=stop, keep_solver=True):
+                live, p.solver = p.solver, None
+                ck = live.copy()  # the generator warm-starts the next breakpoint from `live`
+                with self._lock:
+                    if self._gen != gen:
+                        return
+                    self._path.append(p)
+                    self._checkpoint(p.index, ck)
+                    now = time.perf_counter()
+                    if now - last_pub >= PUBLISH_PERIOD_S or p.end:
+                        self._publish_locked()
+                        last_pub = now
+                del live, ck
+            with self._lock:
+                if self._gen != gen:
+                    return
+                path = self._path
+                end = path.end_reason if len(path) else "stopped"
+                stopped = self._stop.is_set() or end == "stopped"
+                self._message = self._end_message(path)
+                self._status = "grid" if (grid and not stopped and len(path)) else (
+                    "stopped" if stopped else "done")
+                self._publish_locked()
+            if self._status == "grid":
+                self._run_grid(gen, problem, cfg, scfg, stop)
+        except Exception as exc:  # never kill the server: report it in the tab and as a notification
+            with self._lock:
+                if self._gen != gen:
+                    return
+                self._status = "error"
+                self._message = f"Path error: {type(exc).__name__}: {exc}"
+                self._publish_locked()
+            self.session.notify(self._message, "error")
+            return
+        with self._lock:
+            if self._gen != gen:
+                return
+            if self._status in ("running", "grid"):
+                self._status = "stopped" if self._stop.is_set() else "done"
+            self._publish_locked()
+
+    def _run_grid(self, gen, problem, cfg, scfg, stop):
+        with self._lock:
+            if self._gen != gen:
+                return
+            path = self._path.snapshot()
+        lo = path.lam_end if math.isfinite(path.lam_end) and path.lam_end > 0 else cfg.lam_min
+        lams = grid_lams(path.lam_inf, max(lo, cfg.lam_min))
+        last_pub = 0.0
+        for g in iter_grid(problem.model, lams, eps=cfg.eps, warm_start="primal", solver_config=scfg,
+                           test_data=problem.test, max_passes_per_point=MAX_PASSES_PER_BREAKPOINT,
+                           should_stop=stop):
+            with self._lock:
+                if self._gen != gen:
+                    return
+                self._grid_rows.append(g.row())
+                now = time.perf_counter()
+                if now - last_pub >= PUBLISH_PERIOD_S or g.end:
+                    self._publish_locked()
+                    last_pub = now
+
+    @staticmethod
+    def _end_message(path: RegPath) -> str:
+        if not len(path):
+            return "Stopped before the first breakpoint."
+        end = path.end_reason
+        return (f"{len(path)} breakpoints, λ from {path.lams[0]:.4g} down to {path.lams[-1]:.4g}; "
+                f"end: {END_REASONS.get(end, end)}.")
+
+    def _checkpoint(self, j: int, solver) -> None:
+        """Keep ``solver`` (a copy of breakpoint j's) within CHECKPOINT_BUDGET_BYTES: indices that
+        are multiples of the stride, plus the latest (call with the lock held)."""
+        self._ck[j] = solver
+        size = max(int(solver.memory_bytes()), 1)
+        cap = max(1, CHECKPOINT_BUDGET_BYTES // size)
+        for k in [k for k in self._ck if k != j and k % self._stride]:
+            del self._ck[k]
+        while sum(1 for k in self._ck if k % self._stride == 0) > cap:
+            self._stride *= 2
+            for k in [k for k in self._ck if k != j and k % self._stride]:
+                del self._ck[k]
+
+    # ------------------------------------------------------------------ snapshots
+    def _publish_locked(self):
+        self._version += 1
+        self._snapshot = self._make_snapshot()
+
+    def _make_snapshot(self) -> PathSnapshot:
+        path = self._path
+        cols = _empty_cols()
+        n_points, end, lam_end = 0, "", math.nan
+        if path is not None and len(path):
+            cols = {c: _frozen(path.column(c)) for c in COLUMNS}
+            n_points = len(path)
+            end = str(cols_end(path))
+            lam_end = path.lam_end
+        if self._status in ("running", "grid"):
+            self._elapsed = time.perf_counter() - self._t0
+        if self._status in ("stopped", "done", "grid", "error") and n_points and not end:
+            end = "stopped"
+        grid = {k: _frozen(np.array([r[k] for r in self._grid_rows], dtype=np.float64))
+                for k in ("lam", "cum_passes", "cum_time_s", "test_error", "exact_gap")}
+        cfg = self._cfg
+        return PathSnapshot(
+            version=self._version, status=self._status,
+            dataset=self._problem.name if self._problem is not None else "",
+            kind=path.kind if path is not None else "", eps=cfg.eps if cfg else math.nan,
+            kappa=cfg.kappa if cfg else math.nan, lam_min=cfg.lam_min if cfg else math.nan,
+            solver_label=self._label, cols=cols, n_points=n_points, end=end, lam_end=lam_end, grid=grid,
+            elapsed_s=self._elapsed, checkpoints=tuple(sorted(self._ck)), picked=self._picked,
+            picked_piece=self._picked_piece, message=self._message,
+            max_breakpoints=cfg.max_breakpoints if cfg else 0, settings=dict(self._settings))
+
+    # ------------------------------------------------------------------ picking a λ
+    def pick(self, lam: float) -> bool:
+        """Load the path's model at ``lam`` into the session's solver (in the session's worker
+        thread; returns False with a notification if it cannot). See the module docstring."""
+        s = self.session
+        with self._lock:
+            path = None if self._path is None else self._path.snapshot()
+            cks = dict(self._ck)
+            problem, cfg = self._problem, self._cfg
+            settings = dict(self._settings)
+        try:
+            lam = float(lam)
+        except (TypeError, ValueError):
+            s.notify(f"Pick: λ must be a number, got {lam!r}.", "warning")
+            return False
+        if path is None or not len(path):
+            s.notify("Pick: compute a path first (Start path).", "warning")
+            return False
+        if problem is None or s.problem is not problem:
+            s.notify("Pick: the path was computed on another dataset; start a new path.", "warning")
+            return False
+        if not (math.isfinite(lam) and lam > 0):
+            s.notify(f"Pick: λ must be > 0, got {lam!r}.", "warning")
+            return False
+        try:
+            j, _scale = path.piece_at(lam)
+        except ValueError as exc:
+            s.notify(f"Pick: {exc}.", "warning")
+            return False
+        rows = path.rows()
+        base_j = max(k for k in cks if k <= j)   # checkpoint 0 is never dropped
+        base = cks[base_j]
+        exact = path.kind == "eps"
+        w_j = path.point(j).w   # one row (path.W would stack all J weight vectors)
+
+        def make(should_stop):
+            with self._pick_lock:
+                sol = base
+                for k in range(base_j + 1, j + 1):  # replay the induction steps base_j+1..j
+                    if should_stop():
+                        return None
+                    sol = _replay_step(sol, rows[k - 1], cfg, exact)
+                if j > base_j and not np.allclose(sol.w, w_j, rtol=1e-9, atol=1e-12):
+                    s.notify(f"Pick: the replay of breakpoints {base_j + 1}..{j} differs from the "
+                             "stored path (max |Δw| = "
+                             f"{np.max(np.abs(sol.w - w_j)):.2e}).", "warning")
+                if lam >= rows[j]["lam"]:   # j = 0 and λ >= λ_0: α_∞ kept, w = (λ_0/λ)·w_0
+                    new = sol.warm_start(lam, keep="dual")
+                else:                        # Proposition 1: w_j kept, α_j rescaled (ρ = λ/λ_j)
+                    new = prop1_warm_start(sol, lam, gap=rows[j]["gap"] if exact else math.nan)
+            with self._lock:
+                if self._problem is problem:
+                    self._picked, self._picked_piece = lam, j
+                    self._publish_locked()
+            return new
+
+        replay = j - base_j
+        note = (f"Loaded the path's model at λ = {lam:.4g} (breakpoint {j}: λ_{j} = {rows[j]['lam']:.4g}"
+                + (f", replayed {replay} breakpoint(s) from the checkpoint at {base_j}" if replay else "")
+                + ").")
+        return s.load_model(make, lam=lam, settings=settings,
+                            busy=f"loading the path's model at λ = {lam:.4g}"
+                                 + (f" (replaying {replay} breakpoint(s))" if replay else "") + "…",
+                            note=note, origin=f"path, λ={lam:.4g}")
+
+
+def _replay_step(solver, prev_row: dict, cfg: PathConfig, exact: bool):
+    """One induction step of Alg. 7 exactly as ``iter_path`` takes it: Proposition-1 warm start
+    to λ_{j+1} = prev_row["next_lam"], then the solver run to κε (same stopping rule, no time
+    limit, no stop flag: the path's points were not stopped either)."""
+    from gaplab.core.regpath import _solve  # the path's own solve: the replay must match it
+    lam_new = float(prev_row["next_lam"])
+    new = prop1_warm_start(solver, lam_new, gap=prev_row["gap"] if exact else math.nan,
+                           batch_step=cfg.batch_step)
+    _solve(new, cfg.kappa * cfg.eps, heuristic=not exact, verify=cfg.verify_heuristic_gap,
+           max_passes=cfg.max_passes_per_breakpoint, time_limit=math.inf, should_stop=None,
+           check_every=cfg.check_every)
+    return new
