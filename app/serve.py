@@ -89,7 +89,6 @@ def _warm():
     try:
         from gaplab.core.warmup import warmup
         warmup()
-        _warm_path()
         from .session import load_problem
         load_problem("ocr-small")
     except Exception as exc:  # the sessions will report the problem themselves
@@ -98,21 +97,3 @@ def _warm():
     print(f"gaplab app: solver kernels and default dataset ready in {time.perf_counter() - t0:.1f} s",
           file=sys.stderr, flush=True)
 
-
-def _warm_path():
-    """Compile (or load from the numba cache) the regularization path's kernels (Alg. 6-7),
-    which ``gaplab.core.warmup`` does not cover, on two tiny problems."""
-    import numpy as np
-
-    from gaplab.core.datasets.base import SequenceData
-    from gaplab.core.models import ChainModel, MulticlassModel
-    from gaplab.core.regpath import regularization_path
-
-    rng = np.random.default_rng(0)
-    chain = ChainModel(SequenceData.from_dense([rng.random((3, 4)), rng.random((2, 4))],
-                                               [np.array([0, 1, 1]), np.array([1, 0])], ["a", "b"], name="warmup"))
-    mc = MulticlassModel([np.eye(3), np.eye(3)], [np.array([0.0, 1, 1]), np.array([0.0, 1, 1])], [0, 0])
-    for m in (chain, mc):
-        for step in ("fw", "pairwise"):
-            regularization_path(m, solver_config={"sampling": "gap", "step": step}, eps=0.3, lam_min=1e-2,
-                                max_breakpoints=3)

@@ -50,5 +50,12 @@ def warmup(progress=None) -> float:
     box = Solver(chain, lam=0.1, lb=np.zeros(chain.d), max_passes=2)
     box.run()
     if progress is not None:
+        progress(0.95, "compiling the regularization path")
+    from .regpath import regularization_path
+    for m in (chain, mc):  # Alg. 6-7 kernels
+        for step in ("fw", "pairwise"):
+            regularization_path(m, solver_config={"sampling": "gap", "step": step}, eps=0.3, lam_min=1e-2,
+                                max_breakpoints=3)
+    if progress is not None:
         progress(1.0, "ready")
     return time.perf_counter() - t0
