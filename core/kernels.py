@@ -548,15 +548,20 @@ def atoms_trim(M, S, cfg_i, i):
         if s < 0:
             break
         atom_remove(M, S, i, s)
+    if pool_full(S, i):
+        S.counters[C_GROW] = 1
+
+
+@njit(cache=True, nogil=True)
+def pool_full(S, i):
+    """Every slot of block i's atom pool holds an active atom (nothing can be inserted)."""
     cap = S.a_alpha.shape[1]
-    if S.a_count[i] >= cap:
-        full = True
-        for q in range(cap):
-            if S.a_alpha[i, q] == 0.0:
-                full = False
-                break
-        if full:
-            S.counters[C_GROW] = 1
+    if S.a_count[i] < cap:
+        return False
+    for q in range(cap):
+        if S.a_alpha[i, q] == 0.0:
+            return False
+    return True
 
 
 @njit(cache=True, nogil=True)
@@ -1097,17 +1102,10 @@ def batch_fw_step(M, S, cfg_i, cfg_f, gap):
     track = cfg_i[I_TRACK] != 0
     has_box = cfg_i[I_BOX] != 0
     if track:
-        cap = S.a_alpha.shape[1]
         for i in range(n):
-            if S.a_count[i] >= cap:
-                free = False
-                for s in range(cap):
-                    if S.a_alpha[i, s] == 0.0:
-                        free = True
-                        break
-                if not free:
-                    S.counters[C_GROW] = 1
-                    return -1.0
+            if pool_full(S, i):
+                S.counters[C_GROW] = 1
+                return -1.0
     d = S.zbuf.shape[0]
     z = np.zeros(d)
     zero = np.zeros(0)
