@@ -16,7 +16,7 @@ import numpy as np
 
 from . import kernels as kr
 from .config import CacheConfig, Sampling, SolverConfig, Status, StepKind
-from .state import allocate_state, copy_state, grow_atoms, state_nbytes
+from .state import allocate_state, config_arrays, copy_state, grow_atoms, state_nbytes
 
 __all__ = ["Solver", "StepRecord", "Result", "ExactGap"]
 
@@ -215,7 +215,7 @@ class Solver:
         self.n = n
         self.S = allocate_state(model, config, lb=lb, ub=ub, track=self.track, log_size=log_size,
                                 weights=sampling_weights)
-        self._ci, self._cf = _cfg(config, lb is not None, self.track)
+        self._ci, self._cf = config_arrays(config, lb is not None, self.track)
         self.wall_time = 0.0
         self.passes_since_check = 0
         self._trace: list[dict] = []
@@ -348,11 +348,8 @@ class Solver:
         With ``store_corners`` the FW corners of the pass are kept for :meth:`batch_step`.
         """
         S = self.S
-        saved = None
-        if not count:
-            saved = (S.gap_est.copy(), S.gap_iter.copy(), S.gap_exact.copy())
         t0 = time.perf_counter()
-        blocks_before = S.gap_exact.copy()
+        # with count=False the kernel leaves the estimates, counters and g^(k_0) untouched
         gap, hsum = kr.exact_gap_pass(self._M, S, self._ci, self._cf, count, store_corners)
         if store_corners:
             self._corners_valid = True
@@ -361,8 +358,6 @@ class Solver:
             block_gaps = S.gap_exact.copy()
         else:
             block_gaps = np.full(self.n, np.nan)
-            S.gap_est[:], S.gap_iter[:], S.gap_exact[:] = saved
-            del blocks_before
         primal = 0.5 * self.lam * float(S.w @ S.w) + hsum / self.n
         if count:
             S.scalars[kr.S_LAST_PRIMAL] = primal
@@ -658,7 +653,7 @@ class Solver:
         new_cfg = self.config.replace(lam=lam)
         other = self.copy()
         other.config = new_cfg
-        other._ci, other._cf = _cfg(new_cfg, bool(self._ci[kr.I_BOX]), self.track)
+        other._ci, other._cf = config_arrays(new_cfg, bool(self._ci[kr.I_BOX]), self.track)
         S = other.S
         ratio = self.lam / new_cfg.lam
         if keep == "dual":
@@ -717,11 +712,6 @@ class Solver:
 
     def memory_bytes(self) -> int:
         return state_nbytes(self.S)
-
-
-def _cfg(config, has_box, track):
-    from .state import _cfg_arrays
-    return _cfg_arrays(config, has_box, track)
 
 
 def _rescale_to_gt(solver: Solver, rho: float):

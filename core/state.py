@@ -10,10 +10,11 @@ import numpy as np
 from . import kernels as kr
 from .rng import seed_state
 
-__all__ = ["allocate_state", "copy_state", "grow_atoms", "state_nbytes"]
+__all__ = ["allocate_state", "config_arrays", "copy_state", "grow_atoms", "state_nbytes"]
 
 
-def _cfg_arrays(config, has_box: bool, track: bool):
+def config_arrays(config, has_box: bool, track: bool):
+    """The (int64, float64) configuration arrays the kernels read (see kernels.I_* / F_*)."""
     ci = np.zeros(kr.N_CFG_I, dtype=np.int64)
     ci[kr.I_SAMPLING] = int(config.sampling)
     ci[kr.I_STEP] = int(config.step)
