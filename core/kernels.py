@@ -173,7 +173,7 @@ def block_scores(M, i, w, h):
             h[y] = s
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def chain_scores_masked(M, i, w, h, mark):
     """As :func:`block_scores` for a chain, but only the node entries with mark[q] != 0 are
     computed (the others are set to 0); the transition part is filled. Each computed entry
@@ -254,7 +254,7 @@ def block_oracle(M, i, h, y, vit_f, vit_i):
         return best
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def label_dot(M, i, y, vec):
     """⟨m(y), vec⟩ for a labelling y of block i (y: int array of the block's label length)."""
     if M.kind == MODEL_CHAIN:
@@ -271,7 +271,7 @@ def label_dot(M, i, y, vec):
         return vec[y[0]]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def label_add(M, i, y, coef, vec):
     """vec += coef · m(y)."""
     if M.kind == MODEL_CHAIN:
@@ -286,7 +286,7 @@ def label_add(M, i, y, coef, vec):
         vec[y[0]] += coef
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def label_loss(M, i, y):
     """Task loss L_i(y) (chain: normalized Hamming; multiclass: the model's loss table)."""
     if M.kind == MODEL_CHAIN:
@@ -301,7 +301,7 @@ def label_loss(M, i, y):
         return M.mc_loss[M.mc_row_off[i] + y[0]]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def gt_label(M, i, y):
     """Copy the ground-truth labelling of block i into y."""
     if M.kind == MODEL_CHAIN:
@@ -312,7 +312,7 @@ def gt_label(M, i, y):
         y[0] = M.gt[i]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def block_sqnorm(M, i, dlt, zbuf):
     """‖B_i δ‖² for a statistics direction δ of block i (zbuf: a zero work vector of size d,
     left zero)."""
@@ -377,7 +377,7 @@ def _clip(x, lo, hi):
     return x
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def block_axpy(M, i, coef, dlt, v, w, lb, ub, has_box):
     """v += coef · B_i δ, and w = clip(v, lb, ub) on the touched coordinates when has_box
     (without a box, w and v are the same array)."""
@@ -452,7 +452,7 @@ def block_axpy(M, i, coef, dlt, v, w, lb, ub, has_box):
 # Active set = atoms with α > 0; cache = all atoms (active set ⊆ cache).
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def label_hash(y, L):
     hsh = uint64(1469598103934665603)
     for t in range(L):
@@ -461,14 +461,14 @@ def label_hash(y, L):
     return hsh
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def atom_base(M, S, i, s):
     cap = S.a_alpha.shape[1]
     L = M.lab_off[i + 1] - M.lab_off[i]
     return M.lab_off[i] * cap + s * L
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def atom_find(M, S, i, y, hsh):
     """Slot of labelling y in block i's atoms, or -1 (hash, then exact comparison)."""
     L = M.lab_off[i + 1] - M.lab_off[i]
@@ -532,7 +532,7 @@ def atom_insert(M, S, i, y, hsh, loss, k):
     return s
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def atoms_trim(M, S, cfg_i, i):
     """Keep the cache within its size: drop inactive atoms (α = 0), least recently used first,
     while the block holds more than cache_size atoms; without a cache drop every inactive atom.
@@ -552,7 +552,7 @@ def atoms_trim(M, S, cfg_i, i):
         S.counters[C_GROW] = 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def pool_full(S, i):
     """Every slot of block i's atom pool holds an active atom (nothing can be inserted)."""
     cap = S.a_alpha.shape[1]
@@ -564,7 +564,7 @@ def pool_full(S, i):
     return True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def n_active(S, i):
     c = 0
     for s in range(S.a_count[i]):
@@ -633,7 +633,7 @@ def _tree_leaf_value(S, cfg_f, i):
     return g if p == 1.0 else g ** p
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def tree_update(S, cfg_f, i):
     size = S.tree.shape[0] // 2
     j = size + i
@@ -655,7 +655,7 @@ def tree_rebuild(S, cfg_f, n):
         S.tree[j] = S.tree[2 * j] + S.tree[2 * j + 1]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def mark_visited(S, i):
     """Remove block i from the list of blocks whose gap was never computed."""
     pos = S.unv_pos[i]
@@ -669,7 +669,7 @@ def mark_visited(S, i):
         S.counters[C_UNVISITED] = last
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def sample_block(M, S, cfg_i, cfg_f):
     """Draw the next block (Paper: Alg. 1 line 3 / Alg. 2 line 4). Gap-based samplers first
     visit every never-visited block (gap estimate +inf) in uniformly random order."""
@@ -717,7 +717,7 @@ def sample_block(M, S, cfg_i, cfg_f):
     return _tree_draw(S, n)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _tree_draw(S, n):
     """Draw i with probability tree leaf i / total (uniform if the total is 0)."""
     total = S.tree[1]
@@ -741,7 +741,7 @@ def _tree_draw(S, n):
     return i
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def set_block_gap(S, cfg_i, cfg_f, i, g, k):
     S.gap_est[i] = g
     S.gap_iter[i] = k
@@ -753,7 +753,7 @@ def set_block_gap(S, cfg_i, cfg_f, i, g, k):
 # ============================================================================ block step
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _line(g, q, lam, n, gmax):
     """Exact line search on the quadratic dual: γ = g λ n² / ‖B δ‖², clipped to [0, gmax];
     returns (γ, dual improvement γ g − γ² q / (2 λ n²))."""
@@ -768,7 +768,7 @@ def _line(g, q, lam, n, gmax):
     return gam, gam * g - 0.5 * gam * gam * q / (lam * n * n)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def cache_hit_rule(ghat, gap_i, visited, global_gap, F, nu, n):
     """Cache hit criterion of Alg. 5: ĝ_i >= max(F·g_i^(k_i), ν/n·g^(k_0)). A block whose gap
     was never computed (g_i = +inf) never hits; before the first gap pass g^(k_0) = +inf, so
