@@ -16,7 +16,7 @@ from bokeh.events import Tap
 from bokeh.models import (ColumnDataSource, CustomJSTickFormatter, HoverTool, LinearAxis,
                           NumeralTickFormatter, Range1d, Span)
 
-from .views import GAP_FLOOR, _fig, _fmt, _set
+from .views import GAP_FLOOR, _fig, _fmt, _set, legend_above
 
 __all__ = ["PathView"]
 
@@ -416,19 +416,11 @@ class PathView:
 
 
 def _legend_above(f):
-    """The legend in one horizontal row above the plot (never over the data)."""
-    leg = f.legend[0]
-    leg.orientation = "horizontal"
-    leg.label_text_font_size = "11px"
-    leg.background_fill_alpha = 0.0
-    leg.border_line_alpha = 0.0
-    leg.margin = 0
-    leg.padding = 0
+    """The legend in one horizontal row above the plot, a little more spaced than the others."""
+    leg = legend_above(f)
     leg.spacing = 8
     leg.glyph_width = 18
     leg.location = "top_left"
-    f.center.remove(leg)
-    f.add_layout(leg, "above")
 
 
 def _legend_inside(f, loc):

@@ -71,6 +71,21 @@ return (m === 1) ? pow : (m + "\u00b7" + pow);
 """
 
 
+def legend_above(f):
+    """Move the figure's legend into one transparent horizontal row above the plot (never over
+    the data)."""
+    leg = f.legend[0]
+    leg.orientation = "horizontal"
+    leg.label_text_font_size = "11px"
+    leg.background_fill_alpha = 0.0
+    leg.border_line_alpha = 0.0
+    leg.margin = 0
+    leg.padding = 0
+    f.center.remove(leg)
+    f.add_layout(leg, "above")
+    return leg
+
+
 def _log_formatter():
     """Log-axis labels: 0.01, 0.5, 20, 10⁻⁵, 2·10⁻⁵ (never 1.000e-2)."""
     return CustomJSTickFormatter(code=_LOG_TICK_JS)
@@ -381,15 +396,7 @@ class BlockGapsView(_Base):
         f.scatter("x", "y", source=self.exact, marker="dash", size=9, color="#d62728", line_width=2,
                   legend_label="exact gᵢ at the last gap check")
         f.legend.location = "top_right"
-        f.legend.orientation = "horizontal"
-        f.legend.label_text_font_size = "11px"
-        f.legend.background_fill_alpha = 0.0
-        f.legend.border_line_alpha = 0.0
-        f.legend.margin = 0
-        f.legend.padding = 0
-        leg = f.legend[0]
-        f.center.remove(leg)
-        f.add_layout(leg, "above")
+        legend_above(f)
         f.add_tools(HoverTool(renderers=[bars], tooltips=[("blocks", "@lo–@hi"), ("ĝᵢ (max)", "@gap{0.000e}"),
                                                           ("staleness (iterations)", "@stale{0}")]))
         cb = ColorBar(color_mapper=self.mapper, title="staleness: iterations since ĝᵢ was computed",
@@ -784,15 +791,7 @@ class CacheView(_ComparisonPlot):
         a.line("x", "max", source=self.asrc, color="#ff7f0e", line_width=2, legend_label="max |Sᵢ|")
         a.line("x", "cache", source=self.asrc, color="#2ca02c", line_width=2, line_dash="dashed",
                legend_label="mean cached labellings")
-        a.legend.orientation = "horizontal"
-        a.legend.label_text_font_size = "11px"
-        a.legend.background_fill_alpha = 0.0
-        a.legend.border_line_alpha = 0.0
-        a.legend.margin = 0
-        a.legend.padding = 0
-        leg = a.legend[0]
-        a.center.remove(leg)
-        a.add_layout(leg, "above")
+        legend_above(a)
         self.afig = a
         self.tsrc = ColumnDataSource(dict(x=[], top=[], color=[]))
         t = _fig(height=130, tools="", toolbar_location=None, x_axis_label="iteration",

@@ -927,16 +927,8 @@ def regularization_path(model, config: PathConfig | None = None, solver_config: 
     cfg = _path_config(config, overrides)
     scfg = _as_solver_config(solver_config)
     path = RegPath("heuristic" if cfg.heuristic else "eps", _path_meta(model, cfg, scfg, meta))
-    for p in iter_path(model, cfg, scfg, test_data=test_data, should_stop=should_stop):
-        if p.index == 0:
-            path.meta["lam_inf"] = p.lam
-        stop = callback is not None and callback(p) is True
-        if stop and not p.end:
-            p.end = "stopped"
-        path.append(p)
-        if stop:
-            break
-    return path
+    points = iter_path(model, cfg, scfg, test_data=test_data, should_stop=should_stop)
+    return _collect(path, points, callback, first_is_lam_inf=True)
 
 
 # ============================================================================ grid search
@@ -1051,10 +1043,19 @@ def grid_search(model, lams=None, *, eps: float = 0.1, warm_start: str = "primal
          "solver_config": _solver_config_dict(scfg)}
     m.update(meta or {})
     path = RegPath("grid", m)
-    for p in iter_grid(model, lams_arr, eps=eps, warm_start=warm_start, solver_config=scfg, test_data=test_data,
+    points = iter_grid(model, lams_arr, eps=eps, warm_start=warm_start, solver_config=scfg, test_data=test_data,
                        max_passes_per_point=max_passes_per_point, time_limit=time_limit,
                        verify_heuristic_gap=verify_heuristic_gap, check_every=check_every,
-                       batch_step=batch_step, should_stop=should_stop):
+                       batch_step=batch_step, should_stop=should_stop)
+    return _collect(path, points, callback)
+
+
+def _collect(path, points, callback, first_is_lam_inf=False):
+    """Append every point of a path/grid generator to ``path``; ``callback(point)`` returning
+    True stops (the point is marked "stopped")."""
+    for p in points:
+        if first_is_lam_inf and p.index == 0:
+            path.meta["lam_inf"] = p.lam
         stop = callback is not None and callback(p) is True
         if stop and not p.end:
             p.end = "stopped"
