@@ -1031,12 +1031,13 @@ def run_steps(M, S, cfg_i, cfg_f, max_steps):
 
 
 @njit(cache=True, nogil=True)
-def exact_gap_pass(M, S, cfg_i, cfg_f, count, store_labels):
+def exact_gap_pass(M, S, cfg_i, cfg_f, count, store_labels, delta_out):
     """Exact duality gap: one max-oracle call per block at the current w (Paper: Alg. 2,
     "update global gap"). Refreshes every gap estimate (iteration = current k). Returns
     (duality gap Σ g_i, Σ_i max_y H_i(y; w)). With ``count`` the n calls are added to the oracle
     counter and g^(k_0) is updated; ``store_labels`` keeps every FW corner in S.batch_lab for a
-    batch FW step."""
+    batch FW step. ``delta_out`` (length n, or 0 to skip) receives δ_i = (1/n) Σ_y α_i(y) H_i(y; w)
+    = (⟨μ_i, h_i⟩ − ⟨m(y_i), h_i⟩)/n of Alg. 7 line 4 (no extra work: both dots are needed here)."""
     n = M.n
     k = S.counters[C_ITER]
     total = 0.0
@@ -1051,7 +1052,10 @@ def exact_gap_pass(M, S, cfg_i, cfg_f, count, store_labels):
             mu_h += S.mu[so + q] * S.h[q]
         val = block_oracle(M, i, S.h, S.ybuf, S.vit_f, S.vit_i)
         gt_label(M, i, S.yaway)
-        hsum += val - (label_dot(M, i, S.yaway, S.h) - label_loss(M, i, S.yaway))
+        gt_h = label_dot(M, i, S.yaway, S.h)
+        hsum += val - (gt_h - label_loss(M, i, S.yaway))
+        if delta_out.shape[0] > 0:
+            delta_out[i] = (mu_h - gt_h) / n
         g = (val - mu_h) / n
         total += g
         if store_labels:

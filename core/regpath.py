@@ -261,9 +261,13 @@ def _buffers(M):
 
 def block_deltas(solver: Solver) -> np.ndarray:
     """Per-block δ_i = (1/n) Σ_y α_i(y) H_i(y; w) at the solver's current point (no oracle call;
-    Paper: Alg. 7 line 4). Σ_i δ_i = Δ = ℓ − λ‖w‖² (Proposition 1)."""
+    Paper: Alg. 7 line 4). Σ_i δ_i = Δ = ℓ − λ‖w‖² (Proposition 1). Taken from the last exact
+    gap pass when the iterate has not moved since (free), else computed (about half a pass)."""
     if solver.S.lb.size:
         raise ValueError("the regularization path does not support box constraints")
+    fresh = solver.fresh_exact_gap
+    if fresh is not None:
+        return fresh.block_deltas.copy()
     M = solver.model.arrays
     h, _, ygt, _, _, _ = _buffers(M)
     out = np.zeros(M.n)

@@ -83,13 +83,18 @@ class ExactGap:
     primal, dual : float
         Primal objective λ/2‖w‖² + (1/n)Σ_i max_y H_i(y; w) and dual objective (maximization form).
     block_gaps : ndarray of float64, shape (n,)
-        Exact block gaps g_i (Paper: Eq. (5)).
+        Exact block gaps g_i (Paper: Eq. (5)); NaN for an uncounted pass.
+    block_deltas : ndarray of float64, shape (n,)
+        δ_i = (1/n) Σ_y α_i(y) H_i(y; w) at the same point, Σ_i δ_i = ℓ − λ‖w‖² (Paper: Alg. 7,
+        line 4; what a regularization path step adds to the gap, Proposition 1). Computed for
+        free from the scores of the pass.
     """
 
     gap: float
     primal: float
     dual: float
     block_gaps: np.ndarray
+    block_deltas: np.ndarray
 
 
 @dataclass
@@ -350,7 +355,8 @@ class Solver:
         S = self.S
         t0 = time.perf_counter()
         # with count=False the kernel leaves the estimates, counters and g^(k_0) untouched
-        gap, hsum = kr.exact_gap_pass(self._M, S, self._ci, self._cf, count, store_corners)
+        deltas = np.empty(self.n)
+        gap, hsum = kr.exact_gap_pass(self._M, S, self._ci, self._cf, count, store_corners, deltas)
         if store_corners:
             self._corners_valid = True
         if count:
@@ -361,7 +367,8 @@ class Solver:
         primal = 0.5 * self.lam * float(S.w @ S.w) + hsum / self.n
         if count:
             S.scalars[kr.S_LAST_PRIMAL] = primal
-        res = ExactGap(gap=float(gap), primal=float(primal), dual=self.dual_objective(), block_gaps=block_gaps)
+        res = ExactGap(gap=float(gap), primal=float(primal), dual=self.dual_objective(), block_gaps=block_gaps,
+                       block_deltas=deltas)
         if count:
             self._last_exact = res
             self._last_exact_iter = self.iteration
@@ -403,7 +410,9 @@ class Solver:
         ex = self.exact_gap(count=True, store_corners=self.config.batch_step)
         test_err = self.test_error() if self.test_data is not None else math.nan
         self._record("gap_check", exact=ex, test_error=test_err)
-        if self.config.batch_step and ex.gap > 0:
+        # no batch step once the run's threshold is met: the result must be the certified point
+        stop_gap = getattr(self, "_run_threshold", self.config.gap_threshold)
+        if self.config.batch_step and ex.gap > 0 and not (stop_gap > 0 and ex.gap <= stop_gap):
             self.batch_step(ex.gap)
 
     def batch_step(self, gap: float | None = None) -> float:
@@ -434,6 +443,8 @@ class Solver:
         self._grow_if_needed()
         self.wall_time += time.perf_counter() - t0
         self._corners_valid = False
+        if gam > 0:
+            self._last_exact_iter = -1  # w moved: the last exact gap is no longer the current one
         self._record("batch", extra={"gamma": float(gam)})
         return float(gam)
 
@@ -547,6 +558,7 @@ class Solver:
         budget_calls = max_passes * n
         status = Status.RUNNING
         n_records = len(self._trace)
+        self._run_threshold = thr
         while status == Status.RUNNING:
             remaining = int(math.floor(budget_calls - self.oracle_calls)) if math.isfinite(budget_calls) else n
             if remaining <= 0:
@@ -568,6 +580,7 @@ class Solver:
                 status = Status.TIME_LIMIT
             elif should_stop is not None and should_stop():
                 status = Status.STOPPED
+        self._run_threshold = cfg.gap_threshold
         if final_gap_check and (self._last_exact is None or self._last_exact_iter != self.iteration):
             ex = self.exact_gap(count=True)
             self._record("gap_check", exact=ex,
@@ -606,6 +619,15 @@ class Solver:
     @property
     def n_trace_records(self) -> int:
         return len(self._trace)
+
+    @property
+    def fresh_exact_gap(self) -> ExactGap | None:
+        """The last counted exact gap pass if the iterate has not moved since (no block step,
+        batch step or warm start after it), else None. Its ``block_deltas`` and ``block_gaps``
+        then describe the current point."""
+        if self._last_exact is None or self._last_exact_iter != self.iteration:
+            return None
+        return self._last_exact
 
     def gap_check(self) -> ExactGap:
         """A gap check now, as the periodic ones: a counted exact gap pass (n oracle calls) that

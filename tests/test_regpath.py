@@ -188,6 +188,26 @@ def test_prop1_warm_start_moves_gap_estimates(tiny):
     np.testing.assert_array_equal(s.gap_estimates, ex.block_gaps)  # the old solver is untouched
 
 
+
+def test_exact_pass_block_deltas_match_and_expire(tiny):
+    """The δ_i an exact gap pass returns (free, from its scores) equal the separately computed
+    ones and the reference Δ; after a block step or a batch step the pass is no longer fresh."""
+    data, model = tiny
+    s = Solver(model, lam=0.3, step="pairwise", sampling="gap", max_passes=2.0)
+    s.run(final_gap_check=False)
+    assert s.fresh_exact_gap is None or s.fresh_exact_gap.block_deltas.shape == (s.n,)
+    s.steps(3)
+    assert s.fresh_exact_gap is None
+    computed = block_deltas(s)  # no fresh pass: the separate kernel
+    ex = s.exact_gap(count=True, store_corners=True)
+    assert s.fresh_exact_gap is ex
+    np.testing.assert_allclose(ex.block_deltas, computed, rtol=1e-12, atol=1e-15)
+    alphas, labs = atoms_of(s)
+    assert ex.block_deltas.sum() == pytest.approx(ref_delta(data, alphas, labs, s.w), abs=1e-12)
+    s.batch_step(ex.gap)
+    assert s.fresh_exact_gap is None
+    assert s.exact_gap(count=False).block_deltas == pytest.approx(block_deltas(s), abs=1e-15)
+
 # ---------------------------------------------------------------------------- the ε-approximate path
 def _path_with_atoms(model, **kw):
     snaps = []

@@ -323,6 +323,18 @@ def test_batch_step_keeps_invariants_and_counts():
     assert s.dual_objective() >= D0
 
 
+def test_batch_step_result_is_the_certified_point():
+    """A run that converges at a gap check returns the point that gap certifies: no batch step
+    after a gap check that met the threshold, and the reported gap is the gap of the returned w."""
+    model = ChainModel(random_chain_data(n=8, T_range=(1, 4), K=3, F=3, seed=6))
+    s = Solver(model, lam=0.05, step="fw", batch_step=True, gap_check=1, gap_threshold=1e-2, max_passes=500)
+    r = s.run()
+    assert r.status.name == "CONVERGED" and r.exact_gap <= 1e-2
+    assert r.trace[-1]["kind"] == "gap_check"
+    assert s.exact_gap(count=False).gap == pytest.approx(r.exact_gap, abs=1e-14)
+    np.testing.assert_array_equal(r.w, s.w)
+
+
 def test_warm_start_keeps_primal_or_dual():
     model = ChainModel(random_chain_data(n=6, T_range=(1, 4), K=3, F=3, seed=3))
     s = Solver(model, lam=0.1, step="pairwise", max_passes=20)
