@@ -362,3 +362,58 @@ def test_bad_box_and_cache_input():
         Solver(model, lam=0.1, ub=np.full(model.d, np.nan))
     with pytest.raises(ValueError, match="track_active_set"):
         Solver(model, lam=0.1, step="pairwise", track_active_set=False)
+
+
+def test_label_space_pairwise_direction_matches_dense():
+    """The pairwise step's label-space ‖B(m(s) − m(v))‖² equals the dense one, and its update of
+    μ_i, v and w is bitwise the dense update (random labellings with repeated transitions, T = 1
+    included, with and without a box)."""
+    from numba import njit
+
+    from gaplab.core import kernels as kr
+
+    @njit
+    def dense(M, i, ys, yv, gam, coef, mu, v, w, lb, ub, has_box, dl, zbuf):
+        p = M.stat_off[i + 1] - M.stat_off[i]
+        for q in range(p):
+            dl[q] = 0.0
+        kr.label_add(M, i, ys, 1.0, dl)
+        kr.label_add(M, i, yv, -1.0, dl)
+        qn = kr.block_sqnorm(M, i, dl, zbuf)
+        for q in range(p):
+            mu[q] += gam * dl[q]
+        kr.block_axpy(M, i, coef, dl, v, w, lb, ub, has_box)
+        return qn
+
+    @njit
+    def sparse(M, i, ys, yv, gam, coef, mu, v, w, lb, ub, has_box):
+        qn = kr.chain_pair_sqnorm(M, i, ys, yv)
+        kr.chain_pair_apply(M, i, ys, yv, gam, mu, coef, v, w, lb, ub, has_box)
+        return qn
+
+    rng = np.random.default_rng(0)
+    model = ChainModel(random_chain_data(n=12, T_range=(1, 7), K=3, F=4, seed=2))
+    M = model.arrays
+    for trial in range(300):
+        i = int(rng.integers(M.n))
+        T = int(M.lab_off[i + 1] - M.lab_off[i])
+        p = int(M.stat_off[i + 1] - M.stat_off[i])
+        ys = rng.integers(0, M.K, T)
+        yv = ys.copy() if trial % 7 == 0 else rng.integers(0, M.K, T)
+        same = rng.random(T) < 0.4
+        yv[same] = ys[same]  # positions where the corners agree
+        has_box = bool(trial % 2)
+        lb = np.full(M.d, -0.3) if has_box else np.zeros(0)
+        ub = np.full(M.d, 0.2) if has_box else np.zeros(0)
+        gam, coef = float(rng.random()), float(rng.normal())
+        mu0, v0 = rng.normal(size=p), rng.normal(size=M.d)
+        a = [mu0.copy(), v0.copy()]
+        b = [mu0.copy(), v0.copy()]
+        wa = np.clip(v0, lb, ub) if has_box else a[1]
+        wb = np.clip(v0, lb, ub) if has_box else b[1]
+        qa = dense(M, i, ys, yv, gam, coef, a[0], a[1], wa, lb, ub, has_box, np.zeros(p), np.zeros(M.d))
+        qb = sparse(M, i, ys, yv, gam, coef, b[0], b[1], wb, lb, ub, has_box)
+        assert qb == pytest.approx(qa, rel=1e-12, abs=1e-12)
+        np.testing.assert_array_equal(b[0], a[0])
+        np.testing.assert_array_equal(b[1], a[1])
+        np.testing.assert_array_equal(wb, wa)
