@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import param
 
-from gaplab.core.regpath import PathConfig, RegPath, iter_grid, iter_path, prop1_warm_start
+from gaplab.core.regpath import PathConfig, RegPath, induction_step, iter_grid, iter_path, prop1_warm_start
 
 __all__ = ["PathLab", "PathSnapshot", "CHECKPOINT_BUDGET_BYTES", "W_BUDGET_BYTES"]
 
@@ -479,14 +479,8 @@ class PathLab(param.Parameterized):
 
 
 def _replay_step(solver, prev_row: dict, cfg: PathConfig, exact: bool):
-    """One induction step of Alg. 7 exactly as ``iter_path`` takes it: Proposition-1 warm start
-    to λ_{j+1} = prev_row["next_lam"], then the solver run to κε (same stopping rule, no time
-    limit, no stop flag: the path's points were not stopped either)."""
-    from gaplab.core.regpath import _solve  # the path's own solve: the replay must match it
-    lam_new = float(prev_row["next_lam"])
-    new = prop1_warm_start(solver, lam_new, gap=prev_row["gap"] if exact else math.nan,
-                           batch_step=cfg.batch_step)
-    _solve(new, cfg.kappa * cfg.eps, heuristic=not exact, verify=cfg.verify_heuristic_gap,
-           max_passes=cfg.max_passes_per_breakpoint, time_limit=math.inf, should_stop=None,
-           check_every=cfg.check_every)
+    """One induction step of Alg. 7 exactly as ``iter_path`` takes it (no time limit, no stop
+    flag: the path's points were not stopped either)."""
+    new, _res, _status = induction_step(solver, float(prev_row["next_lam"]), cfg,
+                                        gap=prev_row["gap"] if exact else math.nan)
     return new

@@ -62,7 +62,7 @@ from .solver import Solver
 
 __all__ = [
     "PathConfig", "PathInit", "PathPoint", "RegPath",
-    "init_reg_path", "block_deltas", "prop1_warm_start",
+    "init_reg_path", "block_deltas", "prop1_warm_start", "induction_step",
     "iter_path", "regularization_path", "iter_grid", "grid_search", "default_grid",
 ]
 
@@ -866,14 +866,8 @@ def _path_points(model, cfg: PathConfig, scfg: SolverConfig, test_data, should_s
             return
         t0 = time.perf_counter()
         lam_new = point.next_lam
-        new = prop1_warm_start(solver, lam_new, gap=point.gap if exact else math.nan,
-                               batch_step=cfg.batch_step)
-        del solver
-        remaining = cfg.time_limit - used()
-        res, status = _solve(new, target, heuristic=not exact, verify=cfg.verify_heuristic_gap,
-                             max_passes=cfg.max_passes_per_breakpoint, time_limit=remaining,
-                             should_stop=should_stop, check_every=cfg.check_every)
-        solver = new
+        solver, res, status = induction_step(solver, lam_new, cfg, gap=point.gap if exact else math.nan,
+                                             time_limit=cfg.time_limit - used(), should_stop=should_stop)
         j += 1
         elapsed = time.perf_counter() - t0
         gap = res.exact_gap if exact else solver.heuristic_gap
@@ -904,6 +898,40 @@ def _path_points(model, cfg: PathConfig, scfg: SolverConfig, test_data, should_s
         if keep_solver:
             point.solver = solver
         yield point
+
+
+def induction_step(solver: Solver, lam_new: float, config: PathConfig, *, gap: float = math.nan,
+                   time_limit: float = math.inf, should_stop: Callable[[], bool] | None = None):
+    """One induction step of the path (Paper: Alg. 7 lines 13-16), exactly as :func:`iter_path`
+    takes it: a Proposition-1 warm start of ``solver`` to ``lam_new`` (w kept, α rescaled towards
+    the ground truth, block gap estimates moved by (1 − ρ)δ_i), then the SSVM solver run to κε
+    with exact gaps (ε-approximate path) or stale gaps (``config.heuristic``).
+
+    Parameters
+    ----------
+    solver : Solver
+        The solver of the previous breakpoint (left unchanged).
+    lam_new : float
+        λ_{j+1} <= the solver's λ (``PathPoint.next_lam``).
+    config : PathConfig
+    gap : float
+        Exact duality gap of the previous breakpoint (ε-path; NaN for the heuristic path).
+    time_limit : float
+        Seconds for the solve.
+    should_stop : callable() -> bool, optional
+
+    Returns
+    -------
+    (Solver, Result, str)
+        The new solver at ``lam_new``, its result and the stop reason ("converged",
+        "converged_heuristic", "max_passes", "time_limit" or "stopped").
+    """
+    exact = not config.heuristic
+    new = prop1_warm_start(solver, lam_new, gap=gap if exact else math.nan, batch_step=config.batch_step)
+    res, status = _solve(new, config.kappa * config.eps, heuristic=not exact, verify=config.verify_heuristic_gap,
+                         max_passes=config.max_passes_per_breakpoint, time_limit=time_limit,
+                         should_stop=should_stop, check_every=config.check_every)
+    return new, res, status
 
 
 def _budget_end(point, cfg, used_s, should_stop):
