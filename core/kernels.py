@@ -179,34 +179,37 @@ def chain_scores_masked(M, i, w, h, mark):
     computed (the others are set to 0); the transition part is filled. Each computed entry
     takes the same floating-point operations in the same order as in block_scores, so it is
     bitwise equal. Used to score cached labellings without the full O(T·nnz·K) score matrix."""
-    K = M.K
-    t0 = M.lab_off[i]
-    T = M.lab_off[i + 1] - t0
-    F = M.F1 - 1
+    _scores_masked(M.K, M.lab_off[i], M.lab_off[i + 1] - M.lab_off[i], M.F1 - 1, M.feat_indptr, M.feat_indices,
+                   M.feat_values, M.gt, M.first_off, M.last_off, M.trans_off, w, h, mark)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _scores_masked(K, t0, T, F, feat_indptr, feat_indices, feat_values, gt, first_off, last_off, trans_off,
+                   w, h, mark):
     invT = 1.0 / T
     cst = F * K
     for t in range(T):
         tok = t0 + t
         base = t * K
-        g = M.gt[tok]
+        g = gt[tok]
         for k in range(K):
             if mark[base + k] == 0:
                 h[base + k] = 0.0
                 continue
             acc = w[cst + k]
-            for p in range(M.feat_indptr[tok], M.feat_indptr[tok + 1]):
-                acc += M.feat_values[p] * w[M.feat_indices[p] * K + k]
+            for p in range(feat_indptr[tok], feat_indptr[tok + 1]):
+                acc += feat_values[p] * w[feat_indices[p] * K + k]
             if k != g:
                 acc += invT
             h[base + k] = acc
     for k in range(K):
         if mark[k] != 0:
-            h[k] += w[M.first_off + k]
+            h[k] += w[first_off + k]
         if mark[(T - 1) * K + k] != 0:
-            h[(T - 1) * K + k] += w[M.last_off + k]
+            h[(T - 1) * K + k] += w[last_off + k]
     off = T * K
     for q in range(K * K):
-        h[off + q] = w[M.trans_off + q]
+        h[off + q] = w[trans_off + q]
 
 
 @njit(cache=True, nogil=True)
@@ -470,9 +473,11 @@ def chain_pair_sqnorm(M, i, ys, yv):
     """‖B_i (m(y_s) − m(y_v))‖² for two labellings of chain block i, in O(T²) from the labels
     and the T×T Gram matrix (the direction of a pairwise step; Paper: Alg. 3). Equal to
     :func:`block_sqnorm` of the dense direction up to the order of the floating-point sum."""
-    K = M.K
-    T = M.lab_off[i + 1] - M.lab_off[i]
-    g0 = M.gram_off[i]
+    return _pair_sqnorm(M.K, M.lab_off[i + 1] - M.lab_off[i], M.gram, M.gram_off[i], ys, yv)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pair_sqnorm(K, T, gram, g0, ys, yv):
     node = 0.0
     for t in range(T):
         a = ys[t]
@@ -486,7 +491,7 @@ def chain_pair_sqnorm(M, i, ys, yv):
                 continue
             m = (a == c) - (a == e) - (b == c) + (b == e)
             if m != 0:
-                node += M.gram[g0 + t * T + u] * m
+                node += gram[g0 + t * T + u] * m
     cnt = 0
     if ys[0] != yv[0]:
         cnt += 2  # first-position features
@@ -507,9 +512,8 @@ def chain_pair_sqnorm(M, i, ys, yv):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _pair_net(M, ys, yv, T, q):
+def _pair_net(K, ys, yv, T, q):
     """Net count of transition q in m(y_s) − m(y_v)."""
-    K = M.K
     c = 0
     for u in range(T - 1):
         if ys[u] * K + ys[u + 1] == q:
@@ -524,10 +528,13 @@ def chain_pair_apply(M, i, ys, yv, gam, mu, coef, v, w, lb, ub, has_box):
     """μ_i += γ (m(y_s) − m(y_v)) and v += coef · B_i (m(y_s) − m(y_v)) (w = clip(v) on the touched
     coordinates when has_box), touching only the entries where the two labellings differ.
     Bitwise the same updates as the dense direction through :func:`block_axpy`."""
-    K = M.K
-    t0 = M.lab_off[i]
-    T = M.lab_off[i + 1] - t0
-    F = M.F1 - 1
+    _pair_apply(M.K, M.lab_off[i], M.lab_off[i + 1] - M.lab_off[i], M.F1 - 1, M.feat_indptr, M.feat_indices,
+                M.feat_values, M.first_off, M.last_off, M.trans_off, ys, yv, gam, mu, coef, v, w, lb, ub, has_box)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pair_apply(K, t0, T, F, feat_indptr, feat_indices, feat_values, first_off, last_off, trans_off,
+                ys, yv, gam, mu, coef, v, w, lb, ub, has_box):
     for t in range(T):
         a = ys[t]
         b = yv[t]
@@ -539,19 +546,19 @@ def chain_pair_apply(M, i, ys, yv, gam, mu, coef, v, w, lb, ub, has_box):
         v[F * K + a] += coef
         v[F * K + b] += coef * -1.0
         tok = t0 + t
-        for p in range(M.feat_indptr[tok], M.feat_indptr[tok + 1]):
-            row = M.feat_indices[p] * K
-            c = coef * M.feat_values[p]
+        for p in range(feat_indptr[tok], feat_indptr[tok + 1]):
+            row = feat_indices[p] * K
+            c = coef * feat_values[p]
             v[row + a] += c
             v[row + b] += c * -1.0
         if has_box:
             for q in (F * K + a, F * K + b):
                 w[q] = _clip(v[q], lb[q], ub[q])
-            for p in range(M.feat_indptr[tok], M.feat_indptr[tok + 1]):
-                row = M.feat_indices[p] * K
+            for p in range(feat_indptr[tok], feat_indptr[tok + 1]):
+                row = feat_indices[p] * K
                 w[row + a] = _clip(v[row + a], lb[row + a], ub[row + a])
                 w[row + b] = _clip(v[row + b], lb[row + b], ub[row + b])
-    for pos, off in ((0, M.first_off), (T - 1, M.last_off)):
+    for pos, off in ((0, first_off), (T - 1, last_off)):
         a = ys[pos]
         b = yv[pos]
         if a != b:
@@ -570,9 +577,9 @@ def chain_pair_apply(M, i, ys, yv, gam, mu, coef, v, w, lb, ub, has_box):
                 seen = True
                 break
         if not seen:
-            net = _pair_net(M, ys, yv, T, q)
+            net = _pair_net(K, ys, yv, T, q)
             if net != 0:
-                _trans_update(M, q, TK, gam * net, coef * net, mu, v, w, lb, ub, has_box)
+                _trans_update(trans_off, q, TK, gam * net, coef * net, mu, v, w, lb, ub, has_box)
     for t in range(T - 1):
         q = yv[t] * K + yv[t + 1]
         seen = False
@@ -581,15 +588,15 @@ def chain_pair_apply(M, i, ys, yv, gam, mu, coef, v, w, lb, ub, has_box):
                 seen = True
                 break
         if not seen:
-            net = _pair_net(M, ys, yv, T, q)
+            net = _pair_net(K, ys, yv, T, q)
             if net != 0:
-                _trans_update(M, q, TK, gam * net, coef * net, mu, v, w, lb, ub, has_box)
+                _trans_update(trans_off, q, TK, gam * net, coef * net, mu, v, w, lb, ub, has_box)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _trans_update(M, q, TK, dmu, dv, mu, v, w, lb, ub, has_box):
+def _trans_update(trans_off, q, TK, dmu, dv, mu, v, w, lb, ub, has_box):
     mu[TK + q] += dmu
-    j = M.trans_off + q
+    j = trans_off + q
     v[j] += dv
     if has_box:
         w[j] = _clip(v[j], lb[j], ub[j])
@@ -869,24 +876,29 @@ def sample_block(M, S, cfg_i, cfg_f):
 
 @njit(cache=True, nogil=True, inline="always")
 def _tree_draw(S, n):
+    return _tree_draw_arr(S.tree, S.rng, n)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _tree_draw_arr(tree, rng, n):
     """Draw i with probability tree leaf i / total (uniform if the total is 0)."""
-    total = S.tree[1]
+    total = tree[1]
     if not (total > 0.0):
-        return rng_randint(S.rng, n)
-    u = rng_uniform(S.rng) * total
-    size = S.tree.shape[0] // 2
+        return rng_randint(rng, n)
+    u = rng_uniform(rng) * total
+    size = tree.shape[0] // 2
     j = 1
     while j < size:
-        left = S.tree[2 * j]
+        left = tree[2 * j]
         if u < left:
             j = 2 * j
         else:
             u -= left
             j = 2 * j + 1
     i = j - size
-    if i >= n or S.tree[j] <= 0.0:  # round-off at the right edge: take the last positive leaf
+    if i >= n or tree[j] <= 0.0:  # round-off at the right edge: take the last positive leaf
         for q in range(n - 1, -1, -1):
-            if S.tree[size + q] > 0.0:
+            if tree[size + q] > 0.0:
                 return q
     return i
 
@@ -929,296 +941,374 @@ def cache_hit_rule(ghat, gap_i, visited, global_gap, F, nu, n):
     return ghat >= thr
 
 
-@njit(cache=True, nogil=True)
-def block_step(M, S, cfg_i, cfg_f, i):
-    """One block step on block i (Paper: Alg. 1, 3, 4, 5 and their combination). Writes one
-    record to the ring log. Returns the step kind (KIND_*)."""
-    n = M.n
-    lam = cfg_f[F_LAM]
-    k = S.counters[C_ITER]
-    so = M.stat_off[i]
-    p = M.stat_off[i + 1] - so
-    L = M.lab_off[i + 1] - M.lab_off[i]
-    track = cfg_i[I_TRACK] != 0
-    has_box = cfg_i[I_BOX] != 0
-    step = cfg_i[I_STEP]
-    h = S.h
-    mu = S.mu[so:so + p]
-
-    # A cache hit is possible only on a visited block after the first gap pass (Alg. 5). Then
-    # score just the node entries the cached labellings (and μ_i) touch; the full score vector
-    # is computed only on a miss (bitwise the same entries either way).
-    could_hit = (cfg_i[I_CACHE] != 0 and S.a_count[i] > 0 and S.gap_iter[i] >= 0
-                 and S.scalars[S_GLOBAL_GAP] < np.inf)
-    # Away / pairwise / combined steps on a chain keep an active set: ⟨μ_i, h⟩ = Σ_y α_i(y)⟨m(y), h⟩
-    # comes from the atoms (one scan that also finds the cache and away corners) and a pairwise
-    # direction is handled in label space, so nothing below touches all T·K + K² statistics.
-    sparse = track and M.kind == MODEL_CHAIN and step != STEP_FW
-    partial = could_hit and M.kind == MODEL_CHAIN
-    if partial:
-        TK = L * M.K
-        for s in range(S.a_count[i]):
-            b = atom_base(M, S, i, s)
-            for t in range(L):
-                S.mark[t * M.K + S.a_lab[b + t]] = 1
-        if not sparse:
-            for q in range(TK):
-                if mu[q] != 0.0:
-                    S.mark[q] = 1
-        chain_scores_masked(M, i, S.w, h, S.mark)
-        for q in range(TK):
-            S.mark[q] = 0
-    else:
-        block_scores(M, i, S.w, h)
-
-    flags = 0
-    hit = False
-    fw_slot = -1
-    fw_val = 0.0
-    fw_loss = 0.0
-    a_slot = -1
-    a_val = 0.0
-    best = -np.inf
-    if sparse:
-        # one scan: best cached labelling, away corner (argmin over the active set) and
-        # ⟨μ_i, h⟩ summed over the active atoms in label-hash order (the same order whatever
-        # the slots, so a cache that never hits leaves the trace unchanged)
-        na = 0
-        keys = np.empty(S.a_count[i], dtype=np.uint64)
-        terms = np.empty(S.a_count[i])
-        a_best = np.inf
-        for s in range(S.a_count[i]):
-            val = atom_dot(M, S, i, s, h)
-            if could_hit and val > best:
-                best = val
-                fw_slot = s
-            al = S.a_alpha[i, s]
-            if al > 0.0:
-                if val < a_best:
-                    a_best = val
-                    a_slot = s
-                key = S.a_hash[i, s]
-                term = al * val
-                j = na
-                while j > 0 and keys[j - 1] > key:
-                    keys[j] = keys[j - 1]
-                    terms[j] = terms[j - 1]
-                    j -= 1
-                keys[j] = key
-                terms[j] = term
-                na += 1
-        a_val = a_best
-        mu_h = 0.0
-        for j in range(na):
-            mu_h += terms[j]
-    else:
-        mu_h = 0.0
-        for q in range(p):
-            mu_h += mu[q] * h[q]
-        if could_hit:
-            for s in range(S.a_count[i]):
-                val = atom_dot(M, S, i, s, h)
-                if val > best:
-                    best = val
-                    fw_slot = s
-
-    # ---- FW corner: cache corner on a hit, else the max oracle (Paper: Alg. 5)
-    if could_hit:
-        ghat = (best - mu_h) / n
-        if cache_hit_rule(ghat, S.gap_est[i], S.gap_iter[i] >= 0, S.scalars[S_GLOBAL_GAP],
-                          cfg_f[F_CACHE_F], cfg_f[F_CACHE_NU], n):
-            hit = True
-            flags |= FLAG_HIT
-            fw_val = best
-            fw_loss = S.a_loss[i, fw_slot]
-            b = atom_base(M, S, i, fw_slot)
-            for t in range(L):
-                S.ybuf[t] = S.a_lab[b + t]
-            S.a_used[i, fw_slot] = k
-            S.counters[C_HIT] += 1
-        else:
-            fw_slot = -1
-    if not hit:
-        if partial:  # the entries scored so far are bitwise those of the full scores
-            block_scores(M, i, S.w, h)
-        fw_val = block_oracle(M, i, h, S.ybuf, S.vit_f, S.vit_i)
-        flags |= FLAG_ORACLE
-        S.counters[C_ORACLE] += 1
-        S.counters[C_STEP_ORACLE] += 1
-        set_block_gap(S, cfg_i, cfg_f, i, (fw_val - mu_h) / n, k)
-        fw_loss = label_loss(M, i, S.ybuf)
-        if track:
-            hsh = label_hash(S.ybuf, L)
-            fw_slot = atom_find(M, S, i, S.ybuf, hsh)
-            if fw_slot < 0:
-                fw_slot = atom_insert(M, S, i, S.ybuf, hsh, fw_loss, k)
-                if fw_slot < 0:  # callers grow the pools before a step (C_GROW); never reached
-                    raise RuntimeError("atom pool full: grow_atoms must run before the step")
-            else:
-                S.a_used[i, fw_slot] = k
-    for t in range(L):
-        S.last_fw[t] = S.ybuf[t]
-    g_fw = (fw_val - mu_h) / n
-
-    # ---- away corner: argmin over the active set of H_i (Paper: Alg. 3, 4)
-    if step != STEP_FW:
-        if not sparse:
-            best_a = np.inf
-            for s in range(S.a_count[i]):
-                if S.a_alpha[i, s] > 0.0:
-                    val = atom_dot(M, S, i, s, h)
-                    if val < best_a:
-                        best_a = val
-                        a_slot = s
-            a_val = best_a
-        b = atom_base(M, S, i, a_slot)
-        for t in range(L):
-            S.yaway[t] = S.a_lab[b + t]
-            S.last_away[t] = S.yaway[t]
-
-    # ---- candidates
-    kind = KIND_FW
-    gam = 0.0
-    gmax = 1.0
-    g_used = g_fw
-    best_imp = -1.0
-    dl = S.dlt
-    if step == STEP_FW or step == STEP_AWAY or step == STEP_COMBINED:
-        for q in range(p):
-            dl[q] = -mu[q]
-        label_add(M, i, S.ybuf, 1.0, dl)
-        qn = block_sqnorm(M, i, dl, S.zbuf)
-        gam, best_imp = _line(g_fw, qn, lam, n, 1.0)
-        kind = KIND_FW
-        gmax = 1.0
-    if step == STEP_AWAY or step == STEP_COMBINED:
-        alpha_a = S.a_alpha[i, a_slot]
-        g_a = (mu_h - a_val) / n
-        # with (numerically) all the mass on the away corner the away direction is zero:
-        # μ_i − m(y_a) is round-off only, and γ_max = α_a / (1 − α_a) would be unbounded
-        single = alpha_a >= 1.0 - 1e-12
-        amax = 0.0 if single else alpha_a / (1.0 - alpha_a)
-        # away direction δ = μ_i − m(y_a)
-        for q in range(p):
-            S.tmp[q] = mu[q]
-        label_add(M, i, S.yaway, -1.0, S.tmp)
-        qa = block_sqnorm(M, i, S.tmp, S.zbuf)
-        if g_a > 0.0 and qa > 0.0 and not single:
-            gam_a, imp_a = _line(g_a, qa, lam, n, amax)
-        else:
-            gam_a, imp_a = 0.0, 0.0
-        take = (g_a > g_fw) if step == STEP_AWAY else (imp_a > best_imp)
-        if take:
-            kind = KIND_AWAY
-            gam = gam_a
-            gmax = amax
-            best_imp = imp_a
-            g_used = g_a
-            for q in range(p):
-                dl[q] = S.tmp[q]
-    if step == STEP_PAIRWISE or step == STEP_COMBINED:
-        alpha_a = S.a_alpha[i, a_slot]
-        g_p = (fw_val - a_val) / n
-        if sparse:
-            qp = chain_pair_sqnorm(M, i, S.ybuf, S.yaway)
-        else:
-            for q in range(p):
-                S.tmp[q] = 0.0
-            label_add(M, i, S.ybuf, 1.0, S.tmp)
-            label_add(M, i, S.yaway, -1.0, S.tmp)
-            qp = block_sqnorm(M, i, S.tmp, S.zbuf)
-        gam_p, imp_p = _line(g_p, qp, lam, n, alpha_a)
-        if step == STEP_PAIRWISE or imp_p > best_imp:
-            kind = KIND_PAIRWISE
-            gam = gam_p
-            gmax = alpha_a
-            best_imp = imp_p
-            g_used = g_p
-            if not sparse:
-                for q in range(p):
-                    dl[q] = S.tmp[q]
-
-    # ---- apply (one atomic change of μ_i, ℓ_i, w and the atoms)
-    if gam > 0.0:
-        if sparse and kind == KIND_PAIRWISE:
-            chain_pair_apply(M, i, S.ybuf, S.yaway, gam, mu, -gam / (lam * n), S.v, S.w, S.lb, S.ub, has_box)
-        else:
-            for q in range(p):
-                mu[q] += gam * dl[q]
-            block_axpy(M, i, -gam / (lam * n), dl, S.v, S.w, S.lb, S.ub, has_box)
-    old_ell = S.ell[i]
-    if kind == KIND_FW:
-        new_ell = old_ell + gam * (fw_loss / n - old_ell)
-        S.counters[C_FW] += 1
-        if track:
-            if gam >= 1.0:
-                for s in range(S.a_count[i]):
-                    S.a_alpha[i, s] = 0.0
-                S.a_alpha[i, fw_slot] = 1.0
-            elif gam > 0.0:
-                for s in range(S.a_count[i]):
-                    S.a_alpha[i, s] *= (1.0 - gam)
-                S.a_alpha[i, fw_slot] += gam
-    elif kind == KIND_AWAY:
-        a_loss = S.a_loss[i, a_slot]
-        new_ell = old_ell + gam * (old_ell - a_loss / n)
-        S.counters[C_AWAY] += 1
-        if gam > 0.0:
-            for s in range(S.a_count[i]):
-                S.a_alpha[i, s] *= (1.0 + gam)
-            if gam >= gmax:
-                S.a_alpha[i, a_slot] = 0.0
-                flags |= FLAG_DROP
-                S.counters[C_DROP] += 1
-            else:
-                S.a_alpha[i, a_slot] -= gam
-    else:
-        a_loss = S.a_loss[i, a_slot]
-        new_ell = old_ell + gam * (fw_loss - a_loss) / n
-        S.counters[C_PAIR] += 1
-        if gam > 0.0 and fw_slot != a_slot:
-            if gam >= gmax:
-                S.a_alpha[i, fw_slot] += S.a_alpha[i, a_slot]
-                S.a_alpha[i, a_slot] = 0.0
-                flags |= FLAG_DROP
-                S.counters[C_DROP] += 1
-            else:
-                S.a_alpha[i, a_slot] -= gam
-                S.a_alpha[i, fw_slot] += gam
-    S.ell[i] = new_ell
-    S.scalars[S_ELL] += new_ell - old_ell
-    if track:
-        if kind != KIND_PAIRWISE and gam > 0.0 and cfg_f[F_DROP_TOL] > 0.0:
-            purge_small(M, S, cfg_i, cfg_f, i)
-        atoms_trim(M, S, cfg_i, i)
-
-    # ---- record
-    r = S.counters[C_LOG_POS] % S.log.shape[0]
-    S.log[r, L_ITER] = k
-    S.log[r, L_BLOCK] = i
-    S.log[r, L_KIND] = kind
-    S.log[r, L_FLAGS] = flags
-    S.log[r, L_GAMMA] = gam
-    S.log[r, L_GAMMA_MAX] = gmax
-    S.log[r, L_GAP] = S.gap_est[i]
-    S.log[r, L_CORNER_GAP] = g_used
-    S.log[r, L_IMPROVE] = best_imp if best_imp > 0.0 else 0.0
-    S.log[r, L_ACTIVE] = n_active(S, i) if track else -1
-    S.counters[C_LOG_POS] += 1
-    S.counters[C_ITER] = k + 1
-    return kind
+@njit(cache=True, nogil=True, inline="always")
+def _sample_arr(n, mode, rng, tree, gap_est, unv, counters, perm):
+    """:func:`sample_block` for every sampler but the idealized exact-gap one, on the arrays it
+    needs (passing the state tuple to an inlined helper costs a reference-count update per
+    array; this runs once per step)."""
+    if mode == SAMPLE_UNIFORM:
+        return rng_randint(rng, n)
+    if mode == SAMPLE_PERM:
+        pos = counters[C_PERM_POS]
+        if pos == 0:
+            for j in range(n):
+                perm[j] = j
+            for j in range(n - 1, 0, -1):
+                r = rng_randint(rng, j + 1)
+                tmp = perm[j]
+                perm[j] = perm[r]
+                perm[r] = tmp
+        i = perm[pos]
+        pos += 1
+        counters[C_PERM_POS] = 0 if pos == n else pos
+        return i
+    if mode == SAMPLE_WEIGHTS:
+        return _tree_draw_arr(tree, rng, n)
+    nu = counters[C_UNVISITED]
+    if nu > 0:
+        return unv[rng_randint(rng, nu)]
+    if mode == SAMPLE_MAXGAP:
+        best = -np.inf
+        arg = 0
+        for j in range(n):
+            if gap_est[j] > best:
+                best = gap_est[j]
+                arg = j
+        return arg
+    return _tree_draw_arr(tree, rng, n)
 
 
 @njit(cache=True, nogil=True)
 def run_steps(M, S, cfg_i, cfg_f, max_steps):
-    """Run up to ``max_steps`` block steps; stop early (before a step) when an atom pool must
-    grow (C_GROW). Returns the number of steps done."""
+    """Run up to ``max_steps`` block steps (Paper: Alg. 1, 3, 4, 5 and their combination); stop
+    early (before a step) when an atom pool must grow (C_GROW). Each step writes one record to
+    the ring log. Returns the number of steps done.
+
+    The step is written out in the loop rather than called: a call hands over the model and
+    state tuples, which costs a reference-count update per array (about 100 atomic operations
+    per step, measured at 5-9 % of a step)."""
     done = 0
+    n = M.n
+    mode = cfg_i[I_SAMPLING]
+    lam = cfg_f[F_LAM]
+    track = cfg_i[I_TRACK] != 0
+    has_box = cfg_i[I_BOX] != 0
+    step = cfg_i[I_STEP]
+    h = S.h
+    rng, tree, gap_est, unv, counters, perm = S.rng, S.tree, S.gap_est, S.unv, S.counters, S.perm
     while done < max_steps:
-        if S.counters[C_GROW] != 0:
+        if counters[C_GROW] != 0:
             break
-        i = sample_block(M, S, cfg_i, cfg_f)
-        block_step(M, S, cfg_i, cfg_f, i)
+        if mode == SAMPLE_EXACT_GAP:
+            i = sample_block(M, S, cfg_i, cfg_f)
+        else:
+            i = _sample_arr(n, mode, rng, tree, gap_est, unv, counters, perm)
+
+        # ================================================================ one block step on block i
+        k = S.counters[C_ITER]
+        so = M.stat_off[i]
+        p = M.stat_off[i + 1] - so
+        L = M.lab_off[i + 1] - M.lab_off[i]
+        mu = S.mu[so:so + p]
+
+        # A cache hit is possible only on a visited block after the first gap pass (Alg. 5). Then
+        # score just the node entries the cached labellings (and μ_i) touch; the full score vector
+        # is computed only on a miss (bitwise the same entries either way).
+        could_hit = (cfg_i[I_CACHE] != 0 and S.a_count[i] > 0 and S.gap_iter[i] >= 0
+                     and S.scalars[S_GLOBAL_GAP] < np.inf)
+        # Away / pairwise / combined steps on a chain keep an active set: ⟨μ_i, h⟩ = Σ_y α_i(y)⟨m(y), h⟩
+        # comes from the atoms (one scan that also finds the cache and away corners) and a pairwise
+        # direction is handled in label space, so nothing below touches all T·K + K² statistics.
+        sparse = track and M.kind == MODEL_CHAIN and step != STEP_FW
+        partial = could_hit and M.kind == MODEL_CHAIN
+        if partial:
+            TK = L * M.K
+            for s in range(S.a_count[i]):
+                b = atom_base(M, S, i, s)
+                for t in range(L):
+                    S.mark[t * M.K + S.a_lab[b + t]] = 1
+            if not sparse:
+                for q in range(TK):
+                    if mu[q] != 0.0:
+                        S.mark[q] = 1
+            _scores_masked(M.K, M.lab_off[i], L, M.F1 - 1, M.feat_indptr, M.feat_indices, M.feat_values, M.gt,
+                           M.first_off, M.last_off, M.trans_off, S.w, h, S.mark)
+            for q in range(TK):
+                S.mark[q] = 0
+        else:
+            block_scores(M, i, S.w, h)
+
+        flags = 0
+        hit = False
+        fw_slot = -1
+        fw_val = 0.0
+        fw_loss = 0.0
+        a_slot = -1
+        a_val = 0.0
+        best = -np.inf
+        if sparse:
+            # one scan: best cached labelling, away corner (argmin over the active set) and
+            # ⟨μ_i, h⟩ summed over the active atoms in label-hash order (the same order whatever
+            # the slots, so a cache that never hits leaves the trace unchanged)
+            na = 0
+            cnt = S.a_count[i]
+            keys = np.empty(cnt, dtype=np.uint64)
+            terms = np.empty(cnt)
+            a_best = np.inf
+            a_lab = S.a_lab
+            a_alpha = S.a_alpha
+            a_hash = S.a_hash
+            K = M.K
+            lab0 = M.lab_off[i] * a_alpha.shape[1]
+            toff = L * K
+            for s in range(cnt):
+                b = lab0 + s * L
+                val = 0.0
+                for t in range(L):
+                    val += h[t * K + a_lab[b + t]]
+                for t in range(L - 1):
+                    val += h[toff + a_lab[b + t] * K + a_lab[b + t + 1]]
+                if could_hit and val > best:
+                    best = val
+                    fw_slot = s
+                al = a_alpha[i, s]
+                if al > 0.0:
+                    if val < a_best:
+                        a_best = val
+                        a_slot = s
+                    key = a_hash[i, s]
+                    term = al * val
+                    j = na
+                    while j > 0 and keys[j - 1] > key:
+                        keys[j] = keys[j - 1]
+                        terms[j] = terms[j - 1]
+                        j -= 1
+                    keys[j] = key
+                    terms[j] = term
+                    na += 1
+            a_val = a_best
+            mu_h = 0.0
+            for j in range(na):
+                mu_h += terms[j]
+        else:
+            mu_h = 0.0
+            for q in range(p):
+                mu_h += mu[q] * h[q]
+            if could_hit:
+                for s in range(S.a_count[i]):
+                    val = atom_dot(M, S, i, s, h)
+                    if val > best:
+                        best = val
+                        fw_slot = s
+
+        # ---- FW corner: cache corner on a hit, else the max oracle (Paper: Alg. 5)
+        if could_hit:
+            ghat = (best - mu_h) / n
+            if cache_hit_rule(ghat, S.gap_est[i], S.gap_iter[i] >= 0, S.scalars[S_GLOBAL_GAP],
+                              cfg_f[F_CACHE_F], cfg_f[F_CACHE_NU], n):
+                hit = True
+                flags |= FLAG_HIT
+                fw_val = best
+                fw_loss = S.a_loss[i, fw_slot]
+                b = atom_base(M, S, i, fw_slot)
+                for t in range(L):
+                    S.ybuf[t] = S.a_lab[b + t]
+                S.a_used[i, fw_slot] = k
+                S.counters[C_HIT] += 1
+            else:
+                fw_slot = -1
+        if not hit:
+            if partial:  # the entries scored so far are bitwise those of the full scores
+                block_scores(M, i, S.w, h)
+            fw_val = block_oracle(M, i, h, S.ybuf, S.vit_f, S.vit_i)
+            flags |= FLAG_ORACLE
+            S.counters[C_ORACLE] += 1
+            S.counters[C_STEP_ORACLE] += 1
+            set_block_gap(S, cfg_i, cfg_f, i, (fw_val - mu_h) / n, k)
+            fw_loss = label_loss(M, i, S.ybuf)
+            if track:
+                hsh = label_hash(S.ybuf, L)
+                fw_slot = atom_find(M, S, i, S.ybuf, hsh)
+                if fw_slot < 0:
+                    fw_slot = atom_insert(M, S, i, S.ybuf, hsh, fw_loss, k)
+                    if fw_slot < 0:  # callers grow the pools before a step (C_GROW); never reached
+                        raise RuntimeError("atom pool full: grow_atoms must run before the step")
+                else:
+                    S.a_used[i, fw_slot] = k
+        for t in range(L):
+            S.last_fw[t] = S.ybuf[t]
+        g_fw = (fw_val - mu_h) / n
+
+        # ---- away corner: argmin over the active set of H_i (Paper: Alg. 3, 4)
+        if step != STEP_FW:
+            if not sparse:
+                best_a = np.inf
+                for s in range(S.a_count[i]):
+                    if S.a_alpha[i, s] > 0.0:
+                        val = atom_dot(M, S, i, s, h)
+                        if val < best_a:
+                            best_a = val
+                            a_slot = s
+                a_val = best_a
+            b = atom_base(M, S, i, a_slot)
+            for t in range(L):
+                S.yaway[t] = S.a_lab[b + t]
+                S.last_away[t] = S.yaway[t]
+
+        # ---- candidates
+        kind = KIND_FW
+        gam = 0.0
+        gmax = 1.0
+        g_used = g_fw
+        best_imp = -1.0
+        dl = S.dlt
+        if step == STEP_FW or step == STEP_AWAY or step == STEP_COMBINED:
+            for q in range(p):
+                dl[q] = -mu[q]
+            label_add(M, i, S.ybuf, 1.0, dl)
+            qn = block_sqnorm(M, i, dl, S.zbuf)
+            gam, best_imp = _line(g_fw, qn, lam, n, 1.0)
+            kind = KIND_FW
+            gmax = 1.0
+        if step == STEP_AWAY or step == STEP_COMBINED:
+            alpha_a = S.a_alpha[i, a_slot]
+            g_a = (mu_h - a_val) / n
+            # with (numerically) all the mass on the away corner the away direction is zero:
+            # μ_i − m(y_a) is round-off only, and γ_max = α_a / (1 − α_a) would be unbounded
+            single = alpha_a >= 1.0 - 1e-12
+            amax = 0.0 if single else alpha_a / (1.0 - alpha_a)
+            # away direction δ = μ_i − m(y_a)
+            for q in range(p):
+                S.tmp[q] = mu[q]
+            label_add(M, i, S.yaway, -1.0, S.tmp)
+            qa = block_sqnorm(M, i, S.tmp, S.zbuf)
+            if g_a > 0.0 and qa > 0.0 and not single:
+                gam_a, imp_a = _line(g_a, qa, lam, n, amax)
+            else:
+                gam_a, imp_a = 0.0, 0.0
+            take = (g_a > g_fw) if step == STEP_AWAY else (imp_a > best_imp)
+            if take:
+                kind = KIND_AWAY
+                gam = gam_a
+                gmax = amax
+                best_imp = imp_a
+                g_used = g_a
+                for q in range(p):
+                    dl[q] = S.tmp[q]
+        if step == STEP_PAIRWISE or step == STEP_COMBINED:
+            alpha_a = S.a_alpha[i, a_slot]
+            g_p = (fw_val - a_val) / n
+            if sparse:
+                qp = _pair_sqnorm(M.K, L, M.gram, M.gram_off[i], S.ybuf, S.yaway)
+            else:
+                for q in range(p):
+                    S.tmp[q] = 0.0
+                label_add(M, i, S.ybuf, 1.0, S.tmp)
+                label_add(M, i, S.yaway, -1.0, S.tmp)
+                qp = block_sqnorm(M, i, S.tmp, S.zbuf)
+            gam_p, imp_p = _line(g_p, qp, lam, n, alpha_a)
+            if step == STEP_PAIRWISE or imp_p > best_imp:
+                kind = KIND_PAIRWISE
+                gam = gam_p
+                gmax = alpha_a
+                best_imp = imp_p
+                g_used = g_p
+                if not sparse:
+                    for q in range(p):
+                        dl[q] = S.tmp[q]
+
+        # ---- apply (one atomic change of μ_i, ℓ_i, w and the atoms)
+        if gam > 0.0:
+            if sparse and kind == KIND_PAIRWISE:
+                _pair_apply(M.K, M.lab_off[i], L, M.F1 - 1, M.feat_indptr, M.feat_indices, M.feat_values, M.first_off,
+                            M.last_off, M.trans_off, S.ybuf, S.yaway, gam, mu, -gam / (lam * n), S.v, S.w, S.lb, S.ub,
+                            has_box)
+            else:
+                for q in range(p):
+                    mu[q] += gam * dl[q]
+                block_axpy(M, i, -gam / (lam * n), dl, S.v, S.w, S.lb, S.ub, has_box)
+        old_ell = S.ell[i]
+        if kind == KIND_FW:
+            new_ell = old_ell + gam * (fw_loss / n - old_ell)
+            S.counters[C_FW] += 1
+            if track:
+                if gam >= 1.0:
+                    for s in range(S.a_count[i]):
+                        S.a_alpha[i, s] = 0.0
+                    S.a_alpha[i, fw_slot] = 1.0
+                elif gam > 0.0:
+                    for s in range(S.a_count[i]):
+                        S.a_alpha[i, s] *= (1.0 - gam)
+                    S.a_alpha[i, fw_slot] += gam
+        elif kind == KIND_AWAY:
+            a_loss = S.a_loss[i, a_slot]
+            new_ell = old_ell + gam * (old_ell - a_loss / n)
+            S.counters[C_AWAY] += 1
+            if gam > 0.0:
+                for s in range(S.a_count[i]):
+                    S.a_alpha[i, s] *= (1.0 + gam)
+                if gam >= gmax:
+                    S.a_alpha[i, a_slot] = 0.0
+                    flags |= FLAG_DROP
+                    S.counters[C_DROP] += 1
+                else:
+                    S.a_alpha[i, a_slot] -= gam
+        else:
+            a_loss = S.a_loss[i, a_slot]
+            new_ell = old_ell + gam * (fw_loss - a_loss) / n
+            S.counters[C_PAIR] += 1
+            if gam > 0.0 and fw_slot != a_slot:
+                if gam >= gmax:
+                    S.a_alpha[i, fw_slot] += S.a_alpha[i, a_slot]
+                    S.a_alpha[i, a_slot] = 0.0
+                    flags |= FLAG_DROP
+                    S.counters[C_DROP] += 1
+                else:
+                    S.a_alpha[i, a_slot] -= gam
+                    S.a_alpha[i, fw_slot] += gam
+        S.ell[i] = new_ell
+        S.scalars[S_ELL] += new_ell - old_ell
+        if track:
+            if kind != KIND_PAIRWISE and gam > 0.0 and cfg_f[F_DROP_TOL] > 0.0:
+                purge_small(M, S, cfg_i, cfg_f, i)
+            # atoms_trim, with its common no-op case checked here on plain arrays (handing the state
+            # tuple to an inlined helper costs a reference-count update per array)
+            a_count = S.a_count
+            a_alpha = S.a_alpha
+            limit = cfg_i[I_CACHE_SIZE] if cfg_i[I_CACHE] != 0 else 0
+            if a_count[i] > limit:
+                atoms_trim(M, S, cfg_i, i)
+            elif a_count[i] == a_alpha.shape[1]:
+                full = True
+                for q in range(a_count[i]):
+                    if a_alpha[i, q] == 0.0:
+                        full = False
+                        break
+                if full:
+                    S.counters[C_GROW] = 1
+
+        # ---- record
+        r = S.counters[C_LOG_POS] % S.log.shape[0]
+        S.log[r, L_ITER] = k
+        S.log[r, L_BLOCK] = i
+        S.log[r, L_KIND] = kind
+        S.log[r, L_FLAGS] = flags
+        S.log[r, L_GAMMA] = gam
+        S.log[r, L_GAMMA_MAX] = gmax
+        S.log[r, L_GAP] = S.gap_est[i]
+        S.log[r, L_CORNER_GAP] = g_used
+        S.log[r, L_IMPROVE] = best_imp if best_imp > 0.0 else 0.0
+        if track:
+            na_now = 0
+            a_alpha = S.a_alpha
+            for q in range(S.a_count[i]):
+                if a_alpha[i, q] > 0.0:
+                    na_now += 1
+            S.log[r, L_ACTIVE] = na_now
+        else:
+            S.log[r, L_ACTIVE] = -1
+        S.counters[C_LOG_POS] += 1
+        S.counters[C_ITER] = k + 1
         done += 1
     return done
 
