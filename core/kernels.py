@@ -512,18 +512,6 @@ def _pair_sqnorm(K, T, gram, g0, ys, yv):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _pair_net(K, ys, yv, T, q):
-    """Net count of transition q in m(y_s) − m(y_v)."""
-    c = 0
-    for u in range(T - 1):
-        if ys[u] * K + ys[u + 1] == q:
-            c += 1
-        if yv[u] * K + yv[u + 1] == q:
-            c -= 1
-    return c
-
-
-@njit(cache=True, nogil=True, inline="always")
 def chain_pair_apply(M, i, ys, yv, gam, mu, coef, v, w, lb, ub, has_box):
     """μ_i += γ (m(y_s) − m(y_v)) and v += coef · B_i (m(y_s) − m(y_v)) (w = clip(v) on the touched
     coordinates when has_box), touching only the entries where the two labellings differ.
@@ -577,9 +565,18 @@ def _pair_apply(K, t0, T, F, feat_indptr, feat_indices, feat_values, first_off, 
                 seen = True
                 break
         if not seen:
-            net = _pair_net(K, ys, yv, T, q)
+            net = 0
+            for u in range(T - 1):
+                if ys[u] * K + ys[u + 1] == q:
+                    net += 1
+                if yv[u] * K + yv[u + 1] == q:
+                    net -= 1
             if net != 0:
-                _trans_update(trans_off, q, TK, gam * net, coef * net, mu, v, w, lb, ub, has_box)
+                mu[TK + q] += gam * net
+                j = trans_off + q
+                v[j] += coef * net
+                if has_box:
+                    w[j] = _clip(v[j], lb[j], ub[j])
     for t in range(T - 1):
         q = yv[t] * K + yv[t + 1]
         seen = False
@@ -588,25 +585,18 @@ def _pair_apply(K, t0, T, F, feat_indptr, feat_indices, feat_values, first_off, 
                 seen = True
                 break
         if not seen:
-            net = _pair_net(K, ys, yv, T, q)
+            net = 0
+            for u in range(T - 1):
+                if ys[u] * K + ys[u + 1] == q:
+                    net += 1
+                if yv[u] * K + yv[u + 1] == q:
+                    net -= 1
             if net != 0:
-                _trans_update(trans_off, q, TK, gam * net, coef * net, mu, v, w, lb, ub, has_box)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _trans_update(trans_off, q, TK, dmu, dv, mu, v, w, lb, ub, has_box):
-    mu[TK + q] += dmu
-    j = trans_off + q
-    v[j] += dv
-    if has_box:
-        w[j] = _clip(v[j], lb[j], ub[j])
-
-
-# ============================================================================ atoms
-# Atoms of block i live in slots 0..a_count[i]-1: labels in a_lab[lab_off[i]*cap + s*L : ... + L]
-# (L = label length of the block), α in a_alpha[i, s], task loss L_i(y) in a_loss[i, s],
-# FNV-1a hash in a_hash[i, s], last iteration used in a_used[i, s].
-# Active set = atoms with α > 0; cache = all atoms (active set ⊆ cache).
+                mu[TK + q] += gam * net
+                j = trans_off + q
+                v[j] += coef * net
+                if has_box:
+                    w[j] = _clip(v[j], lb[j], ub[j])
 
 
 @njit(cache=True, nogil=True, inline="always")
