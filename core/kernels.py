@@ -185,7 +185,7 @@ def chain_scores_masked(M, i, w, h, mark):
 
 @njit(cache=True, nogil=True, inline="always")
 def _scores_masked(K, t0, T, F, feat_indptr, feat_indices, feat_values, gt, first_off, last_off, trans_off,
-                   w, h, mark):
+                   w, h, mark, copy_trans=True):
     invT = 1.0 / T
     cst = F * K
     for t in range(T):
@@ -207,9 +207,10 @@ def _scores_masked(K, t0, T, F, feat_indptr, feat_indices, feat_values, gt, firs
             h[k] += w[first_off + k]
         if mark[(T - 1) * K + k] != 0:
             h[(T - 1) * K + k] += w[last_off + k]
-    off = T * K
-    for q in range(K * K):
-        h[off + q] = w[trans_off + q]
+    if copy_trans:
+        off = T * K
+        for q in range(K * K):
+            h[off + q] = w[trans_off + q]
 
 
 @njit(cache=True, nogil=True)
@@ -986,6 +987,9 @@ def run_steps(M, S, cfg_i, cfg_f, max_steps):
     step = cfg_i[I_STEP]
     h = S.h
     rng, tree, gap_est, unv, counters, perm = S.rng, S.tree, S.gap_est, S.unv, S.counters, S.perm
+    # scratch for the active-set scan (the pool capacity cannot change during this call)
+    keys = np.empty(S.a_alpha.shape[1], dtype=np.uint64)
+    terms = np.empty(S.a_alpha.shape[1])
     while done < max_steps:
         if counters[C_GROW] != 0:
             break
@@ -1022,7 +1026,7 @@ def run_steps(M, S, cfg_i, cfg_f, max_steps):
                     if mu[q] != 0.0:
                         S.mark[q] = 1
             _scores_masked(M.K, M.lab_off[i], L, M.F1 - 1, M.feat_indptr, M.feat_indices, M.feat_values, M.gt,
-                           M.first_off, M.last_off, M.trans_off, S.w, h, S.mark)
+                           M.first_off, M.last_off, M.trans_off, S.w, h, S.mark, not sparse)
             for q in range(TK):
                 S.mark[q] = 0
         else:
@@ -1042,22 +1046,21 @@ def run_steps(M, S, cfg_i, cfg_f, max_steps):
             # the slots, so a cache that never hits leaves the trace unchanged)
             na = 0
             cnt = S.a_count[i]
-            keys = np.empty(cnt, dtype=np.uint64)
-            terms = np.empty(cnt)
             a_best = np.inf
             a_lab = S.a_lab
             a_alpha = S.a_alpha
             a_hash = S.a_hash
             K = M.K
             lab0 = M.lab_off[i] * a_alpha.shape[1]
-            toff = L * K
+            w_ = S.w  # transition scores are the weights themselves (h's K×K part is a copy)
+            tr_off = M.trans_off
             for s in range(cnt):
                 b = lab0 + s * L
                 val = 0.0
                 for t in range(L):
                     val += h[t * K + a_lab[b + t]]
                 for t in range(L - 1):
-                    val += h[toff + a_lab[b + t] * K + a_lab[b + t + 1]]
+                    val += w_[tr_off + a_lab[b + t] * K + a_lab[b + t + 1]]
                 if could_hit and val > best:
                     best = val
                     fw_slot = s
