@@ -411,7 +411,9 @@ class Solver:
         test_err = self.test_error() if self.test_data is not None else math.nan
         self._record("gap_check", exact=ex, test_error=test_err)
         # no batch step once the run's threshold is met: the result must be the certified point
-        stop_gap = getattr(self, "_run_threshold", self.config.gap_threshold)
+        stop_gap = getattr(self, "_run_threshold", None)  # set while run() is running
+        if stop_gap is None:
+            stop_gap = self.config.gap_threshold
         if self.config.batch_step and ex.gap > 0 and not (stop_gap > 0 and ex.gap <= stop_gap):
             self.batch_step(ex.gap)
 
@@ -580,7 +582,7 @@ class Solver:
                 status = Status.TIME_LIMIT
             elif should_stop is not None and should_stop():
                 status = Status.STOPPED
-        self._run_threshold = cfg.gap_threshold
+        self._run_threshold = None
         if final_gap_check and (self._last_exact is None or self._last_exact_iter != self.iteration):
             ex = self.exact_gap(count=True)
             self._record("gap_check", exact=ex,
