@@ -552,47 +552,31 @@ def _pair_apply(K, t0, T, F, feat_indptr, feat_indices, feat_values, first_off, 
                 w[off + a] = _clip(v[off + a], lb[off + a], ub[off + a])
                 w[off + b] = _clip(v[off + b], lb[off + b], ub[off + b])
     TK = T * K
-    # each distinct transition once (net count over both labellings), s-pairs first
-    for t in range(T - 1):
-        q = ys[t] * K + ys[t + 1]
+    m = T - 1
+    # each distinct transition once, with its net count over both labellings: candidate c is the
+    # s-pair at c (c < m) or the v-pair at c − m, taken unless an earlier candidate is the same pair
+    for c in range(2 * m):
+        q = ys[c] * K + ys[c + 1] if c < m else yv[c - m] * K + yv[c - m + 1]
         seen = False
-        for u in range(t):
+        for c2 in range(c):
+            q2 = ys[c2] * K + ys[c2 + 1] if c2 < m else yv[c2 - m] * K + yv[c2 - m + 1]
+            if q2 == q:
+                seen = True
+                break
+        if seen:
+            continue
+        net = 0
+        for u in range(m):
             if ys[u] * K + ys[u + 1] == q:
-                seen = True
-                break
-        if not seen:
-            net = 0
-            for u in range(T - 1):
-                if ys[u] * K + ys[u + 1] == q:
-                    net += 1
-                if yv[u] * K + yv[u + 1] == q:
-                    net -= 1
-            if net != 0:
-                mu[TK + q] += gam * net
-                j = trans_off + q
-                v[j] += coef * net
-                if has_box:
-                    w[j] = _clip(v[j], lb[j], ub[j])
-    for t in range(T - 1):
-        q = yv[t] * K + yv[t + 1]
-        seen = False
-        for u in range(T - 1):
-            if ys[u] * K + ys[u + 1] == q or (u < t and yv[u] * K + yv[u + 1] == q):
-                seen = True
-                break
-        if not seen:
-            net = 0
-            for u in range(T - 1):
-                if ys[u] * K + ys[u + 1] == q:
-                    net += 1
-                if yv[u] * K + yv[u + 1] == q:
-                    net -= 1
-            if net != 0:
-                mu[TK + q] += gam * net
-                j = trans_off + q
-                v[j] += coef * net
-                if has_box:
-                    w[j] = _clip(v[j], lb[j], ub[j])
+                net += 1
+            if yv[u] * K + yv[u + 1] == q:
+                net -= 1
+        if net != 0:
+            mu[TK + q] += gam * net
+            j = trans_off + q
+            v[j] += coef * net
+            if has_box:
+                w[j] = _clip(v[j], lb[j], ub[j])
 
 
 @njit(cache=True, nogil=True, inline="always")
