@@ -846,13 +846,7 @@ def _path_points(model, cfg: PathConfig, scfg: SolverConfig, test_data, should_s
     point.dual = solver.dual_objective()
     cum_passes, cum_time = point.passes, point.time_s
     point.cum_passes, point.cum_time_s = cum_passes, cum_time
-    t1 = time.perf_counter()
-    if cfg.true_gaps:
-        ex = solver.exact_gap(count=False)
-        point.exact_gap, point.primal = ex.gap, ex.primal
-    if test_data is not None:
-        point.test_error = model.error(point.w, test_data)
-    excluded += time.perf_counter() - t1
+    excluded += _diagnostics(point, solver, model, test_data, cfg.true_gaps)
     _next_step(point, eps, cfg.lam_min)
     _budget_end(point, cfg, used(), should_stop)
     if keep_solver:
@@ -882,13 +876,7 @@ def _path_points(model, cfg: PathConfig, scfg: SolverConfig, test_data, should_s
         cum_passes += point.passes
         cum_time += point.time_s
         point.cum_passes, point.cum_time_s = cum_passes, cum_time
-        t1 = time.perf_counter()
-        if cfg.true_gaps and not exact:
-            ex = solver.exact_gap(count=False)
-            point.exact_gap, point.primal = ex.gap, ex.primal
-        if test_data is not None:
-            point.test_error = model.error(point.w, test_data)
-        excluded += time.perf_counter() - t1
+        excluded += _diagnostics(point, solver, model, test_data, cfg.true_gaps and not exact)
         _next_step(point, eps, cfg.lam_min)
         if status in ("time_limit", "stopped") and point.end in ("", "not_converged"):
             point.end = status
@@ -932,6 +920,19 @@ def induction_step(solver: Solver, lam_new: float, config: PathConfig, *, gap: f
                          max_passes=config.max_passes_per_breakpoint, time_limit=time_limit,
                          should_stop=should_stop, check_every=config.check_every)
     return new, res, status
+
+
+def _diagnostics(point, solver, model, test_data, true_gap: bool) -> float:
+    """The extras of a point that are not part of the method's cost: the exact gap where the
+    method did not compute one (uncounted pass; Fig. 7) and the test error. Returns their seconds,
+    which the caller excludes from the path's time."""
+    t1 = time.perf_counter()
+    if true_gap:
+        ex = solver.exact_gap(count=False)
+        point.exact_gap, point.primal = ex.gap, ex.primal
+    if test_data is not None:
+        point.test_error = model.error(point.w, test_data)
+    return time.perf_counter() - t1
 
 
 def _budget_end(point, cfg, used_s, should_stop):
@@ -1045,10 +1046,7 @@ def _grid_points(model, lams, eps, mode, scfg, test_data, max_passes_per_point, 
         cum_passes += point.passes
         cum_time += point.time_s
         point.cum_passes, point.cum_time_s = cum_passes, cum_time
-        if test_data is not None:
-            t1 = time.perf_counter()
-            point.test_error = model.error(point.w, test_data)
-            excluded += time.perf_counter() - t1
+        excluded += _diagnostics(point, solver, model, test_data, False)
         if j == len(lams) - 1:
             point.end = "done"
         elif status in ("time_limit", "stopped"):
