@@ -176,8 +176,17 @@ def _finish(args, result, what: str, extra: dict) -> int:
     return 0
 
 
-def cmd_path(args) -> int:
+def _load_model(args):
+    """(chain model of the training set, test set, seconds spent loading) for --dataset."""
     from gaplab.core import ChainModel
+
+    t0 = time.perf_counter()
+    train, test = _load_dataset(args.dataset, args.data_home)
+    model = ChainModel(train)
+    return model, test, time.perf_counter() - t0
+
+
+def cmd_path(args) -> int:
     from gaplab.core.regpath import PathConfig, regularization_path
 
     kappa = args.kappa if args.kappa is not None else (0.7 if args.heuristic else 0.9)
@@ -186,10 +195,7 @@ def cmd_path(args) -> int:
                      true_gaps=args.true_gaps, check_every=args.check_every,
                      batch_step=args.breakpoint_batch_step)
     scfg = solver_config_from_args(args, lam=1.0)
-    t0 = time.perf_counter()
-    train, test = _load_dataset(args.dataset, args.data_home)
-    model = ChainModel(train)
-    load_s = time.perf_counter() - t0
+    model, test, load_s = _load_model(args)
     if not args.quiet:
         kind = "heuristic" if cfg.heuristic else "ε-approximate"
         print(f"gaplab path: {args.dataset} (n={model.n}, d={model.d}), {kind} path, ε={cfg.eps}, κ={cfg.kappa}, "
@@ -205,17 +211,13 @@ def cmd_path(args) -> int:
 
 
 def cmd_grid(args) -> int:
-    from gaplab.core import ChainModel
     from gaplab.core.regpath import _check_grid, grid_search
 
     lams = _check_grid(args.lams)
     if not (args.eps > 0 and math.isfinite(args.eps)):
         raise ValueError(f"eps must be a finite number > 0, got {args.eps}")
     scfg = solver_config_from_args(args, lam=1.0)
-    t0 = time.perf_counter()
-    train, test = _load_dataset(args.dataset, args.data_home)
-    model = ChainModel(train)
-    load_s = time.perf_counter() - t0
+    model, test, load_s = _load_model(args)
     if not args.quiet:
         print(f"gaplab grid: {args.dataset} (n={model.n}, d={model.d}), {lams.size} values of λ "
               f"{lams[0]:.4g} -> {lams[-1]:.4g}, ε={args.eps}, warm start: {args.warm_start}; solver "
