@@ -94,6 +94,17 @@ def out_path(out_dir, name: str) -> Path:
     return p / name
 
 
+def save_outputs(res: dict, plot, out_dir, stem: str) -> None:
+    """Draw ``plot(res, path)`` to ``<out_dir>/<stem>.png``, record it in ``res["figure"]``, write
+    ``res`` to ``<out_dir>/<stem>.json`` and print both paths and ``res["wall_time_s"]`` (the
+    command-line ending of the toy examples)."""
+    fig_path = out_path(out_dir, f"{stem}.png")
+    plot(res, fig_path)
+    res["figure"] = str(fig_path)
+    js = write_json(out_path(out_dir, f"{stem}.json"), res)
+    print(f"figure: {fig_path}\nsummary: {js}\ntotal {res['wall_time_s']:.1f} s")
+
+
 def plain_log_ticks(ax, axis: str = "y") -> None:
     """Label a log axis with plain numbers (0.6, 1, 2) instead of 6×10⁻¹ (for ratio axes)."""
     from matplotlib.ticker import FuncFormatter

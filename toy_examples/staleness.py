@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from ._common import (DEFAULT_OUT_DIR, check_int, check_positive, gap_check_label, new_figure,
-                      out_path, parse_gap_check, plain_log_ticks, write_json)
+                      parse_gap_check, plain_log_ticks, save_outputs)
 
 __all__ = ["DEFAULT_GAP_CHECKS", "run_staleness", "plot_staleness", "main"]
 
@@ -192,11 +192,7 @@ def main(argv=None) -> int:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    fig_path = out_path(args.out_dir, "staleness.png")
-    plot_staleness(res, fig_path)
-    res["figure"] = str(fig_path)
-    js = write_json(out_path(args.out_dir, "staleness.json"), res)
-    print(f"figure: {fig_path}\nsummary: {js}\ntotal {res['wall_time_s']:.1f} s")
+    save_outputs(res, plot_staleness, args.out_dir, "staleness")
     return 0
 
 

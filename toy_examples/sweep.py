@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from ._common import (DEFAULT_OUT_DIR, check_int, check_positive, gap_check_label, new_figure,
-                      out_path, parse_gap_check, write_json)
+                      out_path, parse_gap_check, save_outputs)
 from .hard_easy import SAMPLERS, compare_samplers, make_hard_easy
 
 __all__ = ["DEFAULT_NS", "DEFAULT_KS", "DEFAULT_EPSS", "run_sweep", "format_table", "plot_sweep", "main"]
@@ -256,12 +256,8 @@ def main(argv=None) -> int:
     table = format_table(sweep)
     print(table)
     sweep["table_markdown"] = table
-    fig_path = out_path(args.out_dir, "sweep.png")
-    plot_sweep(sweep, fig_path)
-    sweep["figure"] = str(fig_path)
     out_path(args.out_dir, "sweep_table.md").write_text(table + "\n")
-    js = write_json(out_path(args.out_dir, "sweep.json"), sweep)
-    print(f"figure: {fig_path}\nsummary: {js}\ntotal {sweep['wall_time_s']:.1f} s")
+    save_outputs(sweep, plot_sweep, args.out_dir, "sweep")
     return 0
 
 

@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from ._common import (DEFAULT_OUT_DIR, check_int, check_positive, gap_check_label, new_figure,
-                      out_path, parse_gap_check, write_json)
+                      parse_gap_check, save_outputs)
 from .theory import curvature_upper_bounds, improvement_factor, nonuniformity
 
 __all__ = ["run_theorem2", "toy_factor", "plot_theorem2", "main"]
@@ -193,11 +193,7 @@ def main(argv=None) -> int:
     t = res["toy"]
     print(f"App. C toy (n={t['n']}, K={t['K']}): χ(C) = {t['chi_C']:.3f}, χ(g) = {t['chi_g']:.3f}, "
           f"factor = {t['factor']:.1f} = n^1.5 = {t['n_to_1.5']:.1f}")
-    fig_path = out_path(args.out_dir, "theorem2.png")
-    plot_theorem2(res, fig_path)
-    res["figure"] = str(fig_path)
-    js = write_json(out_path(args.out_dir, "theorem2.json"), res)
-    print(f"figure: {fig_path}\nsummary: {js}\ntotal {res['wall_time_s']:.1f} s")
+    save_outputs(res, plot_theorem2, args.out_dir, "theorem2")
     return 0
 
 
