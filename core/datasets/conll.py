@@ -504,18 +504,20 @@ def make_conll_datasets(
         indptr, indices, values = _csr_from_ids(ids_)
         return seq_offsets, indptr, indices, values, labels
 
-    so, ip, ind, val, lab = encode(train_sentences, ids, train_source)
+    train_arrays = encode(train_sentences, ids, train_source)
     del ids
-    train = SequenceData(
-        seq_offsets=so, feat_indptr=ip, feat_indices=ind, feat_values=val, labels=lab,
-        n_features=n_features, label_names=label_names, name=f"{name}/train",
-        extras={
-            "words": tuple(s[0] for s in train_sentences),
-            "pos": tuple(s[1] for s in train_sentences),
-            "chunks": tuple(s[2] for s in train_sentences),
-            "attribute_names": tuple(names),
-        },
-    )
+
+    def split(sentences, arrays, suffix, **extras):
+        so, ip, ind, val, lab = arrays
+        return SequenceData(
+            seq_offsets=so, feat_indptr=ip, feat_indices=ind, feat_values=val, labels=lab,
+            n_features=n_features, label_names=label_names, name=f"{name}/{suffix}",
+            extras={"words": tuple(s[0] for s in sentences), "pos": tuple(s[1] for s in sentences),
+                    "chunks": tuple(s[2] for s in sentences), **extras},
+        )
+
+    train = split(train_sentences, train_arrays, "train", attribute_names=tuple(names))
+    del train_arrays
     if test_sentences is None:
         return train, None
 
@@ -528,18 +530,8 @@ def make_conll_datasets(
         local = np.fromiter((get(s, -1) for s in col), dtype=np.int64, count=n_tok)
         ids[:, c] = np.where(local >= 0, local + off, -1)
         del col, local
-    so, ip, ind, val, lab = encode(
-        test_sentences, ids, test_source, _test_start_lines, unknown_test_labels
-    )
-    test = SequenceData(
-        seq_offsets=so, feat_indptr=ip, feat_indices=ind, feat_values=val, labels=lab,
-        n_features=n_features, label_names=label_names, name=f"{name}/test",
-        extras={
-            "words": tuple(s[0] for s in test_sentences),
-            "pos": tuple(s[1] for s in test_sentences),
-            "chunks": tuple(s[2] for s in test_sentences),
-        },
-    )
+    test = split(test_sentences, encode(test_sentences, ids, test_source, _test_start_lines, unknown_test_labels),
+                 "test")
     return train, test
 
 
