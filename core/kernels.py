@@ -790,29 +790,12 @@ def mark_visited(S, i):
 @njit(cache=True, nogil=True, inline="always")
 def sample_block(M, S, cfg_i, cfg_f):
     """Draw the next block (Paper: Alg. 1 line 3 / Alg. 2 line 4). Gap-based samplers first
-    visit every never-visited block (gap estimate +inf) in uniformly random order."""
+    visit every never-visited block (gap estimate +inf) in uniformly random order. The idealized
+    sampler of Theorem 2 (exact gap) recomputes every block gap before the draw (oracle calls
+    counted apart, C_SAMPLER_ORACLE)."""
     n = M.n
     mode = cfg_i[I_SAMPLING]
-    if mode == SAMPLE_UNIFORM:
-        return rng_randint(S.rng, n)
-    if mode == SAMPLE_PERM:
-        pos = S.counters[C_PERM_POS]
-        if pos == 0:
-            for j in range(n):
-                S.perm[j] = j
-            for j in range(n - 1, 0, -1):
-                r = rng_randint(S.rng, j + 1)
-                tmp = S.perm[j]
-                S.perm[j] = S.perm[r]
-                S.perm[r] = tmp
-        i = S.perm[pos]
-        pos += 1
-        S.counters[C_PERM_POS] = 0 if pos == n else pos
-        return i
-    if mode == SAMPLE_WEIGHTS:
-        return _tree_draw(S, n)
     if mode == SAMPLE_EXACT_GAP:
-        # idealized sampler of Theorem 2: every block gap recomputed before the draw
         k = S.counters[C_ITER]
         for j in range(n):
             S.gap_est[j] = _block_gap_at(M, S, j)
@@ -820,24 +803,7 @@ def sample_block(M, S, cfg_i, cfg_f):
             mark_visited(S, j)
         S.counters[C_SAMPLER_ORACLE] += n
         tree_rebuild(S, cfg_f, n)
-        return _tree_draw(S, n)
-    nu = S.counters[C_UNVISITED]
-    if nu > 0:
-        return S.unv[rng_randint(S.rng, nu)]
-    if mode == SAMPLE_MAXGAP:
-        best = -np.inf
-        arg = 0
-        for j in range(n):
-            if S.gap_est[j] > best:
-                best = S.gap_est[j]
-                arg = j
-        return arg
-    return _tree_draw(S, n)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _tree_draw(S, n):
-    return _tree_draw_arr(S.tree, S.rng, n)
+    return _sample_arr(n, mode, S.rng, S.tree, S.gap_est, S.unv, S.counters, S.perm)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -904,9 +870,9 @@ def cache_hit_rule(ghat, gap_i, visited, global_gap, F, nu, n):
 
 @njit(cache=True, nogil=True, inline="always")
 def _sample_arr(n, mode, rng, tree, gap_est, unv, counters, perm):
-    """:func:`sample_block` for every sampler but the idealized exact-gap one, on the arrays it
-    needs (passing the state tuple to an inlined helper costs a reference-count update per
-    array; this runs once per step)."""
+    """The draw of :func:`sample_block` on the arrays it needs (passing the state tuple to an
+    inlined helper costs a reference-count update per array; this runs once per step). After an
+    exact-gap refresh every block is visited, so that sampler draws from the tree here."""
     if mode == SAMPLE_UNIFORM:
         return rng_randint(rng, n)
     if mode == SAMPLE_PERM:
