@@ -62,6 +62,9 @@ class Page:
         self.console = []
         self.page.on("console", lambda m: self.console.append((m.type, m.text)))
         self.page.on("pageerror", lambda e: self.console.append(("pageerror", str(e))))
+        # the URLs behind "Failed to load resource" console errors (the console text omits them)
+        self.failed_requests = []
+        self.page.on("requestfailed", lambda r: self.failed_requests.append((r.url, r.failure)))
         self.page.goto(url, timeout=60_000)
         self.button("Step").wait_for()
         self.wait_status(r"● ready")
@@ -126,7 +129,7 @@ def test_page_loads_without_console_errors(page):
     for tab in ("Convergence", "Cache & active sets", "Toy example", "Step"):
         page.page.locator(".bk-tab", has_text=tab).first.click()
         time.sleep(0.4)
-    assert page.errors() == []
+    assert page.errors() == [], page.failed_requests
 
 
 def test_step_changes_block_index_and_gap_plot(page):
@@ -147,7 +150,7 @@ def test_step_changes_block_index_and_gap_plot(page):
         seen.add(page.block())
     assert len(seen) > 1 and page.finite_bars() == len(seen)
     page.shot("step")
-    assert page.errors() == []
+    assert page.errors() == [], page.failed_requests
 
 
 def _set_budget(page, value):
@@ -171,7 +174,7 @@ def test_run_then_stop(page):
     time.sleep(0.6)
     assert page.iteration() == it >= it_running
     page.shot("stopped")
-    assert page.errors() == []
+    assert page.errors() == [], page.failed_requests
 
 
 def test_switching_dataset_mid_run(page):
@@ -184,7 +187,7 @@ def test_switching_dataset_mid_run(page):
     page.button("Step").click()
     page.wait_status(r"ocr-large.*iteration 1\b")
     page.shot("switched_dataset")
-    assert page.errors() == []
+    assert page.errors() == [], page.failed_requests
 
 
 def test_two_browser_contexts_stay_independent(server, browser):
@@ -202,7 +205,7 @@ def test_two_browser_contexts_stay_independent(server, browser):
         assert a.iteration() == 3 and a.page.locator(".gaplab-w-sampling select").first.input_value() == "gap"
         a.shot("context_a")
         b.shot("context_b")
-        assert a.errors() == [] and b.errors() == []
+        assert a.errors() == [] and b.errors() == [], (a.failed_requests, b.failed_requests)
     finally:
         a.close()
         b.close()
@@ -217,7 +220,7 @@ def test_toy_tab_shows_a_speedup(page):
     assert m and float(m.group(1)) > 1
     time.sleep(0.5)
     page.shot("toy")
-    assert page.errors() == []
+    assert page.errors() == [], page.failed_requests
 
 
 def _fill(page, css, value):
@@ -260,7 +263,7 @@ def test_path_tab_traces_breakpoints_and_picks_a_lambda(page):
     page.page.locator(".gaplab-block").first.wait_for()
     time.sleep(0.3)
     page.shot("path_model_step")
-    assert page.errors() == []
+    assert page.errors() == [], page.failed_requests
 
 
 @pytest.mark.skipif(CONLL is None, reason="CoNLL-2000 not found ($GAPLAB_DATA or ../shared/data)")
@@ -281,7 +284,7 @@ def test_conll_anatomy_shows_chunks(page):
     assert all(len(r.split()) >= 3 for r in rows) and rows[0].split()[2:] != []
     assert page.page.locator(".gaplab-chunk").count() >= 3
     page.shot("conll_anatomy")
-    assert page.errors() == []
+    assert page.errors() == [], page.failed_requests
 
 
 def test_closed_sessions_are_released(server, browser):
