@@ -37,11 +37,13 @@ def free_port(address: str = "127.0.0.1") -> int:
 class AppServer:
     """``gaplab.app.serve.serve`` in a subprocess on 127.0.0.1 (stderr to a log file).
 
-    Use as a context manager; ``url`` is ready when ``__enter__`` returns.
+    Use as a context manager; ``url`` is ready when ``__enter__`` returns. With ``wait_warm``
+    ``__enter__`` also waits (up to ``timeout`` seconds) until the server has compiled its solver
+    kernels and loaded the default dataset in the background.
     """
 
     def __init__(self, log_path, port: int | None = None, *, session_lifetime_ms: int = 1000,
-                 timeout: float = 90.0, env: dict | None = None):
+                 timeout: float = 90.0, env: dict | None = None, wait_warm: bool = False):
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.log_path = Path(log_path)
@@ -49,6 +51,7 @@ class AppServer:
         self.env = dict(os.environ, **(env or {}))
         self.proc: subprocess.Popen | None = None
         self.ready_s = float("nan")
+        self.wait_warm = wait_warm
         code = (f"import sys; from gaplab.app.serve import serve; sys.exit(serve(port={self.port}, "
                 f"address='127.0.0.1', unused_session_lifetime_ms={session_lifetime_ms}, "
                 f"check_unused_sessions_ms={max(200, session_lifetime_ms // 2)}))")
@@ -63,7 +66,10 @@ class AppServer:
         while time.perf_counter() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"app server exited with {self.proc.returncode}:\n{self.log()}")
-            if "serving on" in self.log():  # printed once the port is bound (no session made)
+            log = self.log()
+            # "serving on" is printed once the port is bound (no session made); with wait_warm
+            # also wait for the background compile of the solver kernels to finish
+            if "serving on" in log and (not self.wait_warm or "solver kernels and default dataset ready" in log):
                 try:
                     with socket.create_connection(("127.0.0.1", self.port), timeout=2):
                         self.ready_s = time.perf_counter() - t0

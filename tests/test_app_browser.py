@@ -35,7 +35,10 @@ CONLL = next((d for d in ([Path(os.environ["GAPLAB_DATA"]), Path(os.environ["GAP
 def server():
     ARTIFACTS.mkdir(exist_ok=True)
     env = {"GAPLAB_DATA": str(CONLL)} if CONLL is not None else None
-    with AppServer(ARTIFACTS / "browser_server.log", session_lifetime_ms=1000, env=env) as srv:
+    # started warm: with a cold numba cache the server compiles its kernels for ~50 s in the
+    # background, and pages opened meanwhile made CI flaky (library tracebacks on closed sockets)
+    with AppServer(ARTIFACTS / "browser_server.log", session_lifetime_ms=1000, env=env, timeout=240,
+                   wait_warm=True) as srv:
         yield srv
 
 
