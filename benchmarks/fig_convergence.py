@@ -97,15 +97,72 @@ def plot(ax_pass, ax_time, results, title):
     ax_time.set_title(title, fontsize=10)
 
 
+def _first_reach(curve, level):
+    """x of the first gap-check point with exact gap <= level (NaN if never)."""
+    hit = np.nonzero(curve[:, 1] <= level)[0] if len(curve) else []
+    return float(curve[hit[0], 0]) if len(hit) else float("nan")
+
+
+def _median_on(curves, grid):
+    b = band(curves, grid)
+    return None if b is None else b[0]
+
+
 def comparisons(results):
-    """Final median gaps and whether gap sampling / cache ever lost (at equal passes and time)."""
+    """Final median gaps, and the two questions of issue 3: was gap sampling ever slower than
+    uniform sampling, did the cache ever cost time?
+
+    ``reference_gap`` is the largest median final gap over the methods (a level every method
+    reaches); ``median_time_to_reference_gap_s`` / ``median_passes_to_reference_gap`` are the
+    medians over seeds of the first gap check at or below it. Each pair (gap vs uniform with the
+    same step and cache; cache vs no cache with the same sampler and step) gets the ratio of
+    those times (< 1: the first method is faster) and ``worst_gap_ratio_at_equal_time``, the
+    largest ratio of the two median gap curves on a common time grid (> 1: the first method is
+    behind somewhere)."""
     rows = {}
+    finals = {}
     for name, res in results.items():
         gaps = [r["exact_gap"] for r in res["runs"]]
-        times = [r["wall_time_s"] for r in res["runs"]]
-        rows[name] = {"median_final_gap": float(np.median(gaps)), "median_time_s": float(np.median(times)),
+        finals[name] = float(np.median(gaps))
+        rows[name] = {"median_final_gap": finals[name],
+                      "median_time_s": float(np.median([r["wall_time_s"] for r in res["runs"]])),
                       "median_effective_passes": float(np.median([r["effective_passes"] for r in res["runs"]]))}
-    return rows
+    ref = max(finals.values())
+    for name, res in results.items():
+        for xkey, col in (("wall_time_s", "median_time_to_reference_gap_s"),
+                          ("effective_passes", "median_passes_to_reference_gap")):
+            rows[name][col] = float(np.nanmedian([_first_reach(c, ref) for c in gap_curves(res["traces"], xkey)]))
+    by_key = {res["key"]: name for name, res in results.items()}
+    pairs = {}
+    for (sampling, step, cache), name in by_key.items():
+        other = None
+        if sampling == "gap":
+            other, what = by_key.get(("uniform", step, cache)), "gap_vs_uniform"
+        if other is not None:
+            pairs[f"{what}: {name} vs {other}"] = _pair(results, name, other, rows)
+        if cache:
+            other = by_key.get((sampling, step, False))
+            if other is not None:
+                pairs[f"cache_vs_none: {name} vs {other}"] = _pair(results, name, other, rows)
+    return {"reference_gap": ref, "methods": rows, "pairs": pairs}
+
+
+def _pair(results, a, b, rows):
+    ca = gap_curves(results[a]["traces"], "wall_time_s")
+    cb = gap_curves(results[b]["traces"], "wall_time_s")
+    lo = max(min((c[0, 0] for c in ca if len(c)), default=np.inf), min((c[0, 0] for c in cb if len(c)), default=np.inf))
+    hi = min(max((c[-1, 0] for c in ca if len(c)), default=0.0), max((c[-1, 0] for c in cb if len(c)), default=0.0))
+    worst = float("nan")
+    if hi > lo:
+        grid = np.linspace(lo, hi, 200)
+        ma, mb = _median_on(ca, grid), _median_on(cb, grid)
+        if ma is not None and mb is not None:
+            with np.errstate(all="ignore"):
+                worst = float(np.nanmax(ma / mb))
+    ta = rows[a]["median_time_to_reference_gap_s"]
+    tb = rows[b]["median_time_to_reference_gap_s"]
+    return {"time_to_reference_gap_ratio": ta / tb if tb > 0 else float("nan"),
+            "worst_gap_ratio_at_equal_time": worst}
 
 
 def main(argv=None):
@@ -142,7 +199,7 @@ def main(argv=None):
         dname = "CoNLL-2000" if ds == "conll2000" else f"OCR-{ds}"
         plot(axes[0, col], axes[1, col], res, f"{dname}, λ = {lam}")
         summary["settings"].append({"dataset": dname, "lam": lam, "pass_budget": passes,
-                                    "methods": comparisons(res),
+                                    "comparison": comparisons(res),
                                     "traces": {k: [[{kk: r[kk] for kk in ("kind", "effective_passes", "wall_time_s",
                                                                           "exact_gap", "heuristic_gap", "dual", "primal")}
                                                     for r in tr] for tr in v["traces"]] for k, v in res.items()}})
@@ -154,7 +211,7 @@ def main(argv=None):
     png = out_dir() / f"convergence_{args.preset}.png"
     fig.savefig(png, dpi=110)
     path = write_json(f"convergence_{args.preset}.json", summary)
-    brief = [{"dataset": s["dataset"], "lam": s["lam"], "methods": s["methods"]} for s in summary["settings"]]
+    brief = [{"dataset": s["dataset"], "lam": s["lam"], **s["comparison"]} for s in summary["settings"]]
     print(json.dumps(brief, indent=1))
     print(f"wrote {png} and {path}", file=sys.stderr)
 

@@ -9,6 +9,7 @@ Cumulative time and cumulative effective passes vs λ go to PNG, every number to
     python benchmarks/regpath_bench.py --large --large-budget 300   # + OCR-large, 300 s per method
     python benchmarks/regpath_bench.py --kappa-sweep         # + Fig. 7 (κ) on OCR-small
     python benchmarks/regpath_bench.py --solver bcpfw-cache  # BCPFW + gap sampling + cache
+    python benchmarks/regpath_bench.py --solver bcfw-perm --methods eps_path,grid_primal  # other samplers
 
 Timings are wall-clock seconds of each method's own work (test error evaluation excluded), run
 one after the other on one core; use --repeats to take the best of several runs.
@@ -30,6 +31,10 @@ OUT = Path(__file__).resolve().parent / "out"
 SOLVERS = {
     "bcfw-gap": dict(step="fw", sampling="gap"),
     "bcpfw-cache": dict(step="pairwise", sampling="gap", cache=dict(enabled=True)),
+    # other samplers inside the path and the grid (same solver for both)
+    "bcfw-uniform": dict(step="fw", sampling="uniform"),
+    "bcfw-perm": dict(step="fw", sampling="permutation"),
+    "bcpfw-perm-cache": dict(step="pairwise", sampling="permutation", cache=dict(enabled=True)),
 }
 
 
@@ -89,6 +94,24 @@ LABELS = {"eps_path": "ε-approximate path (ε=0.1, κ=0.9)", "heuristic_path": 
 STYLE = {"eps_path": dict(color="C3", lw=2), "heuristic_path": dict(color="C1", lw=2, ls="--"),
          "grid_none": dict(color="C0", marker="o", ms=4), "grid_primal": dict(color="C2", marker="s", ms=4),
          "grid_dual": dict(color="C4", marker="^", ms=4)}
+
+
+def _by_lambda_range(path, grid, octaves=2):
+    """Where the passes go: breakpoints / grid points and their effective passes in each range
+    [2^k, 2^(k+octaves)) of λ, largest λ first."""
+    lp, pp = np.asarray(path.lams), path.column("passes")
+    lg, pg = np.asarray(grid.lams), grid.column("passes")
+    top = int(math.ceil(math.log2(max(lp.max(initial=1.0), lg.max(initial=1.0))))) + 1
+    bottom = int(math.floor(math.log2(min(lp.min(initial=1.0), lg.min(initial=1.0)))))
+    rows = []
+    for k in range(top - octaves, bottom - octaves, -octaves):
+        lo, hi = 2.0 ** k, 2.0 ** (k + octaves)
+        mp, mg = (lp >= lo) & (lp < hi), (lg >= lo) & (lg < hi)
+        if mp.any() or mg.any():
+            rows.append({"lam_from": hi, "lam_to": lo, "path_breakpoints": int(mp.sum()),
+                         "path_passes": float(pp[mp].sum()), "grid_points": int(mg.sum()),
+                         "grid_passes": float(pg[mg].sum())})
+    return rows
 
 
 def _plot_comparison(results, title, file):
@@ -228,7 +251,8 @@ def main(argv=None):
                 "passes_ratio": p.total_passes / g.total_passes, "time_ratio": p.total_time_s / g.total_time_s,
                 "path_passes": p.total_passes, "grid_passes": g.total_passes,
                 "path_time_s": p.total_time_s, "grid_time_s": g.total_time_s,
-                "path_covers_down_to": p.lam_end, "grid_reaches": float(g.lams[-1])}
+                "path_covers_down_to": p.lam_end, "grid_reaches": float(g.lams[-1]),
+                "passes_by_lambda_range": _by_lambda_range(p, g)}
             print(f"  path / warm-started grid: passes ×{p.total_passes / g.total_passes:.2f}, "
                   f"time ×{p.total_time_s / g.total_time_s:.2f}", flush=True)
         report["datasets"][name] = entry
