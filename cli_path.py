@@ -67,6 +67,9 @@ def _common(p):
     p.add_argument("--time-limit", type=_float_or_inf, default=math.inf, help="budget in seconds (default none)")
     p.add_argument("--check-every", type=_float_or_inf, default=1.0,
                    help="passes between looks at the stale gap sum (default 1)")
+    p.add_argument("--check-factor", type=float, default=0.8,
+                   help="run the exact gap pass once the stale gap sum is <= this factor times the target "
+                        "(default 0.8, the authors' choice; 1: at the target)")
     p.add_argument("--no-test-error", dest="test_error", action="store_false", default=True,
                    help="skip the test error of each point")
     p.add_argument("--out", default=None, help="save the path/grid here (.npz, no pickle)")
@@ -192,7 +195,7 @@ def cmd_path(args) -> int:
     kappa = args.kappa if args.kappa is not None else (0.7 if args.heuristic else 0.9)
     cfg = PathConfig(eps=args.eps, kappa=kappa, lam_min=args.lam_min, heuristic=args.heuristic,
                      max_passes_per_breakpoint=args.max_passes_per_breakpoint, time_limit=args.time_limit,
-                     true_gaps=args.true_gaps, check_every=args.check_every,
+                     true_gaps=args.true_gaps, check_every=args.check_every, check_factor=args.check_factor,
                      batch_step=args.breakpoint_batch_step)
     scfg = solver_config_from_args(args, lam=1.0)
     model, test, load_s = _load_model(args)
@@ -227,7 +230,8 @@ def cmd_grid(args) -> int:
         grid = grid_search(model, lams, eps=args.eps, warm_start=args.warm_start, solver_config=scfg,
                            test_data=test if args.test_error else None,
                            max_passes_per_point=args.max_passes_per_point, time_limit=args.time_limit,
-                           check_every=args.check_every, batch_step=args.batch_step_warm, callback=printer,
+                           check_every=args.check_every, check_factor=args.check_factor,
+                           batch_step=args.batch_step_warm, callback=printer,
                            meta={"dataset": args.dataset})
     finally:
         printer.close()

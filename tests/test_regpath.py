@@ -321,6 +321,31 @@ def test_solver_variants_inside(ocr60):
         assert np.all(path.column("gap")[1:] <= 0.18 + 1e-12)
 
 
+def test_check_factor_delays_the_exact_check(ocr60, monkeypatch):
+    """The counted exact gap pass of a breakpoint runs only once the stale gap sum is
+    <= check_factor·κε (the authors' 0.8 multiplier); with the factor 1 it runs earlier."""
+    _, _, model = ocr60
+    orig = Solver.exact_gap
+    target = 0.9 * 0.1
+    stale_at_check = {}
+    for factor in (1.0, 0.5):
+        calls = stale_at_check[factor] = []
+
+        def spy(self, *, count=True, store_corners=False, _calls=calls):
+            if count and store_corners:  # the path's convergence checks (periodic checks store no corners)
+                _calls.append(self.heuristic_gap)
+            return orig(self, count=count, store_corners=store_corners)
+
+        monkeypatch.setattr(Solver, "exact_gap", spy)
+        path = regularization_path(model, solver_config=SolverConfig(sampling="gap"), eps=0.1, kappa=0.9,
+                                   lam_min=1e-3, check_factor=factor)
+        monkeypatch.setattr(Solver, "exact_gap", orig)
+        assert path.end_reason == "rho<=0" and path.column("certified").all()
+        assert len(calls) > 10
+    assert max(stale_at_check[0.5]) <= 0.5 * target
+    assert max(stale_at_check[1.0]) > 0.5 * target  # the factor changes when the check runs
+
+
 def test_batch_step_variant(ocr60):
     _, _, model = ocr60
     a = regularization_path(model, eps=0.1, kappa=0.9, lam_min=1.0)
@@ -414,7 +439,9 @@ def test_default_grid():
                                 dict(kappa=0), dict(kappa=1), dict(kappa=1.5), dict(kappa=-0.2),
                                 dict(kappa=math.nan), dict(lam_min=0), dict(lam_min=-1.0),
                                 dict(lam_min=math.nan), dict(max_passes_per_breakpoint=0),
-                                dict(time_limit=0), dict(check_every=0), dict(max_breakpoints=0)])
+                                dict(time_limit=0), dict(check_every=0), dict(max_breakpoints=0),
+                                dict(check_factor=0), dict(check_factor=1.5), dict(check_factor=math.nan),
+                                dict(check_factor="0.8")])
 def test_bad_path_input(tiny, kw):
     _, model = tiny
     with pytest.raises(ValueError):
@@ -441,6 +468,8 @@ def test_bad_grid_options(tiny):
         iter_grid(model, [1.0], warm_start="sideways")
     with pytest.raises(ValueError):
         iter_grid(model, [1.0], eps=0)
+    with pytest.raises(ValueError, match="check_factor"):
+        iter_grid(model, [1.0], check_factor=0)
     with pytest.raises(ValueError):
         init_reg_path(model, eps=-1)
     with pytest.raises(ValueError):
