@@ -419,10 +419,10 @@ def _solve(solver: Solver, target: float, *, heuristic: bool, verify: bool, max_
     growing pass budget). After each chunk the stale gap sum is compared with the target:
     heuristic mode stops once it is <= target; exact mode, once it is <= check_factor·target,
     runs a counted exact gap pass (the authors' "true gap when converged") and stops if the
-    exact gap is <= target. A failed check doubles
-    the work required before the next one (so failed checks cost at most as much as the solver
-    work). The solver's periodic gap checks (``gap_check``) also stop it. Exact mode ends with
-    an exact gap of the final iterate (as ``run(final_gap_check=True)``)."""
+    exact gap is <= target. A failed check doubles the work required before the next one (so
+    failed checks cost at most as much as the solver work). The solver's periodic gap checks
+    (``gap_check``) also stop it. Exact mode ends with an exact gap of the final iterate (as
+    ``run(final_gap_check=True)``)."""
     n = solver.n
     t_begin = time.perf_counter()
     chunk = max(check_every, 1.0 / n)
