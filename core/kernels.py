@@ -930,7 +930,10 @@ def run_steps(M, S, cfg_i, cfg_f, max_steps):
     # scratch for the active-set scan (the pool capacity cannot change during this call)
     keys = np.empty(S.a_alpha.shape[1], dtype=np.uint64)
     terms = np.empty(S.a_alpha.shape[1])
-    sparse_steps = track and M.kind == MODEL_CHAIN and step != STEP_FW
+    # Away / pairwise / combined steps on a chain keep an active set: ⟨μ_i, h⟩ = Σ_y α_i(y)⟨m(y), h⟩
+    # comes from the atoms (one scan that also finds the cache and away corners) and a pairwise
+    # direction is handled in label space, so no step touches all T·K + K² statistics.
+    sparse = track and M.kind == MODEL_CHAIN and step != STEP_FW
     while done < max_steps:
         if counters[C_GROW] != 0:
             break
@@ -957,7 +960,7 @@ def run_steps(M, S, cfg_i, cfg_f, max_steps):
                     prefetch(S.a_hash, i * cap + q)
                 prefetch(S.a_loss, i * cap)
                 prefetch(S.a_used, i * cap)
-            if sparse_steps and M.gram.shape[0] > 0:
+            if sparse and M.gram.shape[0] > 0:
                 g_first = M.gram_off[i]
                 for q in range(g_first, M.gram_off[i + 1], 8):
                     prefetch(M.gram, q)
@@ -972,10 +975,6 @@ def run_steps(M, S, cfg_i, cfg_f, max_steps):
         # is computed only on a miss (bitwise the same entries either way).
         could_hit = (cfg_i[I_CACHE] != 0 and S.a_count[i] > 0 and S.gap_iter[i] >= 0
                      and S.scalars[S_GLOBAL_GAP] < np.inf)
-        # Away / pairwise / combined steps on a chain keep an active set: ⟨μ_i, h⟩ = Σ_y α_i(y)⟨m(y), h⟩
-        # comes from the atoms (one scan that also finds the cache and away corners) and a pairwise
-        # direction is handled in label space, so nothing below touches all T·K + K² statistics.
-        sparse = track and M.kind == MODEL_CHAIN and step != STEP_FW
         partial = could_hit and M.kind == MODEL_CHAIN
         if partial:
             TK = L * M.K
