@@ -417,3 +417,73 @@ def test_label_space_pairwise_direction_matches_dense():
         np.testing.assert_array_equal(b[0], a[0])
         np.testing.assert_array_equal(b[1], a[1])
         np.testing.assert_array_equal(wb, wa)
+
+
+def _binary_chain(n=12, seed=2):
+    data = random_chain_data(n=n, T_range=(1, 7), K=3, F=5, seed=seed)
+    X = [(data.dense_features(i) != 0).astype(float) for i in range(data.n)]
+    Y = [data.labels[data.seq_offsets[i]:data.seq_offsets[i + 1]] for i in range(data.n)]
+    return ChainModel(type(data).from_dense(X, Y, [str(k) for k in range(3)], name="binary"))
+
+
+def test_binary_feature_flag():
+    """Binary features (every stored value 1.0, as OCR pixels) set ``feat_unit``; others do not."""
+    assert _binary_chain().arrays.feat_unit == 1
+    assert ChainModel(random_chain_data(n=6, seed=1)).arrays.feat_unit == 0
+
+
+@pytest.mark.parametrize("step", ["pairwise", "combined"])
+def test_binary_feature_path_gives_the_same_trace(step):
+    """The cache-hit kernels skip the feature values when all are 1.0 (1.0·x is x exactly): a run on
+    binary features with that path is bitwise the run with the general path (flag forced off)."""
+    model = _binary_chain(n=15, seed=4)
+    base = dict(lam=0.01, step=step, sampling="gap", cache={"enabled": True}, gap_check=2, max_passes=15,
+                seed=1)
+    a = Solver(model, **base)
+    b = Solver(model, **base)
+    b._M = b._M._replace(feat_unit=0)
+    ra, rb = a.run(), b.run()
+    assert ra.cache_hits > 20  # the hit path ran
+    assert ra.cache_hits == rb.cache_hits
+    np.testing.assert_array_equal(ra.w, rb.w)
+    keys = ["kind", "iteration", "oracle_calls", "heuristic_gap", "exact_gap", "dual"]
+    assert [[r[k] for k in keys] for r in ra.trace] == [[r[k] for k in keys] for r in rb.trace]
+
+
+def test_exact_gap_pass_does_not_depend_on_threads_or_chunks(ocr_small):
+    """The exact gap pass spreads the blocks over threads: any chunking, and one thread or all,
+    gives bitwise the same block gaps, hinge terms and deltas, and sums in block order."""
+    import numba
+
+    train, _ = ocr_small
+    model = ChainModel(train.subset(range(200)))
+    s = Solver(model, lam=0.01, step="pairwise", sampling="gap", cache={"enabled": True}, max_passes=3, seed=0)
+    s.run()
+    M, S = s._M, s.S
+    outs = []
+    for nchunk in (1, 7, 64, M.n):
+        g, hs, d = np.empty(M.n), np.empty(M.n), np.empty(M.n)
+        lab = np.empty_like(S.batch_lab)
+        kr.gap_pass_blocks(M, S.w, S.mu, nchunk, S.h.shape[0], S.ybuf.shape[0], True, g, hs, d, lab)
+        outs.append((g, hs, d, lab))
+    for o in outs[1:]:
+        for x, y in zip(outs[0], o):
+            np.testing.assert_array_equal(x, y)
+    g = outs[0][0]
+    assert all(g >= -1e-12)
+    # one block by hand: g_i = max oracle value − ⟨μ_i, h_i⟩ over n
+    assert g[5] == pytest.approx(s.block_gap_now(5), rel=1e-12, abs=1e-15)
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = s.exact_gap(count=False)
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+        many = s.exact_gap(count=False)
+    finally:
+        numba.set_num_threads(before)
+    in_block_order = 0.0
+    for x in g:
+        in_block_order += float(x)
+    assert one.gap == many.gap == in_block_order
+    np.testing.assert_array_equal(one.block_deltas, many.block_deltas)
+    assert one.primal == many.primal

@@ -106,6 +106,7 @@ class ChainModel:
         return ModelArrays(
             MODEL_CHAIN, data.n, self.d, K, stat_off, data.seq_offsets, data.labels,
             data.feat_indptr, data.feat_indices, data.feat_values, self.F1,
+            int(bool(np.all(data.feat_values == 1.0))),
             gram_off, gram, self.first_off, self.last_off, self.trans_off,
             _EMPTY_I, _EMPTY_I, _EMPTY_I, _EMPTY_F, _EMPTY_F,
         )

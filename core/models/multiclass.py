@@ -84,7 +84,7 @@ class MulticlassModel:
         row_off = np.asarray(row_off, dtype=np.int64)
         self.arrays = ModelArrays(
             MODEL_MULTICLASS, n, self.d, self.K, row_off.copy(), np.arange(n + 1, dtype=np.int64), gt,
-            _EMPTY_I, _EMPTY_I, _EMPTY_F, 0, np.zeros(n + 1, dtype=np.int64), _EMPTY_F, 0, 0, 0,
+            _EMPTY_I, _EMPTY_I, _EMPTY_F, 0, 0, np.zeros(n + 1, dtype=np.int64), _EMPTY_F, 0, 0, 0,
             row_off, np.asarray(rows_indptr, dtype=np.int64),
             np.concatenate(rows_idx).astype(np.int64) if rows_idx else _EMPTY_I,
             np.concatenate(rows_val) if rows_val else _EMPTY_F,
