@@ -47,7 +47,8 @@ for _ in range(3):
     s.exact_gap(count=False)
 oracle_us = (time.perf_counter() - t) / (3 * model.n) * 1e6
 import numba
-print(json.dumps({{"numba_threads": numba.get_num_threads(), "s_per_effective_pass": dt / passes, "effective_passes": passes, "steps": s.iteration,
+print(json.dumps({{"numba_threads": numba.get_num_threads(), "s_per_effective_pass": dt / passes,
+                  "effective_passes": passes, "steps": s.iteration,
                   "cache_hits": r.cache_hits, "oracle_us": oracle_us, "state_mb": s.memory_bytes() / 2**20,
                   "n": model.n, "d": model.d,
                   "phase_until_first_gap_check": {{"s_per_effective_pass": ph1_t / ph1_p, "effective_passes": ph1_p}},

@@ -220,10 +220,16 @@ def _scores_masked(K, t0, T, F, feat_indptr, feat_indices, feat_values, gt, firs
             if k != g:
                 acc += invT
             h[base + k] = acc
-    for k in range(K):
-        if mark[k] != 0:
+    if dense:
+        for k in range(K):
+            if mark[k] != 0:
+                h[k] += w[first_off + k]
+            if mark[(T - 1) * K + k] != 0:
+                h[(T - 1) * K + k] += w[last_off + k]
+    else:  # only marked entries are read: add to all, without a branch per label
+        for k in range(K):
             h[k] += w[first_off + k]
-        if mark[(T - 1) * K + k] != 0:
+        for k in range(K):
             h[(T - 1) * K + k] += w[last_off + k]
     if dense:
         off = T * K
@@ -489,27 +495,33 @@ def block_axpy(M, i, coef, dlt, v, w, lb, ub, has_box):
 
 @njit(cache=True, nogil=True, inline="always")
 def chain_pair_sqnorm(M, i, ys, yv):
-    """‖B_i (m(y_s) − m(y_v))‖² for two labellings of chain block i, in O(T + D²) (D positions
-    where they differ) from the labels and the T×T Gram matrix (the direction of a pairwise step; Paper: Alg. 3). Equal to
-    :func:`block_sqnorm` of the dense direction up to the order of the floating-point sum."""
+    """‖B_i (m(y_s) − m(y_v))‖² for two labellings of chain block i, in O(T + D²) (D: positions
+    where they differ) from the labels and the T×T Gram matrix (the direction of a pairwise step;
+    Paper: Alg. 3). Equal to :func:`block_sqnorm` of the dense direction up to the order of the
+    floating-point sum."""
     T = M.lab_off[i + 1] - M.lab_off[i]
     return _pair_sqnorm(M.K, T, M.gram, M.gram_off[i], ys, yv, np.empty(max(T, 1), dtype=np.int64))
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _differ(ys, yv, T, K, pos):
-    """List in pos the positions t < T where the labels differ (K = 0) or, with K > 0, where the
-    transitions (t, t+1) differ (t < T − 1); returns their number. Branch-free appends: the
-    positions are few and at random places."""
+def _differ_labels(ys, yv, T, pos):
+    """List in pos the positions t < T where the labels of ys and yv differ; return their number
+    (branch-free appends: the positions are few and at random places)."""
     nd = 0
-    if K == 0:
-        for t in range(T):
-            pos[nd] = t
-            nd += ys[t] != yv[t]
-    else:
-        for t in range(T - 1):
-            pos[nd] = t
-            nd += (ys[t] != yv[t]) | (ys[t + 1] != yv[t + 1])
+    for t in range(T):
+        pos[nd] = t
+        nd += ys[t] != yv[t]
+    return nd
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _differ_transitions(ys, yv, T, pos):
+    """List in pos the positions t < T − 1 where the transitions (y_t, y_t+1) of ys and yv
+    differ; return their number."""
+    nd = 0
+    for t in range(T - 1):
+        pos[nd] = t
+        nd += (ys[t] != yv[t]) | (ys[t + 1] != yv[t + 1])
     return nd
 
 
@@ -519,7 +531,7 @@ def _pair_sqnorm(K, T, gram, g0, ys, yv, pos):
     where the labellings differ contribute (elsewhere m(y_s) − m(y_v) is 0), so the sums run over
     their list: the same terms in the same order as a scan of all positions."""
     node = 0.0
-    nd = _differ(ys, yv, T, 0, pos)
+    nd = _differ_labels(ys, yv, T, pos)
     for x in range(nd):
         t = pos[x]
         a = ys[t]
@@ -536,7 +548,7 @@ def _pair_sqnorm(K, T, gram, g0, ys, yv, pos):
         cnt += 2  # first-position features
     if ys[T - 1] != yv[T - 1]:
         cnt += 2  # last-position features
-    nt = _differ(ys, yv, T, K, pos)  # transitions (integer counts: the order does not matter)
+    nt = _differ_transitions(ys, yv, T, pos)  # transitions (integer counts: the order does not matter)
     for x in range(nt):
         t = pos[x]
         ps = ys[t] * K + ys[t + 1]
@@ -608,7 +620,7 @@ def _pair_apply(K, t0, T, F, feat_indptr, feat_indices, feat_values, first_off, 
     # s-pair at pos[c] (c < nt) or the v-pair at pos[c − nt], taken unless an earlier candidate is
     # the same pair. Distinct pairs are distinct entries, so the updates are those of the dense
     # direction whatever their order.
-    nt = _differ(ys, yv, T, K, pos)
+    nt = _differ_transitions(ys, yv, T, pos)
     for c in range(2 * nt):
         u0 = pos[c] if c < nt else pos[c - nt]
         q = ys[u0] * K + ys[u0 + 1] if c < nt else yv[u0] * K + yv[u0 + 1]
@@ -1002,19 +1014,23 @@ def run_steps(M, S, cfg_i, cfg_f, max_steps):
             # Start fetching the block's scattered data now, so that the cache misses overlap
             # (measured on OCR-large: 6-9 % less time per cached step, 3-6 % per BCFW step).
             # The prefetches are hints only and change no result.
+            # first the addresses known from i alone, so that their misses overlap the dependent
+            # loads of the label and feature offsets below
+            if track:
+                cap = S.a_alpha.shape[1]
+                for q in range(0, min(cap, 16), 8):
+                    prefetch(S.a_alpha, i * cap + q)
+                    prefetch(S.a_hash, i * cap + q)
+                prefetch(S.a_loss, i * cap)
+                prefetch(S.a_used, i * cap)
             t_first = M.lab_off[i]
             f_end = M.feat_indptr[M.lab_off[i + 1]]
             for q in range(M.feat_indptr[t_first], f_end, 8):
                 prefetch(M.feat_indices, q)
             if track:
                 cap = S.a_alpha.shape[1]
-                for q in range(0, 8 * (M.lab_off[i + 1] - t_first), 8):  # the first 8 atoms' labels
+                for q in range(0, min(cap, 16) * (M.lab_off[i + 1] - t_first), 8):  # the first 16 atoms' labels
                     prefetch(S.a_lab, t_first * cap + q)
-                for q in range(0, min(cap, 16), 8):
-                    prefetch(S.a_alpha, i * cap + q)
-                    prefetch(S.a_hash, i * cap + q)
-                prefetch(S.a_loss, i * cap)
-                prefetch(S.a_used, i * cap)
             if sparse and M.gram.shape[0] > 0:
                 g_first = M.gram_off[i]
                 for q in range(g_first, M.gram_off[i + 1], 8):
@@ -1343,8 +1359,9 @@ def gap_pass_blocks(M, w, mu, nchunk, hmax, lmax, store_labels, g_out, hs_out, d
     blocks (each with its own scratch): one max-oracle call per block at w. Writes
     g_out[i] = g_i = (max_y ⟨m(y), h_i⟩ − ⟨μ_i, h_i⟩)/n, hs_out[i] = max_y H_i(y; w) (block i's
     structured hinge loss), d_out[i] = δ_i of Alg. 7 line 4 and, with ``store_labels``, the FW
-    corners into lab_out (all float64 / int64 arrays of length n, lab_out by label offsets). Each block's numbers do not depend on the
-    chunking or the number of threads, so the pass is deterministic."""
+    corners into lab_out (float64 arrays of length n; lab_out int64, indexed by label offsets).
+    Paper: Alg. 2 ("update global gap"). Each block's numbers do not depend on the chunking or
+    the number of threads, so the pass is deterministic."""
     n = M.n
     for c in prange(nchunk):
         h = np.empty(hmax)
