@@ -993,8 +993,9 @@ def run_steps(M, S, cfg_i, cfg_f, max_steps):
     h = S.h
     rng, tree, gap_est, unv, counters, perm = S.rng, S.tree, S.gap_est, S.unv, S.counters, S.perm
     # scratch for the active-set scan (the pool capacity cannot change during this call)
-    keys = np.empty(S.a_alpha.shape[1], dtype=np.uint64)
-    terms = np.empty(S.a_alpha.shape[1])
+    cap = S.a_alpha.shape[1]  # atom slots per block
+    keys = np.empty(cap, dtype=np.uint64)
+    terms = np.empty(cap)
     klist = np.empty(M.K, dtype=np.int64)
     pos = np.empty(max(S.ybuf.shape[0], 1), dtype=np.int64)  # differing positions of two labellings
     # Away / pairwise / combined steps on a chain keep an active set: ⟨μ_i, h⟩ = Σ_y α_i(y)⟨m(y), h⟩
@@ -1017,7 +1018,6 @@ def run_steps(M, S, cfg_i, cfg_f, max_steps):
             # first the addresses known from i alone, so that their misses overlap the dependent
             # loads of the label and feature offsets below
             if track:
-                cap = S.a_alpha.shape[1]
                 for q in range(0, min(cap, 16), 8):
                     prefetch(S.a_alpha, i * cap + q)
                     prefetch(S.a_hash, i * cap + q)
@@ -1028,7 +1028,6 @@ def run_steps(M, S, cfg_i, cfg_f, max_steps):
             for q in range(M.feat_indptr[t_first], f_end, 8):
                 prefetch(M.feat_indices, q)
             if track:
-                cap = S.a_alpha.shape[1]
                 for q in range(0, min(cap, 16) * (M.lab_off[i + 1] - t_first), 8):  # the first 16 atoms' labels
                     prefetch(S.a_lab, t_first * cap + q)
             if sparse and M.gram.shape[0] > 0:
@@ -1083,7 +1082,7 @@ def run_steps(M, S, cfg_i, cfg_f, max_steps):
             a_alpha = S.a_alpha
             a_hash = S.a_hash
             K = M.K
-            lab0 = M.lab_off[i] * a_alpha.shape[1]
+            lab0 = M.lab_off[i] * cap
             w_ = S.w  # transition scores are the weights themselves (h's K×K part is a copy)
             tr_off = M.trans_off
             for s in range(cnt):
@@ -1315,7 +1314,7 @@ def run_steps(M, S, cfg_i, cfg_f, max_steps):
             limit = cfg_i[I_CACHE_SIZE] if cfg_i[I_CACHE] != 0 else 0
             if a_count[i] > limit:
                 atoms_trim(M, S, cfg_i, i)
-            elif a_count[i] == a_alpha.shape[1]:
+            elif a_count[i] == cap:
                 full = True
                 for q in range(a_count[i]):
                     if a_alpha[i, q] == 0.0:
