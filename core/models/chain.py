@@ -12,6 +12,7 @@ from numba import njit
 
 from ..datasets.base import SequenceData
 from ..kernels import MODEL_CHAIN, ModelArrays, block_oracle, block_scores
+from .protocol import StructuredModel, check_labelling
 
 __all__ = ["ChainModel"]
 
@@ -58,7 +59,7 @@ def _predict(M, w, out, h, y, vit_f, vit_i):
             out[t0 + t] = y[t]
 
 
-class ChainModel:
+class ChainModel(StructuredModel):
     """The chain SSVM model over a :class:`SequenceData` training set.
 
     Parameters
@@ -75,6 +76,7 @@ class ChainModel:
     """
 
     kind = "chain"
+    oracle_tier = "compiled"
 
     def __init__(self, data: SequenceData):
         if not isinstance(data, SequenceData):
@@ -91,6 +93,7 @@ class ChainModel:
         lens = data.lengths
         self.max_len = int(lens.max())
         self.arrays = self._build(data, with_gram=True)
+        self.name = getattr(data, "name", None) or "chain"
 
     def _build(self, data: SequenceData, with_gram: bool) -> ModelArrays:
         K = self.K
@@ -145,7 +148,33 @@ class ChainModel:
         return float(np.mean(gt != y))
 
     def ground_truth(self, i: int) -> np.ndarray:
+        """The correct labels of sequence i, int64 of shape (T_i,)."""
         return self.data.labels[self.data.tokens(i)].copy()
+
+    def n_labels(self, i: int) -> int:
+        """K, the number of labels of every position."""
+        return self.K
+
+    def max_oracle(self, i: int, w) -> np.ndarray:
+        """Loss-augmented Viterbi decoding of sequence i at w, int64 of shape (T_i,)
+        (Paper: Eq. (2))."""
+        from . import max_oracle
+        return max_oracle(self, i, w)[0]
+
+    def decode(self, i: int, w) -> np.ndarray:
+        """Plain Viterbi decoding argmax_y ⟨w, ψ(x_i, y)⟩ of sequence i, int64 of shape (T_i,)."""
+        from . import max_oracle
+        return max_oracle(self, i, w, loss_augmented=False)[0]
+
+    def describe_block(self, i: int, y) -> dict:
+        """The sequence's labels as text (letters for OCR, chunk tags for CoNLL), the words and
+        the OCR image when the data has them."""
+        y = check_labelling(self, i, y)
+        out = {"kind": "sequence", "text": self.describe_label(i, y), "labels": y}
+        words = getattr(self.data, "words", None)
+        if words is not None:
+            out["words"] = words[i] if not hasattr(words, "shape") else None
+        return out
 
     def predict(self, w: np.ndarray, data: SequenceData | None = None) -> np.ndarray:
         """Plain decoding argmax_y ⟨w, ψ(x, y)⟩ of every token of ``data`` (default: the

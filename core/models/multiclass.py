@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import MODEL_MULTICLASS, ModelArrays
+from .protocol import StructuredModel, check_labelling
 
 __all__ = ["MulticlassModel"]
 
@@ -16,7 +17,7 @@ _EMPTY_I = np.zeros(0, dtype=np.int64)
 _EMPTY_F = np.zeros(0, dtype=np.float64)
 
 
-class MulticlassModel:
+class MulticlassModel(StructuredModel):
     """Enumerated-label SSVM model.
 
     Parameters
@@ -36,6 +37,7 @@ class MulticlassModel:
     """
 
     kind = "multiclass"
+    name = "multiclass"
 
     def __init__(self, features, losses, gt, label_names=None):
         n = len(features)
@@ -77,8 +79,8 @@ class MulticlassModel:
         self.n = n
         self.d = int(d)
         self.gt = gt
-        self.n_labels = np.diff(row_off)
-        self.K = int(self.n_labels.max())
+        self.n_labels_per_block = np.diff(row_off)
+        self.K = int(self.n_labels_per_block.max())
         self.max_len = 1
         self.label_names = label_names
         row_off = np.asarray(row_off, dtype=np.int64)
@@ -108,7 +110,26 @@ class MulticlassModel:
         return float(self._losses[i][int(np.asarray(y).ravel()[0])])
 
     def ground_truth(self, i: int) -> np.ndarray:
+        """The correct label of block i, int64 of shape (1,)."""
         return np.array([self.gt[i]], dtype=np.int64)
+
+    def n_labels(self, i: int) -> int:
+        """|Y_i|, the number of labels of block i."""
+        return int(self.n_labels_per_block[i])
+
+    def max_oracle(self, i: int, w) -> np.ndarray:
+        """argmax_y L_i(y) + ⟨w, ψ(x_i, y)⟩ by enumeration (ties: lowest label), shape (1,)."""
+        from . import max_oracle
+        return max_oracle(self, i, w)[0]
+
+    def decode(self, i: int, w) -> np.ndarray:
+        """argmax_y ⟨w, ψ(x_i, y)⟩ by enumeration, int64 of shape (1,)."""
+        from . import max_oracle
+        return max_oracle(self, i, w, loss_augmented=False)[0]
+
+    def describe_block(self, i: int, y) -> dict:
+        y = check_labelling(self, i, y)
+        return {"kind": "label", "text": self.describe_label(i, y), "labels": y}
 
     def predict(self, w: np.ndarray, data=None) -> np.ndarray:
         """argmax_y ⟨w, ψ(x_i, y)⟩ per block (training blocks only), int64 of shape (n,)."""
