@@ -1,54 +1,494 @@
-"""numba kernels of the solver core: model access in "statistics space", atoms (active set and
-cache), samplers, the block step of every kind, exact gap passes and the batch FW step.
+"""numba kernels of the solver core: the model-kind registry, atoms (active set and cache),
+samplers, the block step of every kind as named phases, exact gap passes and the batch FW step.
 
-Representation (see DESIGN.md, "On the dimension of SSVM", Paper App. G): a block's dual point
-α_i only enters w through its *statistics* μ_i = Σ_y α_i(y) m(y), where m(y) is the indicator
-statistics of a labelling y (for a chain: one-hot node marginals (T, K) and transition counts
-(K, K); for the multiclass model: the one-hot vector of the label). The joint feature map is
-linear in them, ψ(x_i, y) = B_i m(y), so
+Representation (see DESIGN.md, Paper App. G): a block's dual point α_i only enters w through its
+*statistics* μ_i = Σ_y α_i(y) m(y), where m(y) is the statistics of a labelling y chosen by the
+model (for a chain: one-hot node marginals (T, K) and transition counts (K, K); for the
+multiclass model: the one-hot vector of the label). The joint feature map is linear in them,
+ψ(x_i, y) = B_i m(y), so
 
     w = (1/(λn)) Σ_i B_i (m(y_i) − μ_i),        ℓ_i = (1/n) Σ_y α_i(y) L_i(y),
 
 and every quantity of a block step is a cheap function of a "score vector" h_i(w) in statistics
-space (⟨m(y), h_i⟩ = ⟨w, ψ(x_i, y)⟩ + L_i(y)), of ‖B_i δ‖² (via a per-sequence Gram matrix for
-chains) and of an axpy w += c B_i δ. Memory is O(tokens·K + n·K²), independent of d, which is
-what lets the same kernels run dense OCR (d = 4,082) and sparse CoNLL (d ≈ 1.6M).
+space (⟨m(y), h_i⟩ = ⟨w, ψ(x_i, y)⟩ + L_i(y)), of ‖B_i δ‖² and of an axpy w += c B_i δ.
 
-All state lives in plain arrays (see gaplab.core.state); the model is a ModelArrays tuple;
-one compiled specialization serves every model kind (chain, multiclass) by a runtime branch.
+Models. Each model kind is a namedtuple of arrays plus numba primitives over it, registered
+with :func:`register_model_kind` (see ``core/models/chain.py``, ``core/models/multiclass.py``).
+The shared code below calls the primitives through compile-time dispatch on the namedtuple's
+class (``numba.extending.overload``): every model kind gets its own specialization of the
+driver, with no runtime branch on a model kind. The primitives a kind provides:
+
+=================  ==========================================================================
+``scores``         h[:p_i] ← loss-augmented scores of block i at w (required)
+``label_dot``      ⟨m(y), vec⟩ (required)
+``label_add``      vec += c·m(y) (required)
+``label_loss``     L_i(y) (required)
+``gt_label``       y ← y_i (required)
+``sqnorm``         ‖B_i δ‖² (required)
+``axpy``           v += c·B_i δ, w = clip(v) on touched coordinates with a box (required)
+``oracle``         y ← argmax ⟨m(y), h⟩, returns the max (compiled oracle tier only)
+``label_dot_at``   ⟨m(y), vec⟩ with y read in place from an atom pool (optional, speed)
+``prefetch_block`` software prefetch of a drawn block's data (optional, speed)
+``scores_cached``  scores of only the entries cached labellings use (optional, cache hits)
+``atom_value``     ⟨m(y), h⟩ of a cached atom for label-space steps (optional; with the three
+``pair_sqnorm``    below, a model gets pairwise steps that work on the two labellings
+``pair_apply``     themselves instead of dense statistics directions)
+``pair_prefetch``
+=================  ==========================================================================
+
+All state lives in plain arrays (see gaplab.core.state).
 """
 from __future__ import annotations
 
+import inspect
 import threading
+import warnings
 from collections import namedtuple
 
 import numba
 import numpy as np
 from numba import njit, prange, uint64
+from numba.core.errors import NumbaIRAssumptionWarning, TypingError
+from numba.extending import overload
 
 from ._prefetch import prefetch
+from .config import Sampling, StepKind
 from .rng import rng_randint, rng_uniform
 
-# ----------------------------------------------------------------------------- model arrays
-MODEL_CHAIN = 0
-MODEL_MULTICLASS = 1
+# Inlining the model primitives (numba.extending.overload, inline="always") trips numba's
+# pedantic SSA check on loop accumulators ("variable ... is not in scope"); the traces are
+# checked bitwise against the pre-inlining kernels (scripts/trace_fingerprint.py).
+warnings.filterwarnings("ignore", category=NumbaIRAssumptionWarning)
 
-ModelArrays = namedtuple(
-    "ModelArrays",
-    [
-        "kind", "n", "d", "K",
-        "stat_off",      # int64 (n+1): statistics offsets (chain: T*K + K*K per block; multiclass: |Y_i|)
-        "lab_off",       # int64 (n+1): label storage offsets (chain: tokens; multiclass: one slot per block)
-        "gt",            # int64: ground-truth labels (chain: per token; multiclass: per block)
-        # chain
-        "feat_indptr", "feat_indices", "feat_values", "F1",  # token CSR, F1 = n_features + 1 (constant attribute)
-        "feat_unit",     # 1 when every stored feature value is 1.0 (binary features: OCR pixels), else 0
-        "gram_off", "gram",                                    # per-sequence T x T Gram of augmented features
-        "first_off", "last_off", "trans_off",
-        # multiclass: rows = labels of each block
-        "mc_row_off", "mc_indptr", "mc_indices", "mc_values", "mc_loss",
-    ],
-)
+# ============================================================================ model-kind registry
+
+#: primitives every model kind provides
+REQUIRED_PRIMITIVES = ("scores", "label_dot", "label_add", "label_loss", "gt_label", "sqnorm", "axpy")
+#: optional primitives (compiled oracle; speed-ups; label-space pairwise steps)
+OPTIONAL_PRIMITIVES = ("oracle", "label_dot_at", "prefetch_block", "scores_cached", "atom_value", "pair_sqnorm",
+                       "pair_apply", "pair_prefetch")
+_LABEL_SPACE = ("atom_value", "pair_sqnorm", "pair_apply", "pair_prefetch")
+#: fields every model kind's arrays namedtuple has
+REQUIRED_FIELDS = ("n", "d", "K", "stat_off", "lab_off", "gt")
+
+_KINDS: dict = {}
+
+#: argument names of each primitive
+_SIGNATURES = {
+    "scores": ("M", "i", "w", "h"),
+    "oracle": ("M", "i", "h", "y", "vit_f", "vit_i"),
+    "label_dot": ("M", "i", "y", "vec"),
+    "label_dot_at": ("M", "i", "lab", "b", "vec"),
+    "label_add": ("M", "i", "y", "coef", "vec"),
+    "label_loss": ("M", "i", "y"),
+    "gt_label": ("M", "i", "y"),
+    "sqnorm": ("M", "i", "dlt", "zbuf"),
+    "axpy": ("M", "i", "coef", "dlt", "v", "w", "lb", "ub", "has_box"),
+    "prefetch_block": ("M", "i", "sparse"),
+    "scores_cached": ("M", "i", "w", "h", "mark", "a_lab", "lab0", "cnt", "L", "cap", "mu", "dense", "klist"),
+    "atom_value": ("M", "i", "h", "w", "a_lab", "b", "L"),
+    "pair_sqnorm": ("M", "i", "ys", "yv", "pos"),
+    "pair_apply": ("M", "i", "ys", "yv", "gam", "mu", "coef", "v", "w", "lb", "ub", "has_box", "pos"),
+    "pair_prefetch": ("M", "mu", "ys", "yv", "L"),
+}
+
+
+def register_model_kind(arrays_cls, name: str, **primitives) -> None:
+    """Register a model kind: its arrays namedtuple class and its numba primitives.
+
+    Parameters
+    ----------
+    arrays_cls : namedtuple class
+        Its fields include :data:`REQUIRED_FIELDS`: ``n``, ``d``, ``K`` (ints; K sizes the
+        oracle's scratch, ``max label length × K``), ``stat_off`` and ``lab_off`` (int64 (n+1):
+        offsets of each block's statistics and labelling), ``gt`` (int64, the ground-truth
+        labels at ``lab_off``).
+    name : str
+        Shown in errors.
+    **primitives : numba dispatchers
+        The required ones (:data:`REQUIRED_PRIMITIVES`) and any optional ones
+        (:data:`OPTIONAL_PRIMITIVES`; the four label-space primitives come together). Signatures
+        as in ``core/models/chain.py``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        A missing field or primitive, an unknown primitive name, an incomplete label-space set.
+    """
+    fields = getattr(arrays_cls, "_fields", None)
+    if fields is None:
+        raise TypeError(f"model kind {name!r}: arrays_cls must be a namedtuple class, got {arrays_cls!r}")
+    missing = [f for f in REQUIRED_FIELDS if f not in fields]
+    if missing:
+        raise ValueError(f"model kind {name!r}: arrays {arrays_cls.__name__} lacks the fields {missing}")
+    missing = [p for p in REQUIRED_PRIMITIVES if p not in primitives]
+    if missing:
+        raise ValueError(f"model kind {name!r}: missing primitives {missing}")
+    unknown = [p for p in primitives if p not in REQUIRED_PRIMITIVES + OPTIONAL_PRIMITIVES]
+    if unknown:
+        raise ValueError(f"model kind {name!r}: unknown primitives {unknown}; known: "
+                         f"{REQUIRED_PRIMITIVES + OPTIONAL_PRIMITIVES}")
+    for pname, f in primitives.items():
+        want = _SIGNATURES[pname]
+        py = getattr(f, "py_func", None)
+        if py is None:
+            raise TypeError(f"model kind {name!r}: primitive {pname!r} must be a numba @njit function")
+        got = tuple(inspect.signature(py).parameters)
+        if got != want:
+            raise ValueError(f"model kind {name!r}: primitive {pname!r} must take the arguments {want} "
+                             f"(names too: it is inlined by name), got {got}")
+    ls = [p for p in _LABEL_SPACE if p in primitives]
+    if ls and len(ls) != len(_LABEL_SPACE):
+        raise ValueError(f"model kind {name!r}: label-space steps need all of {_LABEL_SPACE}, got {ls}")
+    _KINDS[arrays_cls] = dict(primitives, __name__=name)
+
+
+def model_kind_name(arrays) -> str:
+    """The registered name of a model's arrays (TypeError when the kind is not registered)."""
+    prims = _KINDS.get(type(arrays))
+    if prims is None:
+        raise TypeError(f"{type(arrays).__name__} is not a registered model kind (see register_model_kind)")
+    return prims["__name__"]
+
+
+def has_compiled_oracle(arrays) -> bool:
+    """Whether the model kind of ``arrays`` has a numba max oracle."""
+    return "oracle" in _KINDS.get(type(arrays), {})
+
+
+def _prims(M):
+    cls = getattr(M, "instance_class", None)
+    prims = _KINDS.get(cls)
+    if prims is None:
+        raise TypingError(f"{M} is not a registered model kind (see gaplab.core.kernels.register_model_kind)")
+    return prims
+
+
+def _prim(M, name):
+    prims = _prims(M)
+    f = prims.get(name)
+    if f is None:
+        raise TypingError(f"model kind {prims['__name__']!r} has no {name!r} primitive")
+    return f
+
+
+# Compile-time dispatch: each stub below resolves, for the namedtuple class of M, to that kind's
+# primitive (inlined at the call site). The stubs are only callable from compiled code; the
+# njit functions of the next section are their Python-callable forms.
+
+def _m_scores(M, i, w, h):
+    """Python form (NUMBA_DISABLE_JIT=1); compiled code resolves it by the overload below."""
+    return _KINDS[type(M)]["scores"](M, i, w, h)
+
+
+@overload(_m_scores, inline="always")
+def _ov_scores(M, i, w, h):
+    f = _prim(M, "scores")
+    return f.py_func
+
+
+def _m_oracle(M, i, h, y, vit_f, vit_i):
+    """Python form (NUMBA_DISABLE_JIT=1); compiled code resolves it by the overload below."""
+    return _KINDS[type(M)]["oracle"](M, i, h, y, vit_f, vit_i)
+
+
+@overload(_m_oracle, inline="always")
+def _ov_oracle(M, i, h, y, vit_f, vit_i):
+    f = _prims(M).get("oracle")
+    if f is None:
+        def no_oracle(M, i, h, y, vit_f, vit_i):
+            if i >= 0:  # (a branch, so the function still types as returning a float)
+                raise RuntimeError("this model kind has no compiled max oracle (oracle_tier='python')")
+            return 0.0
+        return no_oracle
+    return f.py_func
+
+
+def _m_label_dot(M, i, y, vec):
+    """Python form (NUMBA_DISABLE_JIT=1); compiled code resolves it by the overload below."""
+    return _KINDS[type(M)]["label_dot"](M, i, y, vec)
+
+
+@overload(_m_label_dot, inline="always")
+def _ov_label_dot(M, i, y, vec):
+    f = _prim(M, "label_dot")
+    return f.py_func
+
+
+def _m_label_dot_at(M, i, lab, b, vec):
+    """Python form (NUMBA_DISABLE_JIT=1); compiled code resolves it by the overload below."""
+    f = _KINDS[type(M)].get("label_dot_at")
+    if f is None:
+        return _KINDS[type(M)]["label_dot"](M, i, lab[b:b + M.lab_off[i + 1] - M.lab_off[i]], vec)
+    return f(M, i, lab, b, vec)
+
+
+@overload(_m_label_dot_at, inline="always")
+def _ov_label_dot_at(M, i, lab, b, vec):
+    f = _prims(M).get("label_dot_at")
+    if f is None:
+        g = _prim(M, "label_dot")
+
+        def by_slice(M, i, lab, b, vec):
+            return g(M, i, lab[b:b + M.lab_off[i + 1] - M.lab_off[i]], vec)
+        return by_slice
+    return f.py_func
+
+
+def _m_label_add(M, i, y, coef, vec):
+    """Python form (NUMBA_DISABLE_JIT=1); compiled code resolves it by the overload below."""
+    return _KINDS[type(M)]["label_add"](M, i, y, coef, vec)
+
+
+@overload(_m_label_add, inline="always")
+def _ov_label_add(M, i, y, coef, vec):
+    f = _prim(M, "label_add")
+    return f.py_func
+
+
+def _m_label_loss(M, i, y):
+    """Python form (NUMBA_DISABLE_JIT=1); compiled code resolves it by the overload below."""
+    return _KINDS[type(M)]["label_loss"](M, i, y)
+
+
+@overload(_m_label_loss, inline="always")
+def _ov_label_loss(M, i, y):
+    f = _prim(M, "label_loss")
+    return f.py_func
+
+
+def _m_gt_label(M, i, y):
+    """Python form (NUMBA_DISABLE_JIT=1); compiled code resolves it by the overload below."""
+    return _KINDS[type(M)]["gt_label"](M, i, y)
+
+
+@overload(_m_gt_label, inline="always")
+def _ov_gt_label(M, i, y):
+    f = _prim(M, "gt_label")
+    return f.py_func
+
+
+def _m_sqnorm(M, i, dlt, zbuf):
+    """Python form (NUMBA_DISABLE_JIT=1); compiled code resolves it by the overload below."""
+    return _KINDS[type(M)]["sqnorm"](M, i, dlt, zbuf)
+
+
+@overload(_m_sqnorm, inline="always")
+def _ov_sqnorm(M, i, dlt, zbuf):
+    f = _prim(M, "sqnorm")
+    return f.py_func
+
+
+def _m_axpy(M, i, coef, dlt, v, w, lb, ub, has_box):
+    """Python form (NUMBA_DISABLE_JIT=1); compiled code resolves it by the overload below."""
+    return _KINDS[type(M)]["axpy"](M, i, coef, dlt, v, w, lb, ub, has_box)
+
+
+@overload(_m_axpy, inline="always")
+def _ov_axpy(M, i, coef, dlt, v, w, lb, ub, has_box):
+    f = _prim(M, "axpy")
+    return f.py_func
+
+
+def _m_prefetch_block(M, i, sparse):
+    """Python form (NUMBA_DISABLE_JIT=1); compiled code resolves it by the overload below."""
+    return None  # a hint only
+
+
+@overload(_m_prefetch_block, inline="always")
+def _ov_prefetch_block(M, i, sparse):
+    f = _prims(M).get("prefetch_block")
+    if f is None:
+        return lambda M, i, sparse: None
+    return f.py_func
+
+
+def _m_has_partial(M):
+    """Python form (NUMBA_DISABLE_JIT=1); compiled code resolves it by the overload below."""
+    return "scores_cached" in _KINDS[type(M)]
+
+
+@overload(_m_has_partial, inline="always")
+def _ov_has_partial(M):
+    if "scores_cached" in _prims(M):
+        return lambda M: True
+    return lambda M: False
+
+
+def _m_label_space(M):
+    """Python form (NUMBA_DISABLE_JIT=1); compiled code resolves it by the overload below."""
+    return "pair_apply" in _KINDS[type(M)]
+
+
+@overload(_m_label_space, inline="always")
+def _ov_label_space(M):
+    if "pair_apply" in _prims(M):
+        return lambda M: True
+    return lambda M: False
+
+
+def _unavailable(*args):
+    raise RuntimeError("primitive not provided by this model kind")
+
+
+def _m_scores_cached(M, i, w, h, mark, a_lab, lab0, cnt, L, cap, mu, dense, klist):
+    """Python form (NUMBA_DISABLE_JIT=1); compiled code resolves it by the overload below."""
+    return _KINDS[type(M)]["scores_cached"](M, i, w, h, mark, a_lab, lab0, cnt, L, cap, mu, dense, klist)
+
+
+@overload(_m_scores_cached, inline="always")
+def _ov_scores_cached(M, i, w, h, mark, a_lab, lab0, cnt, L, cap, mu, dense, klist):
+    f = _prims(M).get("scores_cached")
+    if f is None:
+        def impl(M, i, w, h, mark, a_lab, lab0, cnt, L, cap, mu, dense, klist):
+            raise RuntimeError("no partial scoring for this model kind")
+        return impl
+    return f.py_func
+
+
+def _m_atom_value(M, i, h, w, a_lab, b, L):
+    """Python form (NUMBA_DISABLE_JIT=1); compiled code resolves it by the overload below."""
+    return _KINDS[type(M)]["atom_value"](M, i, h, w, a_lab, b, L)
+
+
+@overload(_m_atom_value, inline="always")
+def _ov_atom_value(M, i, h, w, a_lab, b, L):
+    f = _prims(M).get("atom_value")
+    if f is None:
+        def impl(M, i, h, w, a_lab, b, L):
+            if L >= 0:  # (a branch, so the function still types as returning a float)
+                raise RuntimeError("no label-space steps for this model kind")
+            return 0.0
+        return impl
+    return f.py_func
+
+
+def _m_pair_sqnorm(M, i, ys, yv, pos):
+    """Python form (NUMBA_DISABLE_JIT=1); compiled code resolves it by the overload below."""
+    return _KINDS[type(M)]["pair_sqnorm"](M, i, ys, yv, pos)
+
+
+@overload(_m_pair_sqnorm, inline="always")
+def _ov_pair_sqnorm(M, i, ys, yv, pos):
+    f = _prims(M).get("pair_sqnorm")
+    if f is None:
+        def impl(M, i, ys, yv, pos):
+            if pos.shape[0] >= 0:  # (a branch, so the function still types as returning a float)
+                raise RuntimeError("no label-space steps for this model kind")
+            return 0.0
+        return impl
+    return f.py_func
+
+
+def _m_pair_apply(M, i, ys, yv, gam, mu, coef, v, w, lb, ub, has_box, pos):
+    """Python form (NUMBA_DISABLE_JIT=1); compiled code resolves it by the overload below."""
+    return _KINDS[type(M)]["pair_apply"](M, i, ys, yv, gam, mu, coef, v, w, lb, ub, has_box, pos)
+
+
+@overload(_m_pair_apply, inline="always")
+def _ov_pair_apply(M, i, ys, yv, gam, mu, coef, v, w, lb, ub, has_box, pos):
+    f = _prims(M).get("pair_apply")
+    if f is None:
+        def impl(M, i, ys, yv, gam, mu, coef, v, w, lb, ub, has_box, pos):
+            raise RuntimeError("no label-space steps for this model kind")
+        return impl
+    return f.py_func
+
+
+def _m_pair_prefetch(M, mu, ys, yv, L):
+    """Python form (NUMBA_DISABLE_JIT=1); compiled code resolves it by the overload below."""
+    return None  # a hint only
+
+
+@overload(_m_pair_prefetch, inline="always")
+def _ov_pair_prefetch(M, mu, ys, yv, L):
+    f = _prims(M).get("pair_prefetch")
+    if f is None:
+        return lambda M, mu, ys, yv, L: None
+    return f.py_func
+
+
+# ----------------------------------------------------------------------------- model access
+# Python-callable (and compiled-callable) forms of the primitives, for the model classes, the
+# regularization path, the tests and the app.
+
+
+@njit(cache=True, nogil=True)
+def block_scores(M, i, w, h):
+    """Fill h[:p_i] with the loss-augmented score vector of block i in statistics space:
+    ⟨m(y), h⟩ = ⟨w, ψ(x_i, y)⟩ + L_i(y) for every labelling y."""
+    _m_scores(M, i, w, h)
+
+
+@njit(cache=True, nogil=True)
+def block_oracle(M, i, h, y, vit_f, vit_i):
+    """Max oracle on block i: y ← argmax_y ⟨m(y), h⟩ (loss-augmented decoding when h holds the
+    loss); returns the maximum (Paper: Eq. (2)). Compiled oracle tier only."""
+    return _m_oracle(M, i, h, y, vit_f, vit_i)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def label_dot(M, i, y, vec):
+    """⟨m(y), vec⟩ for a labelling y of block i (y: int array of the block's label length)."""
+    return _m_label_dot(M, i, y, vec)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def label_add(M, i, y, coef, vec):
+    """vec += coef · m(y)."""
+    _m_label_add(M, i, y, coef, vec)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def label_loss(M, i, y):
+    """Task loss L_i(y)."""
+    return _m_label_loss(M, i, y)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def gt_label(M, i, y):
+    """Copy the ground-truth labelling of block i into y."""
+    _m_gt_label(M, i, y)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def block_sqnorm(M, i, dlt, zbuf):
+    """‖B_i δ‖² for a statistics direction δ of block i (zbuf: a zero work vector of size d,
+    left zero)."""
+    return _m_sqnorm(M, i, dlt, zbuf)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def block_axpy(M, i, coef, dlt, v, w, lb, ub, has_box):
+    """v += coef · B_i δ, and w = clip(v, lb, ub) on the touched coordinates when has_box
+    (without a box, w and v are the same array)."""
+    _m_axpy(M, i, coef, dlt, v, w, lb, ub, has_box)
+
+
+@njit(cache=True, nogil=True)
+def block_stat_size(M, i):
+    return M.stat_off[i + 1] - M.stat_off[i]
+
+
+@njit(cache=True, nogil=True)
+def block_lab_len(M, i):
+    return M.lab_off[i + 1] - M.lab_off[i]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _clip(x, lo, hi):
+    if x < lo:
+        return lo
+    if x > hi:
+        return hi
+    return x
+
+
+@njit(cache=True, nogil=True, inline="always")
+def atom_dot(M, S, i, s, vec):
+    """⟨m(y), vec⟩ for the labelling y of atom slot s of block i, read in place."""
+    return _m_label_dot_at(M, i, S.a_lab, atom_base(M, S, i, s), vec)
+
 
 # ----------------------------------------------------------------------------- state layout
 # counters (int64)
@@ -76,6 +516,7 @@ N_COUNTERS = 24
 S_ELL = 0           # ℓ = Σ ℓ_i
 S_GLOBAL_GAP = 1    # g^(k_0): exact duality gap of the last gap pass (inf before any)
 S_LAST_PRIMAL = 2   # primal objective at the last gap pass
+S_GAP_REF = 3       # gap sampling with p != 1: leaf weights are (g_i / S_GAP_REF)^p (no under/overflow)
 N_SCALARS = 8
 
 # int config
@@ -94,9 +535,17 @@ F_CACHE_NU = 3
 F_DROP_TOL = 4
 N_CFG_F = 8
 
-# sampling / step codes (mirror gaplab.core.config enums)
-SAMPLE_UNIFORM, SAMPLE_PERM, SAMPLE_GAP, SAMPLE_MAXGAP, SAMPLE_WEIGHTS, SAMPLE_EXACT_GAP = 0, 1, 2, 3, 4, 5
-STEP_FW, STEP_PAIRWISE, STEP_AWAY, STEP_COMBINED = 0, 1, 2, 3
+# sampling / step codes: the values of the config enums (named once, in gaplab.core.config)
+SAMPLE_UNIFORM = int(Sampling.UNIFORM)
+SAMPLE_PERM = int(Sampling.PERMUTATION)
+SAMPLE_GAP = int(Sampling.GAP)
+SAMPLE_MAXGAP = int(Sampling.MAXGAP)
+SAMPLE_WEIGHTS = int(Sampling.WEIGHTS)
+SAMPLE_EXACT_GAP = int(Sampling.EXACT_GAP)
+STEP_FW = int(StepKind.FW)
+STEP_PAIRWISE = int(StepKind.PAIRWISE)
+STEP_AWAY = int(StepKind.AWAY)
+STEP_COMBINED = int(StepKind.COMBINED)
 # step record kinds
 KIND_FW, KIND_AWAY, KIND_PAIRWISE, KIND_NONE = 0, 1, 2, 3
 FLAG_HIT, FLAG_DROP, FLAG_ORACLE = 1, 2, 4
@@ -118,534 +567,11 @@ StateArrays = namedtuple(
         "log", "last_fw", "last_away", "batch_lab",
         "weights",                 # fixed sampling weights (curvature / Lipschitz samplers)
         "mark",                    # int8 work mask over a block's statistics (cache-hit scoring)
+        "step_i", "step_f",        # a step's locals between the pre- and post-oracle kernels (Python oracle tier)
     ],
 )
 
-# ============================================================================ model access
-
-
-@njit(cache=True, nogil=True)
-def block_stat_size(M, i):
-    return M.stat_off[i + 1] - M.stat_off[i]
-
-
-@njit(cache=True, nogil=True)
-def block_lab_len(M, i):
-    return M.lab_off[i + 1] - M.lab_off[i]
-
-
-@njit(cache=True, nogil=True)
-def block_scores(M, i, w, h):
-    """Fill h[:p_i] with the loss-augmented score vector of block i in statistics space:
-    ⟨m(y), h⟩ = ⟨w, ψ(x_i, y)⟩ + L_i(y) for every labelling y."""
-    if M.kind == MODEL_CHAIN:
-        K = M.K
-        t0 = M.lab_off[i]
-        T = M.lab_off[i + 1] - t0
-        F = M.F1 - 1
-        invT = 1.0 / T
-        for t in range(T):
-            tok = t0 + t
-            base = t * K
-            cst = F * K
-            for k in range(K):
-                h[base + k] = w[cst + k]
-            for p in range(M.feat_indptr[tok], M.feat_indptr[tok + 1]):
-                j = M.feat_indices[p]
-                val = M.feat_values[p]
-                row = j * K
-                for k in range(K):
-                    h[base + k] += val * w[row + k]
-            g = M.gt[tok]
-            for k in range(K):
-                if k != g:
-                    h[base + k] += invT
-        for k in range(K):
-            h[k] += w[M.first_off + k]
-            h[(T - 1) * K + k] += w[M.last_off + k]
-        off = T * K
-        for q in range(K * K):
-            h[off + q] = w[M.trans_off + q]
-    else:
-        r0 = M.mc_row_off[i]
-        nl = M.mc_row_off[i + 1] - r0
-        for y in range(nl):
-            r = r0 + y
-            s = M.mc_loss[r]
-            for p in range(M.mc_indptr[r], M.mc_indptr[r + 1]):
-                s += M.mc_values[p] * w[M.mc_indices[p]]
-            h[y] = s
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _scores_masked(K, t0, T, F, feat_indptr, feat_indices, feat_values, gt, first_off, last_off, trans_off,
-                   w, h, mark, dense, unit, klist):
-    """As :func:`block_scores` for a chain, but only the node entries with mark[q] != 0 are
-    computed. With ``dense`` (h is then read as a whole vector) the other node entries are set
-    to 0 and the transition part is copied; without it they are left as they are (the
-    label-space scan reads only marked entries, and transition scores from w). With ``unit``
-    (every feature value is 1.0) the values are not read: 1.0·x is x exactly, so the sums are the
-    same. Each computed entry takes the same floating-point operations in the same order as in
-    block_scores, so it is bitwise equal. ``klist``: int64 scratch of length K. Used to score
-    cached labellings without the full O(T·nnz·K) score matrix."""
-    invT = 1.0 / T
-    cst = F * K
-    for t in range(T):
-        tok = t0 + t
-        base = t * K
-        g = gt[tok]
-        # list the marked labels without a branch per label (a few of K are marked, at random
-        # places: testing each one mispredicted; OCR-large, random blocks: 1.69 -> 1.42 us per block)
-        nk = 0
-        for k in range(K):
-            klist[nk] = k
-            nk += mark[base + k] != 0
-        if dense:
-            for k in range(K):
-                h[base + k] = 0.0
-        p0 = feat_indptr[tok]
-        p1 = feat_indptr[tok + 1]
-        for j in range(nk):
-            k = klist[j]
-            acc = w[cst + k]
-            # uint64 indices (here, in the atom scan and in the label-space update): numba adds
-            # the negative-index wraparound to every signed index; these never are negative, and
-            # dropping it takes 9 % off a cache-hit step (A/B on OCR-large, same trajectory)
-            if unit:  # binary features: no value loads (OCR-large: 1.24 -> 1.04 us per block scored)
-                for p in range(p0, p1):
-                    acc += w[uint64(feat_indices[p] * K + k)]
-            else:
-                for p in range(p0, p1):
-                    acc += feat_values[p] * w[uint64(feat_indices[p] * K + k)]
-            if k != g:
-                acc += invT
-            h[base + k] = acc
-    if dense:
-        for k in range(K):
-            if mark[k] != 0:
-                h[k] += w[first_off + k]
-            if mark[(T - 1) * K + k] != 0:
-                h[(T - 1) * K + k] += w[last_off + k]
-    else:  # only marked entries are read: add to all, without a branch per label
-        for k in range(K):
-            h[k] += w[first_off + k]
-        for k in range(K):
-            h[(T - 1) * K + k] += w[last_off + k]
-    if dense:
-        off = T * K
-        for q in range(K * K):
-            h[off + q] = w[trans_off + q]
-
-
-@njit(cache=True, nogil=True)
-def block_oracle(M, i, h, y, vit_f, vit_i):
-    """Max oracle on block i: y ← argmax_y ⟨m(y), h⟩ (loss-augmented decoding when h holds
-    the loss); returns the maximum. Chain: Viterbi, O(T K²). Multiclass: enumeration.
-    Ties: the lowest label (per position, Viterbi's first maximiser)."""
-    if M.kind == MODEL_CHAIN:
-        K = M.K
-        T = M.lab_off[i + 1] - M.lab_off[i]
-        TK = T * K
-        for k in range(K):
-            vit_f[k] = h[k]
-        for t in range(1, T):
-            for b in range(K):
-                best = -np.inf
-                arg = 0
-                for a in range(K):
-                    val = vit_f[(t - 1) * K + a] + h[TK + a * K + b]
-                    if val > best:
-                        best = val
-                        arg = a
-                vit_f[t * K + b] = best + h[t * K + b]
-                vit_i[t * K + b] = arg
-        best = -np.inf
-        arg = 0
-        for k in range(K):
-            val = vit_f[(T - 1) * K + k]
-            if val > best:
-                best = val
-                arg = k
-        y[T - 1] = arg
-        for t in range(T - 1, 0, -1):
-            y[t - 1] = vit_i[t * K + y[t]]
-        return best
-    else:
-        nl = M.mc_row_off[i + 1] - M.mc_row_off[i]
-        best = -np.inf
-        arg = 0
-        for k in range(nl):
-            if h[k] > best:
-                best = h[k]
-                arg = k
-        y[0] = arg
-        return best
-
-
-@njit(cache=True, nogil=True, inline="always")
-def label_dot(M, i, y, vec):
-    """⟨m(y), vec⟩ for a labelling y of block i (y: int array of the block's label length)."""
-    if M.kind == MODEL_CHAIN:
-        K = M.K
-        T = M.lab_off[i + 1] - M.lab_off[i]
-        s = 0.0
-        for t in range(T):
-            s += vec[t * K + y[t]]
-        off = T * K
-        for t in range(T - 1):
-            s += vec[off + y[t] * K + y[t + 1]]
-        return s
-    else:
-        return vec[y[0]]
-
-
-@njit(cache=True, nogil=True, inline="always")
-def atom_dot(M, S, i, s, vec):
-    """⟨m(y), vec⟩ for the labelling y of atom slot s of block i, read in place (as
-    :func:`label_dot` on the atom's labels)."""
-    b = atom_base(M, S, i, s)
-    lab = S.a_lab
-    if M.kind == MODEL_CHAIN:
-        K = M.K
-        T = M.lab_off[i + 1] - M.lab_off[i]
-        v = 0.0
-        for t in range(T):
-            v += vec[t * K + lab[b + t]]
-        off = T * K
-        for t in range(T - 1):
-            v += vec[off + lab[b + t] * K + lab[b + t + 1]]
-        return v
-    else:
-        return vec[lab[b]]
-
-
-@njit(cache=True, nogil=True, inline="always")
-def label_add(M, i, y, coef, vec):
-    """vec += coef · m(y)."""
-    if M.kind == MODEL_CHAIN:
-        K = M.K
-        T = M.lab_off[i + 1] - M.lab_off[i]
-        for t in range(T):
-            vec[t * K + y[t]] += coef
-        off = T * K
-        for t in range(T - 1):
-            vec[off + y[t] * K + y[t + 1]] += coef
-    else:
-        vec[y[0]] += coef
-
-
-@njit(cache=True, nogil=True, inline="always")
-def label_loss(M, i, y):
-    """Task loss L_i(y) (chain: normalized Hamming; multiclass: the model's loss table)."""
-    if M.kind == MODEL_CHAIN:
-        t0 = M.lab_off[i]
-        T = M.lab_off[i + 1] - t0
-        c = 0
-        for t in range(T):
-            if y[t] != M.gt[t0 + t]:
-                c += 1
-        return c / T
-    else:
-        return M.mc_loss[M.mc_row_off[i] + y[0]]
-
-
-@njit(cache=True, nogil=True, inline="always")
-def gt_label(M, i, y):
-    """Copy the ground-truth labelling of block i into y."""
-    if M.kind == MODEL_CHAIN:
-        t0 = M.lab_off[i]
-        for t in range(M.lab_off[i + 1] - t0):
-            y[t] = M.gt[t0 + t]
-    else:
-        y[0] = M.gt[i]
-
-
-@njit(cache=True, nogil=True, inline="always")
-def block_sqnorm(M, i, dlt, zbuf):
-    """‖B_i δ‖² for a statistics direction δ of block i (zbuf: a zero work vector of size d,
-    left zero)."""
-    if M.kind == MODEL_CHAIN:
-        K = M.K
-        T = M.lab_off[i + 1] - M.lab_off[i]
-        g0 = M.gram_off[i]
-        s = 0.0
-        # δ is sparse in k at each position (a few labels of the active set differ): list them
-        kidx = np.empty(T * (K + 1), dtype=np.int64)  # per position: count, then the labels
-        for t in range(T):
-            c = 0
-            for k in range(K):
-                if dlt[t * K + k] != 0.0:
-                    kidx[t * (K + 1) + 1 + c] = k
-                    c += 1
-            kidx[t * (K + 1)] = c
-        for t in range(T):
-            ct = kidx[t * (K + 1)]
-            if ct == 0:
-                continue
-            for u in range(T):
-                gtu = M.gram[g0 + t * T + u]
-                if gtu != 0.0:
-                    acc = 0.0
-                    for j in range(ct):
-                        k = kidx[t * (K + 1) + 1 + j]
-                        acc += dlt[t * K + k] * dlt[u * K + k]
-                    s += gtu * acc
-        for k in range(K):
-            s += dlt[k] * dlt[k] + dlt[(T - 1) * K + k] * dlt[(T - 1) * K + k]
-        off = T * K
-        for q in range(K * K):
-            s += dlt[off + q] * dlt[off + q]
-        return s
-    else:
-        r0 = M.mc_row_off[i]
-        nl = M.mc_row_off[i + 1] - r0
-        for y in range(nl):
-            c = dlt[y]
-            if c != 0.0:
-                r = r0 + y
-                for p in range(M.mc_indptr[r], M.mc_indptr[r + 1]):
-                    zbuf[M.mc_indices[p]] += c * M.mc_values[p]
-        s = 0.0
-        for y in range(nl):
-            if dlt[y] != 0.0:
-                r = r0 + y
-                for p in range(M.mc_indptr[r], M.mc_indptr[r + 1]):
-                    j = M.mc_indices[p]
-                    s += zbuf[j] * zbuf[j]
-                    zbuf[j] = 0.0
-        return s
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _clip(x, lo, hi):
-    if x < lo:
-        return lo
-    if x > hi:
-        return hi
-    return x
-
-
-@njit(cache=True, nogil=True, inline="always")
-def block_axpy(M, i, coef, dlt, v, w, lb, ub, has_box):
-    """v += coef · B_i δ, and w = clip(v, lb, ub) on the touched coordinates when has_box
-    (without a box, w and v are the same array)."""
-    if M.kind == MODEL_CHAIN:
-        K = M.K
-        kbuf = np.empty(K, dtype=np.int64)
-        t0 = M.lab_off[i]
-        T = M.lab_off[i + 1] - t0
-        F = M.F1 - 1
-        for t in range(T):
-            tok = t0 + t
-            base = t * K
-            # only the labels k with δ[t, k] != 0 move w (few, for FW/away/pairwise directions)
-            nk = 0
-            for k in range(K):
-                if dlt[base + k] != 0.0:
-                    kbuf[nk] = k
-                    nk += 1
-            if nk == 0:
-                continue
-            for j in range(nk):
-                k = kbuf[j]
-                v[F * K + k] += coef * dlt[base + k]
-            for p in range(M.feat_indptr[tok], M.feat_indptr[tok + 1]):
-                row = M.feat_indices[p] * K
-                c = coef * M.feat_values[p]
-                for j in range(nk):
-                    k = kbuf[j]
-                    v[row + k] += c * dlt[base + k]
-            if has_box:
-                for j in range(nk):
-                    q = F * K + kbuf[j]
-                    w[q] = _clip(v[q], lb[q], ub[q])
-                for p in range(M.feat_indptr[tok], M.feat_indptr[tok + 1]):
-                    row = M.feat_indices[p] * K
-                    for j in range(nk):
-                        q = row + kbuf[j]
-                        w[q] = _clip(v[q], lb[q], ub[q])
-        for k in range(K):
-            v[M.first_off + k] += coef * dlt[k]
-            v[M.last_off + k] += coef * dlt[(T - 1) * K + k]
-        off = T * K
-        for q in range(K * K):
-            v[M.trans_off + q] += coef * dlt[off + q]
-        if has_box:
-            for k in range(K):
-                j = M.first_off + k
-                w[j] = _clip(v[j], lb[j], ub[j])
-                j = M.last_off + k
-                w[j] = _clip(v[j], lb[j], ub[j])
-            for q in range(K * K):
-                j = M.trans_off + q
-                w[j] = _clip(v[j], lb[j], ub[j])
-    else:
-        r0 = M.mc_row_off[i]
-        nl = M.mc_row_off[i + 1] - r0
-        for y in range(nl):
-            c = coef * dlt[y]
-            if c != 0.0:
-                r = r0 + y
-                for p in range(M.mc_indptr[r], M.mc_indptr[r + 1]):
-                    j = M.mc_indices[p]
-                    v[j] += c * M.mc_values[p]
-                    if has_box:
-                        w[j] = _clip(v[j], lb[j], ub[j])
-
-
-@njit(cache=True, nogil=True, inline="always")
-def chain_pair_sqnorm(M, i, ys, yv):
-    """‖B_i (m(y_s) − m(y_v))‖² for two labellings of chain block i, in O(T + D²) (D: positions
-    where they differ) from the labels and the T×T Gram matrix (the direction of a pairwise step;
-    Paper: Alg. 3). Equal to :func:`block_sqnorm` of the dense direction up to the order of the
-    floating-point sum."""
-    T = M.lab_off[i + 1] - M.lab_off[i]
-    return _pair_sqnorm(M.K, T, M.gram, M.gram_off[i], ys, yv, np.empty(max(T, 1), dtype=np.int64))
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _differ_labels(ys, yv, T, pos):
-    """List in pos the positions t < T where the labels of ys and yv differ; return their number
-    (branch-free appends: the positions are few and at random places)."""
-    nd = 0
-    for t in range(T):
-        pos[nd] = t
-        nd += ys[t] != yv[t]
-    return nd
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _differ_transitions(ys, yv, T, pos):
-    """List in pos the positions t < T − 1 where the transitions (y_t, y_t+1) of ys and yv
-    differ; return their number."""
-    nd = 0
-    for t in range(T - 1):
-        pos[nd] = t
-        nd += (ys[t] != yv[t]) | (ys[t + 1] != yv[t + 1])
-    return nd
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _pair_sqnorm(K, T, gram, g0, ys, yv, pos):
-    """See :func:`chain_pair_sqnorm`; ``pos``: int64 scratch of length >= T. Only the positions
-    where the labellings differ contribute (elsewhere m(y_s) − m(y_v) is 0), so the sums run over
-    their list: the same terms in the same order as a scan of all positions."""
-    node = 0.0
-    nd = _differ_labels(ys, yv, T, pos)
-    for x in range(nd):
-        t = pos[x]
-        a = ys[t]
-        b = yv[t]
-        for z in range(nd):
-            u = pos[z]
-            c = ys[u]
-            e = yv[u]
-            m = (a == c) - (a == e) - (b == c) + (b == e)
-            if m != 0:
-                node += gram[uint64(g0 + t * T + u)] * m
-    cnt = 0
-    if ys[0] != yv[0]:
-        cnt += 2  # first-position features
-    if ys[T - 1] != yv[T - 1]:
-        cnt += 2  # last-position features
-    nt = _differ_transitions(ys, yv, T, pos)  # transitions (integer counts: the order does not matter)
-    for x in range(nt):
-        t = pos[x]
-        ps = ys[t] * K + ys[t + 1]
-        pv = yv[t] * K + yv[t + 1]
-        for z in range(nt):
-            u = pos[z]
-            qs = ys[u] * K + ys[u + 1]
-            qv = yv[u] * K + yv[u + 1]
-            cnt += (ps == qs) - (ps == qv) - (pv == qs) + (pv == qv)
-    return node + cnt
-
-
-@njit(cache=True, nogil=True, inline="always")
-def chain_pair_apply(M, i, ys, yv, gam, mu, coef, v, w, lb, ub, has_box):
-    """μ_i += γ (m(y_s) − m(y_v)) and v += coef · B_i (m(y_s) − m(y_v)) (w = clip(v) on the touched
-    coordinates when has_box), touching only the entries where the two labellings differ.
-    Bitwise the same updates as the dense direction through :func:`block_axpy`."""
-    T = M.lab_off[i + 1] - M.lab_off[i]
-    _pair_apply(M.K, M.lab_off[i], T, M.F1 - 1, M.feat_indptr, M.feat_indices,
-                M.feat_values, M.first_off, M.last_off, M.trans_off, ys, yv, gam, mu, coef, v, w, lb, ub, has_box,
-                M.feat_unit != 0, np.empty(max(T, 1), dtype=np.int64))
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _pair_apply(K, t0, T, F, feat_indptr, feat_indices, feat_values, first_off, last_off, trans_off,
-                ys, yv, gam, mu, coef, v, w, lb, ub, has_box, unit, pos):
-    for t in range(T):
-        a = ys[t]
-        b = yv[t]
-        if a == b:
-            continue
-        base = t * K
-        mu[base + a] += gam
-        mu[base + b] += gam * -1.0
-        v[F * K + a] += coef
-        v[F * K + b] += coef * -1.0
-        tok = t0 + t
-        if unit:  # binary features: coef · 1.0 is coef exactly
-            for p in range(feat_indptr[tok], feat_indptr[tok + 1]):
-                row = feat_indices[p] * K
-                v[uint64(row + a)] += coef
-                v[uint64(row + b)] += coef * -1.0
-        else:
-            for p in range(feat_indptr[tok], feat_indptr[tok + 1]):
-                row = feat_indices[p] * K
-                c = coef * feat_values[p]
-                v[uint64(row + a)] += c
-                v[uint64(row + b)] += c * -1.0
-        if has_box:
-            for q in (F * K + a, F * K + b):
-                w[q] = _clip(v[q], lb[q], ub[q])
-            for p in range(feat_indptr[tok], feat_indptr[tok + 1]):
-                row = feat_indices[p] * K
-                w[row + a] = _clip(v[row + a], lb[row + a], ub[row + a])
-                w[row + b] = _clip(v[row + b], lb[row + b], ub[row + b])
-    for end, off in ((0, first_off), (T - 1, last_off)):
-        a = ys[end]
-        b = yv[end]
-        if a != b:
-            v[off + a] += coef
-            v[off + b] += coef * -1.0
-            if has_box:
-                w[off + a] = _clip(v[off + a], lb[off + a], ub[off + a])
-                w[off + b] = _clip(v[off + b], lb[off + b], ub[off + b])
-    TK = T * K
-    # each distinct transition once, with its net count over both labellings. A transition at a
-    # position where the two labellings agree adds +1 and −1 to the same pair, so only the
-    # positions where they differ (listed in pos) can give a nonzero net: candidate c is the
-    # s-pair at pos[c] (c < nt) or the v-pair at pos[c − nt], taken unless an earlier candidate is
-    # the same pair. Distinct pairs are distinct entries, so the updates are those of the dense
-    # direction whatever their order.
-    nt = _differ_transitions(ys, yv, T, pos)
-    for c in range(2 * nt):
-        u0 = pos[c] if c < nt else pos[c - nt]
-        q = ys[u0] * K + ys[u0 + 1] if c < nt else yv[u0] * K + yv[u0 + 1]
-        seen = False
-        for c2 in range(c):
-            u2 = pos[c2] if c2 < nt else pos[c2 - nt]
-            q2 = ys[u2] * K + ys[u2 + 1] if c2 < nt else yv[u2] * K + yv[u2 + 1]
-            if q2 == q:
-                seen = True
-                break
-        if seen:
-            continue
-        net = 0
-        for z in range(nt):
-            u = pos[z]
-            if ys[u] * K + ys[u + 1] == q:
-                net += 1
-            if yv[u] * K + yv[u + 1] == q:
-                net -= 1
-        if net != 0:
-            mu[TK + q] += gam * net
-            j = trans_off + q
-            v[j] += coef * net
-            if has_box:
-                w[j] = _clip(v[j], lb[j], ub[j])
+# ============================================================================ atoms (active set and cache)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -811,29 +737,47 @@ def purge_small(M, S, cfg_i, cfg_f, i):
 
 @njit(cache=True, nogil=True)
 def _tree_leaf_value(S, cfg_f, i):
+    """Sampling weight of block i: the fixed weight, or its gap estimate g_i^p (Paper: Alg. 2
+    has p = 1). For p != 1 the weight is (g_i / g_ref)^p with g_ref the largest gap estimate at
+    the last rebuild, so that a large p neither underflows (every weight 0: uniform draws) nor
+    overflows, and approaches max-gap sampling."""
     if S.weights.shape[0] > 0:
         return S.weights[i]
     g = S.gap_est[i]
     if not (g > 0.0):  # also NaN-safe
         return 0.0
     p = cfg_f[F_P]
-    return g if p == 1.0 else g ** p
+    if p == 1.0:
+        return g
+    if g == np.inf:
+        return np.inf
+    return (g / S.scalars[S_GAP_REF]) ** p
 
 
 @njit(cache=True, nogil=True, inline="always")
 def tree_update(S, cfg_f, i):
     size = S.tree.shape[0] // 2
     j = size + i
-    S.tree[j] = _tree_leaf_value(S, cfg_f, i)
+    leaf = _tree_leaf_value(S, cfg_f, i)
+    S.tree[j] = leaf
     j //= 2
     while j >= 1:
         S.tree[j] = S.tree[2 * j] + S.tree[2 * j + 1]
         j //= 2
+    # p != 1: a new largest gap may overflow, the sum of tiny weights underflow: rescale
+    if cfg_f[F_P] != 1.0 and S.weights.shape[0] == 0 and (leaf > 1e200 or not (S.tree[1] > 1e-200)):
+        tree_rebuild(S, cfg_f, S.gap_est.shape[0])
 
 
 @njit(cache=True, nogil=True)
 def tree_rebuild(S, cfg_f, n):
     size = S.tree.shape[0] // 2
+    ref = 0.0
+    for i in range(n):
+        g = S.gap_est[i]
+        if g < np.inf and g > ref:
+            ref = g
+    S.scalars[S_GAP_REF] = ref if ref > 0.0 else 1.0
     for j in range(size, 2 * size):
         S.tree[j] = 0.0
     for i in range(n):
@@ -908,13 +852,18 @@ def set_block_gap(S, cfg_i, cfg_f, i, g, k):
         tree_update(S, cfg_f, i)
 
 
-# ============================================================================ block step
+# ============================================================================ block step, in phases
+# One block step (Paper: Alg. 1, 3, 4, 5 and their combination) is the sequence of phases below,
+# each a small compiled function inlined into the drivers (run_steps: compiled oracle, one fused
+# loop; pre_step / post_step: the Python oracle tier, the oracle called from Python between
+# them). The phases take plain arrays where they can: handing a state tuple to a helper costs a
+# reference-count update per array (measured at 5-9 % of a step).
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _line(g, q, lam, n, gmax):
     """Exact line search on the quadratic dual: γ = g λ n² / ‖B δ‖², clipped to [0, gmax];
-    returns (γ, dual improvement γ g − γ² q / (2 λ n²))."""
+    returns (γ, dual improvement γ g − γ² q / (2 λ n²)). Paper: Alg. 1 line 6, Alg. 3 line 7."""
     if g <= 0.0:
         return 0.0, 0.0
     if q <= 0.0:
@@ -939,9 +888,9 @@ def cache_hit_rule(ghat, gap_i, visited, global_gap, F, nu, n):
 
 @njit(cache=True, nogil=True, inline="always")
 def _sample_arr(n, mode, rng, tree, gap_est, unv, counters, perm):
-    """The draw of :func:`sample_block` on the arrays it needs (passing the state tuple to an
-    inlined helper costs a reference-count update per array; this runs once per step). After an
-    exact-gap refresh every block is visited, so that sampler draws from the tree here."""
+    """Phase *sample* (Paper: Alg. 1 line 3, Alg. 2 line 4): the draw of :func:`sample_block`
+    on the arrays it needs. After an exact-gap refresh every block is visited, so that sampler
+    draws from the tree here."""
     if mode == SAMPLE_UNIFORM:
         return rng_randint(rng, n)
     if mode == SAMPLE_PERM:
@@ -974,379 +923,502 @@ def _sample_arr(n, mode, rng, tree, gap_est, unv, counters, perm):
     return _tree_draw_arr(tree, rng, n)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def phase_prefetch(M, i, track, sparse, cap, a_alpha, a_hash, a_loss, a_used, a_lab):
+    """Phase *prefetch*: start fetching the drawn block's scattered data (its atoms, and what the
+    model's ``prefetch_block`` names: token features, Gram matrix) so that the cache misses
+    overlap (OCR-large: 6-9 % less time per cached step, 3-6 % per BCFW step). Hints only: no
+    result changes."""
+    if track:
+        for q in range(0, min(cap, 16), 8):
+            prefetch(a_alpha, i * cap + q)
+            prefetch(a_hash, i * cap + q)
+        prefetch(a_loss, i * cap)
+        prefetch(a_used, i * cap)
+    _m_prefetch_block(M, i, sparse)
+    if track:
+        t_first = M.lab_off[i]
+        for q in range(0, min(cap, 16) * (M.lab_off[i + 1] - t_first), 8):  # the first 16 atoms' labels
+            prefetch(a_lab, t_first * cap + q)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def phase_score(M, i, w, h, mu, mark, a_lab, a_count, gap_iter, global_gap, cache_on, sparse, cap, L, klist):
+    """Phase *score*: the block's score vector h at w (Paper: Alg. 1 line 4, the oracle's
+    input). A cache hit is possible only on a visited block after the first gap pass (Alg. 5);
+    then, when the model can, only the entries the cached labellings (and μ_i) touch are scored,
+    bitwise as the full scores (which are computed on a miss). Returns (could_hit, partial)."""
+    could_hit = cache_on and a_count[i] > 0 and gap_iter[i] >= 0 and global_gap < np.inf
+    partial = could_hit and _m_has_partial(M)
+    if partial:
+        _m_scores_cached(M, i, w, h, mark, a_lab, M.lab_off[i] * cap, a_count[i], L, cap, mu, not sparse, klist)
+    else:
+        _m_scores(M, i, w, h)
+    return could_hit, partial
+
+
+@njit(cache=True, nogil=True, inline="always")
+def phase_scan_label_space(M, i, h, w, a_lab, a_alpha, a_hash, cnt, could_hit, cap, L, keys, terms):
+    """Phase *scan* for label-space steps: one pass over block i's atoms gives the best cached
+    labelling (the cache corner, Alg. 5 line 3), the away corner (argmin over the active set of
+    ⟨m(y), h⟩; Alg. 3 line 4, Alg. 4 line 4) and ⟨μ_i, h⟩ = Σ_y α_i(y)⟨m(y), h⟩ summed over the
+    active atoms in label-hash order (the same order whatever the slots, so a cache that never
+    hits leaves the trace unchanged). Returns (⟨μ_i, h⟩, best, cache slot, away slot, away value)."""
+    na = 0
+    a_best = np.inf
+    best = -np.inf
+    fw_slot = -1
+    a_slot = -1
+    lab0 = M.lab_off[i] * cap
+    for s in range(cnt):
+        val = _m_atom_value(M, i, h, w, a_lab, lab0 + s * L, L)
+        if could_hit and val > best:
+            best = val
+            fw_slot = s
+        al = a_alpha[i, s]
+        if al > 0.0:
+            if val < a_best:
+                a_best = val
+                a_slot = s
+            key = a_hash[i, s]
+            term = al * val
+            j = na
+            while j > 0 and keys[j - 1] > key:
+                keys[j] = keys[j - 1]
+                terms[j] = terms[j - 1]
+                j -= 1
+            keys[j] = key
+            terms[j] = term
+            na += 1
+    mu_h = 0.0
+    for j in range(na):
+        mu_h += terms[j]
+    return mu_h, best, fw_slot, a_slot, a_best
+
+
+@njit(cache=True, nogil=True, inline="always")
+def phase_scan_dense(M, i, h, mu, p, a_lab, a_count, could_hit, cap, L):
+    """Phase *scan* for statistics-space steps: ⟨μ_i, h⟩ over the block's statistics and, when a
+    cache hit is possible, the best cached labelling (Alg. 5 line 3). Returns
+    (⟨μ_i, h⟩, best, cache slot)."""
+    mu_h = 0.0
+    for q in range(p):
+        mu_h += mu[q] * h[q]
+    best = -np.inf
+    fw_slot = -1
+    if could_hit:
+        lab0 = M.lab_off[i] * cap
+        for s in range(a_count[i]):
+            val = _m_label_dot_at(M, i, a_lab, lab0 + s * L, h)
+            if val > best:
+                best = val
+                fw_slot = s
+    return mu_h, best, fw_slot
+
+
+@njit(cache=True, nogil=True, inline="always")
+def phase_cache_lookup(M, i, k, could_hit, best, mu_h, fw_slot, gap_est, gap_iter, global_gap, cfg_f, n,
+                       a_lab, a_used, a_loss, cap, L, ybuf, counters):
+    """Phase *FW corner from the cache* (Paper: Alg. 5 lines 2-5): the cache corner is used
+    when its gap ĝ_i = (⟨m(ŷ), h⟩ − ⟨μ_i, h⟩)/n passes :func:`cache_hit_rule`; it is copied to
+    ybuf. Returns (hit, slot, its value, its loss); on a miss the slot is -1."""
+    if could_hit:
+        ghat = (best - mu_h) / n
+        if cache_hit_rule(ghat, gap_est[i], gap_iter[i] >= 0, global_gap, cfg_f[F_CACHE_F], cfg_f[F_CACHE_NU], n):
+            b = M.lab_off[i] * cap + fw_slot * L
+            for t in range(L):
+                ybuf[t] = a_lab[b + t]
+            a_used[i, fw_slot] = k
+            counters[C_HIT] += 1
+            return True, fw_slot, best, a_loss[i, fw_slot]
+    return False, -1, 0.0, 0.0
+
+
+@njit(cache=True, nogil=True)
+def phase_fw_corner(M, S, cfg_i, cfg_f, i, k, L, fw_val, mu_h, track):
+    """Phase *FW corner from the oracle* (Paper: Alg. 1 line 4, Alg. 2 line 7): count the
+    oracle call, store the block gap g_i = (max − ⟨μ_i, h⟩)/n it certifies, and (with atoms)
+    find or insert the FW corner S.ybuf among the block's atoms. Returns (slot or -1, loss)."""
+    n = M.n
+    S.counters[C_ORACLE] += 1
+    S.counters[C_STEP_ORACLE] += 1
+    set_block_gap(S, cfg_i, cfg_f, i, (fw_val - mu_h) / n, k)
+    fw_loss = label_loss(M, i, S.ybuf)
+    fw_slot = -1
+    if track:
+        hsh = label_hash(S.ybuf, L)
+        fw_slot = atom_find(M, S, i, S.ybuf, hsh)
+        if fw_slot < 0:
+            fw_slot = atom_insert(M, S, i, S.ybuf, hsh, fw_loss, k)
+            if fw_slot < 0:  # callers grow the pools before a step (C_GROW); never reached
+                raise RuntimeError("atom pool full: grow_atoms must run before the step")
+        else:
+            S.a_used[i, fw_slot] = k
+    return fw_slot, fw_loss
+
+
+@njit(cache=True, nogil=True, inline="always")
+def phase_away_corner(M, i, h, a_lab, a_alpha, a_count, cap, L, sparse, a_slot, a_val, yaway, last_away):
+    """Phase *away corner* (Paper: Alg. 3 line 4, Alg. 4 line 4): argmin over the active set of
+    ⟨m(y), h⟩ (already found by the label-space scan), copied to yaway. Returns (slot, value)."""
+    if not sparse:
+        best_a = np.inf
+        lab0 = M.lab_off[i] * cap
+        for s in range(a_count[i]):
+            if a_alpha[i, s] > 0.0:
+                val = _m_label_dot_at(M, i, a_lab, lab0 + s * L, h)
+                if val < best_a:
+                    best_a = val
+                    a_slot = s
+        a_val = best_a
+    b = M.lab_off[i] * cap + a_slot * L
+    for t in range(L):
+        yaway[t] = a_lab[b + t]
+        last_away[t] = yaway[t]
+    return a_slot, a_val
+
+
+@njit(cache=True, nogil=True, inline="always")
+def phase_candidates(M, i, step, sparse, lam, n, p, mu, mu_h, fw_val, a_val, alpha_a, ybuf, yaway, dl, tmp, zbuf,
+                     pos):
+    """Phase *candidates*: the FW direction m(y_fw) − μ_i (Paper: Alg. 1 line 5), the away
+    direction μ_i − m(y_a) (Alg. 4 line 5) and the pairwise direction m(y_fw) − m(y_a)
+    (Alg. 3 line 5), each with its exact line search (Alg. 1 line 6; γ_max = 1, α_a/(1 − α_a),
+    α_a). FW: the FW direction. Away: the larger gap of FW and away. Pairwise: the pairwise
+    direction. Combined: the largest dual improvement. The chosen direction is left in dl
+    (not for a label-space pairwise step, which works on the two labellings).
+    Returns (kind, γ, γ_max, improvement, the chosen direction's gap)."""
+    kind = KIND_FW
+    gam = 0.0
+    gmax = 1.0
+    g_fw = (fw_val - mu_h) / n
+    g_used = g_fw
+    best_imp = -1.0
+    if step == STEP_FW or step == STEP_AWAY or step == STEP_COMBINED:
+        for q in range(p):
+            dl[q] = -mu[q]
+        label_add(M, i, ybuf, 1.0, dl)
+        qn = block_sqnorm(M, i, dl, zbuf)
+        gam, best_imp = _line(g_fw, qn, lam, n, 1.0)
+    if step == STEP_AWAY or step == STEP_COMBINED:
+        g_a = (mu_h - a_val) / n
+        # with (numerically) all the mass on the away corner the away direction is zero:
+        # μ_i − m(y_a) is round-off only, and γ_max = α_a / (1 − α_a) would be unbounded
+        single = alpha_a >= 1.0 - 1e-12
+        amax = 0.0 if single else alpha_a / (1.0 - alpha_a)
+        for q in range(p):
+            tmp[q] = mu[q]
+        label_add(M, i, yaway, -1.0, tmp)
+        qa = block_sqnorm(M, i, tmp, zbuf)
+        if g_a > 0.0 and qa > 0.0 and not single:
+            gam_a, imp_a = _line(g_a, qa, lam, n, amax)
+        else:
+            gam_a, imp_a = 0.0, 0.0
+        take = (g_a > g_fw) if step == STEP_AWAY else (imp_a > best_imp)
+        if take:
+            kind = KIND_AWAY
+            gam = gam_a
+            gmax = amax
+            best_imp = imp_a
+            g_used = g_a
+            for q in range(p):
+                dl[q] = tmp[q]
+    if step == STEP_PAIRWISE or step == STEP_COMBINED:
+        g_p = (fw_val - a_val) / n
+        if sparse:
+            qp = _m_pair_sqnorm(M, i, ybuf, yaway, pos)
+        else:
+            for q in range(p):
+                tmp[q] = 0.0
+            label_add(M, i, ybuf, 1.0, tmp)
+            label_add(M, i, yaway, -1.0, tmp)
+            qp = block_sqnorm(M, i, tmp, zbuf)
+        gam_p, imp_p = _line(g_p, qp, lam, n, alpha_a)
+        if step == STEP_PAIRWISE or imp_p > best_imp:
+            kind = KIND_PAIRWISE
+            gam = gam_p
+            gmax = alpha_a
+            best_imp = imp_p
+            g_used = g_p
+            if not sparse:
+                for q in range(p):
+                    dl[q] = tmp[q]
+    return kind, gam, gmax, best_imp, g_used
+
+
+@njit(cache=True, nogil=True, inline="always")
+def phase_apply(M, i, kind, gam, gmax, sparse, lam, n, p, mu, dl, ybuf, yaway, v, w, lb, ub, has_box, pos,
+                ell, scalars, counters, a_alpha, a_loss, a_count, fw_slot, a_slot, fw_loss, track):
+    """Phase *apply*: one atomic change of μ_i, w, ℓ_i and the atoms' α for the chosen step
+    (Paper: Alg. 1 lines 7-8 (FW, α_i ← (1−γ)α_i + γ e_{y_fw}), Alg. 4 lines 8-12 (away, mass
+    moved off y_a, drop step at γ_max), Alg. 3 lines 8-10 (pairwise, γ moved from y_a to y_fw)).
+    Returns whether it was a drop step."""
+    drop = False
+    if gam > 0.0:
+        if sparse and kind == KIND_PAIRWISE:
+            _m_pair_apply(M, i, ybuf, yaway, gam, mu, -gam / (lam * n), v, w, lb, ub, has_box, pos)
+        else:
+            for q in range(p):
+                mu[q] += gam * dl[q]
+            block_axpy(M, i, -gam / (lam * n), dl, v, w, lb, ub, has_box)
+    old_ell = ell[i]
+    if kind == KIND_FW:
+        new_ell = old_ell + gam * (fw_loss / n - old_ell)
+        counters[C_FW] += 1
+        if track:
+            if gam >= 1.0:
+                for s in range(a_count[i]):
+                    a_alpha[i, s] = 0.0
+                a_alpha[i, fw_slot] = 1.0
+            elif gam > 0.0:
+                for s in range(a_count[i]):
+                    a_alpha[i, s] *= (1.0 - gam)
+                a_alpha[i, fw_slot] += gam
+    elif kind == KIND_AWAY:
+        a_loss_v = a_loss[i, a_slot]
+        new_ell = old_ell + gam * (old_ell - a_loss_v / n)
+        counters[C_AWAY] += 1
+        if gam > 0.0:
+            for s in range(a_count[i]):
+                a_alpha[i, s] *= (1.0 + gam)
+            if gam >= gmax:
+                a_alpha[i, a_slot] = 0.0
+                drop = True
+                counters[C_DROP] += 1
+            else:
+                a_alpha[i, a_slot] -= gam
+    else:
+        a_loss_v = a_loss[i, a_slot]
+        new_ell = old_ell + gam * (fw_loss - a_loss_v) / n
+        counters[C_PAIR] += 1
+        if gam > 0.0 and fw_slot != a_slot:
+            if gam >= gmax:
+                a_alpha[i, fw_slot] += a_alpha[i, a_slot]
+                a_alpha[i, a_slot] = 0.0
+                drop = True
+                counters[C_DROP] += 1
+            else:
+                a_alpha[i, a_slot] -= gam
+                a_alpha[i, fw_slot] += gam
+    ell[i] = new_ell
+    scalars[S_ELL] += new_ell - old_ell
+    return drop
+
+
+@njit(cache=True, nogil=True, inline="always")
+def phase_log(log, counters, k, i, kind, flags, gam, gmax, gap_i, g_used, best_imp, track, a_alpha, a_count):
+    """Phase *log*: one record of the step in the ring log (see ``L_*``)."""
+    r = counters[C_LOG_POS] % log.shape[0]
+    log[r, L_ITER] = k
+    log[r, L_BLOCK] = i
+    log[r, L_KIND] = kind
+    log[r, L_FLAGS] = flags
+    log[r, L_GAMMA] = gam
+    log[r, L_GAMMA_MAX] = gmax
+    log[r, L_GAP] = gap_i
+    log[r, L_CORNER_GAP] = g_used
+    log[r, L_IMPROVE] = best_imp if best_imp > 0.0 else 0.0
+    if track:
+        na_now = 0
+        for q in range(a_count[i]):
+            if a_alpha[i, q] > 0.0:
+                na_now += 1
+        log[r, L_ACTIVE] = na_now
+    else:
+        log[r, L_ACTIVE] = -1
+    counters[C_LOG_POS] += 1
+    counters[C_ITER] = k + 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _step_after_fw_corner(M, S, cfg_i, cfg_f, i, k, L, flags, fw_slot, fw_val, fw_loss, mu_h, a_slot, a_val,
+                          sparse, dpos):
+    """The phases after the FW corner is known: away corner, candidates, apply, trim, log."""
+    n = M.n
+    step = cfg_i[I_STEP]
+    track = cfg_i[I_TRACK] != 0
+    cap = S.a_alpha.shape[1]
+    so = M.stat_off[i]
+    p = M.stat_off[i + 1] - so
+    mu = S.mu[so:so + p]
+    for t in range(L):
+        S.last_fw[t] = S.ybuf[t]
+    alpha_a = 0.0
+    if step != STEP_FW:
+        a_slot, a_val = phase_away_corner(M, i, S.h, S.a_lab, S.a_alpha, S.a_count, cap, L, sparse, a_slot, a_val,
+                                          S.yaway, S.last_away)
+        alpha_a = S.a_alpha[i, a_slot]
+    if sparse:
+        # the label-space pairwise update touches μ_i only where the two corners differ: prefetch
+        # those entries so their misses overlap (15-17 % less time per cached BCPFW step)
+        _m_pair_prefetch(M, mu, S.ybuf, S.yaway, L)
+    kind, gam, gmax, best_imp, g_used = phase_candidates(
+        M, i, step, sparse, cfg_f[F_LAM], n, p, mu, mu_h, fw_val, a_val, alpha_a, S.ybuf, S.yaway, S.dlt, S.tmp,
+        S.zbuf, dpos)
+    if phase_apply(M, i, kind, gam, gmax, sparse, cfg_f[F_LAM], n, p, mu, S.dlt, S.ybuf, S.yaway, S.v, S.w, S.lb,
+                   S.ub, cfg_i[I_BOX] != 0, dpos, S.ell, S.scalars, S.counters, S.a_alpha, S.a_loss, S.a_count,
+                   fw_slot, a_slot, fw_loss, track):
+        flags |= FLAG_DROP
+    if track:  # phase trim: purge tiny atoms, keep the cache within its size (Alg. 5), flag a full pool
+        if kind != KIND_PAIRWISE and gam > 0.0 and cfg_f[F_DROP_TOL] > 0.0:
+            purge_small(M, S, cfg_i, cfg_f, i)
+        a_count = S.a_count
+        a_alpha = S.a_alpha
+        limit = cfg_i[I_CACHE_SIZE] if cfg_i[I_CACHE] != 0 else 0
+        if a_count[i] > limit:
+            atoms_trim(M, S, cfg_i, i)
+        elif a_count[i] == cap:
+            full = True
+            for q in range(a_count[i]):
+                if a_alpha[i, q] == 0.0:
+                    full = False
+                    break
+            if full:
+                S.counters[C_GROW] = 1
+    phase_log(S.log, S.counters, k, i, kind, flags, gam, gmax, S.gap_est[i], g_used, best_imp, track, S.a_alpha,
+              S.a_count)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _step_before_oracle(M, S, cfg_i, cfg_f, i, sparse, keys, terms, klist):
+    """The phases before the max oracle: prefetch, score, scan, FW corner from the cache.
+    Returns (k, L, could_hit, partial, mu_h, a_slot, a_val, hit, fw_slot, fw_val, fw_loss)."""
+    n = M.n
+    cap = S.a_alpha.shape[1]
+    track = cfg_i[I_TRACK] != 0
+    phase_prefetch(M, i, track, sparse, cap, S.a_alpha, S.a_hash, S.a_loss, S.a_used, S.a_lab)
+    k = S.counters[C_ITER]
+    so = M.stat_off[i]
+    p = M.stat_off[i + 1] - so
+    L = M.lab_off[i + 1] - M.lab_off[i]
+    mu = S.mu[so:so + p]
+    could_hit, partial = phase_score(M, i, S.w, S.h, mu, S.mark, S.a_lab, S.a_count, S.gap_iter,
+                                     S.scalars[S_GLOBAL_GAP], cfg_i[I_CACHE] != 0, sparse, cap, L, klist)
+    a_slot = -1
+    a_val = 0.0
+    if sparse:
+        mu_h, best, fw_slot, a_slot, a_val = phase_scan_label_space(M, i, S.h, S.w, S.a_lab, S.a_alpha, S.a_hash,
+                                                                    S.a_count[i], could_hit, cap, L, keys, terms)
+    else:
+        mu_h, best, fw_slot = phase_scan_dense(M, i, S.h, mu, p, S.a_lab, S.a_count, could_hit, cap, L)
+    hit, fw_slot, fw_val, fw_loss = phase_cache_lookup(M, i, k, could_hit, best, mu_h, fw_slot, S.gap_est,
+                                                       S.gap_iter, S.scalars[S_GLOBAL_GAP], cfg_f, n, S.a_lab,
+                                                       S.a_used, S.a_loss, cap, L, S.ybuf, S.counters)
+    return k, L, could_hit, partial, mu_h, a_slot, a_val, hit, fw_slot, fw_val, fw_loss
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _scratch(M, S):
+    cap = S.a_alpha.shape[1]
+    keys = np.empty(cap, dtype=np.uint64)      # active-set scan: label hashes and α·⟨m(y), h⟩
+    terms = np.empty(cap)
+    klist = np.empty(M.K, dtype=np.int64)      # partial scoring: the marked labels of a position
+    dpos = np.empty(max(S.ybuf.shape[0], 1), dtype=np.int64)  # positions where two labellings differ
+    return keys, terms, klist, dpos
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _is_sparse(M, cfg_i):
+    """Label-space steps: the model provides them and the step keeps an active set (away,
+    pairwise, combined): ⟨μ_i, h⟩ comes from the atoms and a pairwise direction is handled on
+    the two labellings, so no step touches all the block's statistics."""
+    return cfg_i[I_TRACK] != 0 and _m_label_space(M) and cfg_i[I_STEP] != STEP_FW
+
+
 @njit(cache=True, nogil=True)
 def run_steps(M, S, cfg_i, cfg_f, max_steps):
-    """Run up to ``max_steps`` block steps (Paper: Alg. 1, 3, 4, 5 and their combination); stop
-    early (before a step) when an atom pool must grow (C_GROW). Each step writes one record to
-    the ring log. Returns the number of steps done.
-
-    The step is written out in the loop rather than called: a call hands over the model and
-    state tuples, which costs a reference-count update per array (about 100 atomic operations
-    per step, measured at 5-9 % of a step)."""
-    done = 0
-    n = M.n
+    """Run up to ``max_steps`` block steps with the model's compiled max oracle (Paper: Alg. 1,
+    3, 4, 5 and their combination); stop early (before a step) when an atom pool must grow
+    (C_GROW). Each step writes one record to the ring log. Returns the number of steps done."""
+    keys, terms, klist, dpos = _scratch(M, S)
+    sparse = _is_sparse(M, cfg_i)
     mode = cfg_i[I_SAMPLING]
-    lam = cfg_f[F_LAM]
-    track = cfg_i[I_TRACK] != 0
-    has_box = cfg_i[I_BOX] != 0
-    step = cfg_i[I_STEP]
-    h = S.h
-    rng, tree, gap_est, unv, counters, perm = S.rng, S.tree, S.gap_est, S.unv, S.counters, S.perm
-    # scratch for the active-set scan (the pool capacity cannot change during this call)
-    cap = S.a_alpha.shape[1]  # atom slots per block
-    keys = np.empty(cap, dtype=np.uint64)
-    terms = np.empty(cap)
-    klist = np.empty(M.K, dtype=np.int64)
-    pos = np.empty(max(S.ybuf.shape[0], 1), dtype=np.int64)  # differing positions of two labellings
-    # Away / pairwise / combined steps on a chain keep an active set: ⟨μ_i, h⟩ = Σ_y α_i(y)⟨m(y), h⟩
-    # comes from the atoms (one scan that also finds the cache and away corners) and a pairwise
-    # direction is handled in label space, so no step touches all T·K + K² statistics.
-    sparse = track and M.kind == MODEL_CHAIN and step != STEP_FW
+    done = 0
     while done < max_steps:
-        if counters[C_GROW] != 0:
+        if S.counters[C_GROW] != 0:
             break
         if mode == SAMPLE_EXACT_GAP:
             i = sample_block(M, S, cfg_i, cfg_f)
         else:
-            i = _sample_arr(n, mode, rng, tree, gap_est, unv, counters, perm)
-
-        # ================================================================ one block step on block i
-        if M.kind == MODEL_CHAIN:
-            # Start fetching the block's scattered data now, so that the cache misses overlap
-            # (measured on OCR-large: 6-9 % less time per cached step, 3-6 % per BCFW step).
-            # The prefetches are hints only and change no result.
-            # first the addresses known from i alone, so that their misses overlap the dependent
-            # loads of the label and feature offsets below
-            if track:
-                for q in range(0, min(cap, 16), 8):
-                    prefetch(S.a_alpha, i * cap + q)
-                    prefetch(S.a_hash, i * cap + q)
-                prefetch(S.a_loss, i * cap)
-                prefetch(S.a_used, i * cap)
-            t_first = M.lab_off[i]
-            f_end = M.feat_indptr[M.lab_off[i + 1]]
-            for q in range(M.feat_indptr[t_first], f_end, 8):
-                prefetch(M.feat_indices, q)
-            if track:
-                for q in range(0, min(cap, 16) * (M.lab_off[i + 1] - t_first), 8):  # the first 16 atoms' labels
-                    prefetch(S.a_lab, t_first * cap + q)
-            if sparse and M.gram.shape[0] > 0:
-                g_first = M.gram_off[i]
-                for q in range(g_first, M.gram_off[i + 1], 8):
-                    prefetch(M.gram, q)
-        k = S.counters[C_ITER]
-        so = M.stat_off[i]
-        p = M.stat_off[i + 1] - so
-        L = M.lab_off[i + 1] - M.lab_off[i]
-        mu = S.mu[so:so + p]
-
-        # A cache hit is possible only on a visited block after the first gap pass (Alg. 5). Then
-        # score just the node entries the cached labellings (and μ_i) touch; the full score vector
-        # is computed only on a miss (bitwise the same entries either way).
-        could_hit = (cfg_i[I_CACHE] != 0 and S.a_count[i] > 0 and S.gap_iter[i] >= 0
-                     and S.scalars[S_GLOBAL_GAP] < np.inf)
-        partial = could_hit and M.kind == MODEL_CHAIN
-        if partial:
-            TK = L * M.K
-            for s in range(S.a_count[i]):
-                b = atom_base(M, S, i, s)
-                for t in range(L):
-                    S.mark[uint64(t * M.K + S.a_lab[uint64(b + t)])] = 1
-            if not sparse:
-                for q in range(TK):
-                    if mu[q] != 0.0:
-                        S.mark[q] = 1
-            _scores_masked(M.K, M.lab_off[i], L, M.F1 - 1, M.feat_indptr, M.feat_indices, M.feat_values, M.gt,
-                           M.first_off, M.last_off, M.trans_off, S.w, h, S.mark, not sparse, M.feat_unit != 0, klist)
-            for q in range(TK):
-                S.mark[q] = 0
+            i = _sample_arr(M.n, mode, S.rng, S.tree, S.gap_est, S.unv, S.counters, S.perm)
+        k, L, could_hit, partial, mu_h, a_slot, a_val, hit, fw_slot, fw_val, fw_loss = _step_before_oracle(
+            M, S, cfg_i, cfg_f, i, sparse, keys, terms, klist)
+        if hit:
+            flags = FLAG_HIT
         else:
-            block_scores(M, i, S.w, h)
-
-        flags = 0
-        hit = False
-        fw_slot = -1
-        fw_val = 0.0
-        fw_loss = 0.0
-        a_slot = -1
-        a_val = 0.0
-        best = -np.inf
-        if sparse:
-            # one scan: best cached labelling, away corner (argmin over the active set) and
-            # ⟨μ_i, h⟩ summed over the active atoms in label-hash order (the same order whatever
-            # the slots, so a cache that never hits leaves the trace unchanged)
-            na = 0
-            cnt = S.a_count[i]
-            a_best = np.inf
-            a_lab = S.a_lab
-            a_alpha = S.a_alpha
-            a_hash = S.a_hash
-            K = M.K
-            lab0 = M.lab_off[i] * cap
-            w_ = S.w  # transition scores are the weights themselves (h's K×K part is a copy)
-            tr_off = M.trans_off
-            for s in range(cnt):
-                b = lab0 + s * L
-                val = 0.0
-                for t in range(L):
-                    val += h[uint64(t * K + a_lab[uint64(b + t)])]
-                for t in range(L - 1):
-                    val += w_[uint64(tr_off + a_lab[uint64(b + t)] * K + a_lab[uint64(b + t + 1)])]
-                if could_hit and val > best:
-                    best = val
-                    fw_slot = s
-                al = a_alpha[i, s]
-                if al > 0.0:
-                    if val < a_best:
-                        a_best = val
-                        a_slot = s
-                    key = a_hash[i, s]
-                    term = al * val
-                    j = na
-                    while j > 0 and keys[j - 1] > key:
-                        keys[j] = keys[j - 1]
-                        terms[j] = terms[j - 1]
-                        j -= 1
-                    keys[j] = key
-                    terms[j] = term
-                    na += 1
-            a_val = a_best
-            mu_h = 0.0
-            for j in range(na):
-                mu_h += terms[j]
-        else:
-            mu_h = 0.0
-            for q in range(p):
-                mu_h += mu[q] * h[q]
-            if could_hit:
-                for s in range(S.a_count[i]):
-                    val = atom_dot(M, S, i, s, h)
-                    if val > best:
-                        best = val
-                        fw_slot = s
-
-        # ---- FW corner: cache corner on a hit, else the max oracle (Paper: Alg. 5)
-        if could_hit:
-            ghat = (best - mu_h) / n
-            if cache_hit_rule(ghat, S.gap_est[i], S.gap_iter[i] >= 0, S.scalars[S_GLOBAL_GAP],
-                              cfg_f[F_CACHE_F], cfg_f[F_CACHE_NU], n):
-                hit = True
-                flags |= FLAG_HIT
-                fw_val = best
-                fw_loss = S.a_loss[i, fw_slot]
-                b = atom_base(M, S, i, fw_slot)
-                for t in range(L):
-                    S.ybuf[t] = S.a_lab[b + t]
-                S.a_used[i, fw_slot] = k
-                S.counters[C_HIT] += 1
-            else:
-                fw_slot = -1
-        if not hit:
             if partial:  # the entries scored so far are bitwise those of the full scores
-                block_scores(M, i, S.w, h)
-            fw_val = block_oracle(M, i, h, S.ybuf, S.vit_f, S.vit_i)
-            flags |= FLAG_ORACLE
-            S.counters[C_ORACLE] += 1
-            S.counters[C_STEP_ORACLE] += 1
-            set_block_gap(S, cfg_i, cfg_f, i, (fw_val - mu_h) / n, k)
-            fw_loss = label_loss(M, i, S.ybuf)
-            if track:
-                hsh = label_hash(S.ybuf, L)
-                fw_slot = atom_find(M, S, i, S.ybuf, hsh)
-                if fw_slot < 0:
-                    fw_slot = atom_insert(M, S, i, S.ybuf, hsh, fw_loss, k)
-                    if fw_slot < 0:  # callers grow the pools before a step (C_GROW); never reached
-                        raise RuntimeError("atom pool full: grow_atoms must run before the step")
-                else:
-                    S.a_used[i, fw_slot] = k
-        for t in range(L):
-            S.last_fw[t] = S.ybuf[t]
-        g_fw = (fw_val - mu_h) / n
-
-        # ---- away corner: argmin over the active set of H_i (Paper: Alg. 3, 4)
-        if step != STEP_FW:
-            if not sparse:
-                best_a = np.inf
-                for s in range(S.a_count[i]):
-                    if S.a_alpha[i, s] > 0.0:
-                        val = atom_dot(M, S, i, s, h)
-                        if val < best_a:
-                            best_a = val
-                            a_slot = s
-                a_val = best_a
-            b = atom_base(M, S, i, a_slot)
-            for t in range(L):
-                S.yaway[t] = S.a_lab[b + t]
-                S.last_away[t] = S.yaway[t]
-
-        if sparse:
-            # The label-space pairwise update touches μ_i only where the two corners differ. Its
-            # loops reach those entries one miss at a time; prefetching them all here lets the
-            # misses overlap (measured: 15-17 % less time per cached BCPFW step on OCR-large).
-            TKp = L * M.K
-            for t in range(L):
-                if S.ybuf[t] != S.yaway[t]:
-                    prefetch(mu, t * M.K + S.ybuf[t])
-                    prefetch(mu, t * M.K + S.yaway[t])
-            for t in range(L - 1):
-                prefetch(mu, TKp + S.ybuf[t] * M.K + S.ybuf[t + 1])
-                prefetch(mu, TKp + S.yaway[t] * M.K + S.yaway[t + 1])
-        # ---- candidates
-        kind = KIND_FW
-        gam = 0.0
-        gmax = 1.0
-        g_used = g_fw
-        best_imp = -1.0
-        dl = S.dlt
-        if step == STEP_FW or step == STEP_AWAY or step == STEP_COMBINED:
-            for q in range(p):
-                dl[q] = -mu[q]
-            label_add(M, i, S.ybuf, 1.0, dl)
-            qn = block_sqnorm(M, i, dl, S.zbuf)
-            gam, best_imp = _line(g_fw, qn, lam, n, 1.0)
-            kind = KIND_FW
-            gmax = 1.0
-        if step == STEP_AWAY or step == STEP_COMBINED:
-            alpha_a = S.a_alpha[i, a_slot]
-            g_a = (mu_h - a_val) / n
-            # with (numerically) all the mass on the away corner the away direction is zero:
-            # μ_i − m(y_a) is round-off only, and γ_max = α_a / (1 − α_a) would be unbounded
-            single = alpha_a >= 1.0 - 1e-12
-            amax = 0.0 if single else alpha_a / (1.0 - alpha_a)
-            # away direction δ = μ_i − m(y_a)
-            for q in range(p):
-                S.tmp[q] = mu[q]
-            label_add(M, i, S.yaway, -1.0, S.tmp)
-            qa = block_sqnorm(M, i, S.tmp, S.zbuf)
-            if g_a > 0.0 and qa > 0.0 and not single:
-                gam_a, imp_a = _line(g_a, qa, lam, n, amax)
-            else:
-                gam_a, imp_a = 0.0, 0.0
-            take = (g_a > g_fw) if step == STEP_AWAY else (imp_a > best_imp)
-            if take:
-                kind = KIND_AWAY
-                gam = gam_a
-                gmax = amax
-                best_imp = imp_a
-                g_used = g_a
-                for q in range(p):
-                    dl[q] = S.tmp[q]
-        if step == STEP_PAIRWISE or step == STEP_COMBINED:
-            alpha_a = S.a_alpha[i, a_slot]
-            g_p = (fw_val - a_val) / n
-            if sparse:
-                qp = _pair_sqnorm(M.K, L, M.gram, M.gram_off[i], S.ybuf, S.yaway, pos)
-            else:
-                for q in range(p):
-                    S.tmp[q] = 0.0
-                label_add(M, i, S.ybuf, 1.0, S.tmp)
-                label_add(M, i, S.yaway, -1.0, S.tmp)
-                qp = block_sqnorm(M, i, S.tmp, S.zbuf)
-            gam_p, imp_p = _line(g_p, qp, lam, n, alpha_a)
-            if step == STEP_PAIRWISE or imp_p > best_imp:
-                kind = KIND_PAIRWISE
-                gam = gam_p
-                gmax = alpha_a
-                best_imp = imp_p
-                g_used = g_p
-                if not sparse:
-                    for q in range(p):
-                        dl[q] = S.tmp[q]
-
-        # ---- apply (one atomic change of μ_i, ℓ_i, w and the atoms)
-        if gam > 0.0:
-            if sparse and kind == KIND_PAIRWISE:
-                _pair_apply(M.K, M.lab_off[i], L, M.F1 - 1, M.feat_indptr, M.feat_indices, M.feat_values, M.first_off,
-                            M.last_off, M.trans_off, S.ybuf, S.yaway, gam, mu, -gam / (lam * n), S.v, S.w, S.lb, S.ub,
-                            has_box, M.feat_unit != 0, pos)
-            else:
-                for q in range(p):
-                    mu[q] += gam * dl[q]
-                block_axpy(M, i, -gam / (lam * n), dl, S.v, S.w, S.lb, S.ub, has_box)
-        old_ell = S.ell[i]
-        if kind == KIND_FW:
-            new_ell = old_ell + gam * (fw_loss / n - old_ell)
-            S.counters[C_FW] += 1
-            if track:
-                if gam >= 1.0:
-                    for s in range(S.a_count[i]):
-                        S.a_alpha[i, s] = 0.0
-                    S.a_alpha[i, fw_slot] = 1.0
-                elif gam > 0.0:
-                    for s in range(S.a_count[i]):
-                        S.a_alpha[i, s] *= (1.0 - gam)
-                    S.a_alpha[i, fw_slot] += gam
-        elif kind == KIND_AWAY:
-            a_loss = S.a_loss[i, a_slot]
-            new_ell = old_ell + gam * (old_ell - a_loss / n)
-            S.counters[C_AWAY] += 1
-            if gam > 0.0:
-                for s in range(S.a_count[i]):
-                    S.a_alpha[i, s] *= (1.0 + gam)
-                if gam >= gmax:
-                    S.a_alpha[i, a_slot] = 0.0
-                    flags |= FLAG_DROP
-                    S.counters[C_DROP] += 1
-                else:
-                    S.a_alpha[i, a_slot] -= gam
-        else:
-            a_loss = S.a_loss[i, a_slot]
-            new_ell = old_ell + gam * (fw_loss - a_loss) / n
-            S.counters[C_PAIR] += 1
-            if gam > 0.0 and fw_slot != a_slot:
-                if gam >= gmax:
-                    S.a_alpha[i, fw_slot] += S.a_alpha[i, a_slot]
-                    S.a_alpha[i, a_slot] = 0.0
-                    flags |= FLAG_DROP
-                    S.counters[C_DROP] += 1
-                else:
-                    S.a_alpha[i, a_slot] -= gam
-                    S.a_alpha[i, fw_slot] += gam
-        S.ell[i] = new_ell
-        S.scalars[S_ELL] += new_ell - old_ell
-        if track:
-            if kind != KIND_PAIRWISE and gam > 0.0 and cfg_f[F_DROP_TOL] > 0.0:
-                purge_small(M, S, cfg_i, cfg_f, i)
-            # atoms_trim, with its common no-op case checked here on plain arrays (handing the state
-            # tuple to an inlined helper costs a reference-count update per array)
-            a_count = S.a_count
-            a_alpha = S.a_alpha
-            limit = cfg_i[I_CACHE_SIZE] if cfg_i[I_CACHE] != 0 else 0
-            if a_count[i] > limit:
-                atoms_trim(M, S, cfg_i, i)
-            elif a_count[i] == cap:
-                full = True
-                for q in range(a_count[i]):
-                    if a_alpha[i, q] == 0.0:
-                        full = False
-                        break
-                if full:
-                    S.counters[C_GROW] = 1
-
-        # ---- record
-        r = S.counters[C_LOG_POS] % S.log.shape[0]
-        S.log[r, L_ITER] = k
-        S.log[r, L_BLOCK] = i
-        S.log[r, L_KIND] = kind
-        S.log[r, L_FLAGS] = flags
-        S.log[r, L_GAMMA] = gam
-        S.log[r, L_GAMMA_MAX] = gmax
-        S.log[r, L_GAP] = S.gap_est[i]
-        S.log[r, L_CORNER_GAP] = g_used
-        S.log[r, L_IMPROVE] = best_imp if best_imp > 0.0 else 0.0
-        if track:
-            na_now = 0
-            a_alpha = S.a_alpha
-            for q in range(S.a_count[i]):
-                if a_alpha[i, q] > 0.0:
-                    na_now += 1
-            S.log[r, L_ACTIVE] = na_now
-        else:
-            S.log[r, L_ACTIVE] = -1
-        S.counters[C_LOG_POS] += 1
-        S.counters[C_ITER] = k + 1
+                _m_scores(M, i, S.w, S.h)
+            fw_val = _m_oracle(M, i, S.h, S.ybuf, S.vit_f, S.vit_i)
+            flags = FLAG_ORACLE
+            fw_slot, fw_loss = phase_fw_corner(M, S, cfg_i, cfg_f, i, k, L, fw_val, mu_h, cfg_i[I_TRACK] != 0)
+        _step_after_fw_corner(M, S, cfg_i, cfg_f, i, k, L, flags, fw_slot, fw_val, fw_loss, mu_h, a_slot, a_val,
+                              sparse, dpos)
         done += 1
     return done
+
+
+# Python oracle tier: one block step is pre_step (compiled), the model's max oracle (Python),
+# post_step (compiled). The step's locals wait in S.step_i / S.step_f in between.
+_SI_BLOCK, _SI_K, _SI_L, _SI_HIT, _SI_FW_SLOT, _SI_A_SLOT = range(6)
+_SF_MU_H, _SF_FW_VAL, _SF_FW_LOSS, _SF_A_VAL = range(4)
+
+
+@njit(cache=True, nogil=True)
+def pre_step(M, S, cfg_i, cfg_f):
+    """First half of a block step for a model whose max oracle is a Python call: sample, score,
+    scan, FW corner from the cache. Returns (block i, whether the oracle must be called); on a
+    miss S.h holds the full loss-augmented scores and the caller puts the oracle's labelling of
+    block i into S.ybuf, then calls :func:`post_step`. Returns (-1, False) when an atom pool
+    must grow first (C_GROW)."""
+    if S.counters[C_GROW] != 0:
+        return -1, False
+    keys, terms, klist, dpos = _scratch(M, S)
+    sparse = _is_sparse(M, cfg_i)
+    mode = cfg_i[I_SAMPLING]
+    if mode == SAMPLE_EXACT_GAP:
+        raise RuntimeError("the exact-gap sampler needs a compiled max oracle")
+    i = _sample_arr(M.n, mode, S.rng, S.tree, S.gap_est, S.unv, S.counters, S.perm)
+    k, L, could_hit, partial, mu_h, a_slot, a_val, hit, fw_slot, fw_val, fw_loss = _step_before_oracle(
+        M, S, cfg_i, cfg_f, i, sparse, keys, terms, klist)
+    if not hit and partial:
+        _m_scores(M, i, S.w, S.h)
+    S.step_i[_SI_BLOCK] = i
+    S.step_i[_SI_K] = k
+    S.step_i[_SI_L] = L
+    S.step_i[_SI_HIT] = hit
+    S.step_i[_SI_FW_SLOT] = fw_slot
+    S.step_i[_SI_A_SLOT] = a_slot
+    S.step_f[_SF_MU_H] = mu_h
+    S.step_f[_SF_FW_VAL] = fw_val
+    S.step_f[_SF_FW_LOSS] = fw_loss
+    S.step_f[_SF_A_VAL] = a_val
+    return i, not hit
+
+
+@njit(cache=True, nogil=True)
+def post_step(M, S, cfg_i, cfg_f):
+    """Second half of a block step (see :func:`pre_step`): after a miss S.ybuf holds the
+    oracle's FW corner, whose value ⟨m(y), h⟩ is computed here from the block's scores."""
+    keys, terms, klist, dpos = _scratch(M, S)
+    sparse = _is_sparse(M, cfg_i)
+    i = S.step_i[_SI_BLOCK]
+    k = S.step_i[_SI_K]
+    L = S.step_i[_SI_L]
+    fw_slot = S.step_i[_SI_FW_SLOT]
+    a_slot = S.step_i[_SI_A_SLOT]
+    mu_h = S.step_f[_SF_MU_H]
+    fw_val = S.step_f[_SF_FW_VAL]
+    fw_loss = S.step_f[_SF_FW_LOSS]
+    a_val = S.step_f[_SF_A_VAL]
+    if S.step_i[_SI_HIT] != 0:
+        flags = FLAG_HIT
+    else:
+        fw_val = label_dot(M, i, S.ybuf, S.h)
+        flags = FLAG_ORACLE
+        fw_slot, fw_loss = phase_fw_corner(M, S, cfg_i, cfg_f, i, k, L, fw_val, mu_h, cfg_i[I_TRACK] != 0)
+    _step_after_fw_corner(M, S, cfg_i, cfg_f, i, k, L, flags, fw_slot, fw_val, fw_loss, mu_h, a_slot, a_val,
+                          sparse, dpos)
+
 
 
 # ============================================================================ exact gaps
@@ -1608,3 +1680,41 @@ def rescale_to_gt_from(M, S, cfg_i, rho, start):
         ell += S.ell[i]
     S.scalars[S_ELL] = ell
     return -1
+
+
+@njit(cache=True, nogil=True)
+def gap_block_given_corner(M, w, mu, i, h, y, ygt):
+    """One block of an exact gap pass when the FW corner y came from a Python max oracle:
+    (g_i, max_y H_i(y; w), δ_i) as in :func:`gap_pass_blocks`, with max_y ⟨m(y), h⟩ taken as
+    ⟨m(y), h⟩ of the given corner."""
+    n = M.n
+    so = M.stat_off[i]
+    p = M.stat_off[i + 1] - so
+    block_scores(M, i, w, h)
+    mu_h = 0.0
+    for q in range(p):
+        mu_h += mu[so + q] * h[q]
+    val = label_dot(M, i, y, h)
+    gt_label(M, i, ygt)
+    gt_h = label_dot(M, i, ygt, h)
+    return (val - mu_h) / n, val - (gt_h - label_loss(M, i, ygt)), (mu_h - gt_h) / n
+
+
+def exact_gap_pass_python(M, S, cfg_i, cfg_f, count, store_labels, delta_out, oracle):
+    """:func:`exact_gap_pass` for a model whose max oracle is the Python callable
+    ``oracle(i, w) -> labelling`` (validated by the caller's wrapper): the n oracle calls run in
+    a Python loop, each block's numbers in compiled code."""
+    n = M.n
+    g = np.empty(n)
+    hs = np.empty(n)
+    d = delta_out if delta_out.shape[0] == n else np.empty(n)
+    h = np.empty(S.h.shape[0])
+    ygt = np.empty(S.ybuf.shape[0], dtype=np.int64)
+    w = S.w
+    for i in range(n):
+        y = oracle(i, w)
+        g[i], hs[i], d[i] = gap_block_given_corner(M, w, S.mu, i, h, y, ygt)
+        if store_labels:
+            b = int(M.lab_off[i])
+            S.batch_lab[b:b + y.shape[0]] = y
+    return gap_pass_finish(M, S, cfg_i, cfg_f, bool(count), g, hs)

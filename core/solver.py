@@ -16,6 +16,7 @@ import numpy as np
 
 from . import kernels as kr
 from .config import CacheConfig, Sampling, SolverConfig, Status, StepKind
+from .models.protocol import check_labelling, check_model
 from .state import allocate_state, config_arrays, copy_state, grow_atoms, state_nbytes
 
 __all__ = ["Solver", "StepRecord", "Result", "ExactGap"]
@@ -189,8 +190,11 @@ class Solver:
 
     def __init__(self, model, config: SolverConfig | None = None, *, lb=None, ub=None,
                  test_data=None, log_size: int = 4096, sampling_weights=None, **overrides):
-        if not hasattr(model, "arrays"):
-            raise TypeError(f"model must be a gaplab model (ChainModel, MulticlassModel), got {type(model).__name__}")
+        check_model(model)
+        kr.model_kind_name(model.arrays)  # TypeError when its arrays are not a registered model kind
+        if getattr(model, "oracle_tier", "compiled") == "compiled" and not kr.has_compiled_oracle(model.arrays):
+            raise TypeError(f"model {getattr(model, 'name', type(model).__name__)!r} says oracle_tier='compiled' but its "
+                            f"model kind {kr.model_kind_name(model.arrays)!r} registers no compiled oracle")
         config = SolverConfig() if config is None else config
         if not isinstance(config, SolverConfig):
             raise TypeError(f"config must be a SolverConfig, got {type(config).__name__}")
@@ -212,6 +216,11 @@ class Solver:
                 raise ValueError("sampling_weights must be finite, >= 0 and not all 0")
         elif sampling_weights is not None:
             raise ValueError("sampling_weights is only used with sampling='weights'")
+        self.python_oracle = getattr(model, "oracle_tier", "compiled") == "python"
+        if self.python_oracle and config.sampling == Sampling.EXACT_GAP:
+            raise ValueError("sampling='exact_gap' recomputes every block gap inside the compiled step and needs a "
+                             f"compiled max oracle; model {getattr(model, 'name', type(model).__name__)!r} has a "
+                             "Python one")
         self.model = model
         self.config = config
         self.test_data = test_data
@@ -303,7 +312,12 @@ class Solver:
             p = np.zeros(n)
             p[int(np.argmax(S.gap_est))] = 1.0
             return p
-        wts = g ** self.config.gap_power
+        p = self.config.gap_power
+        if p == 1.0:
+            wts = g
+        else:  # relative to the largest gap: a large p neither underflows nor overflows (-> max-gap)
+            gmax = g[np.isfinite(g)].max(initial=0.0)
+            wts = (g / gmax) ** p if gmax > 0 else g
         tot = wts.sum()
         return wts / tot if tot > 0 else np.full(n, 1.0 / n)
 
@@ -356,7 +370,11 @@ class Solver:
         t0 = time.perf_counter()
         # with count=False the kernel leaves the estimates, counters and g^(k_0) untouched
         deltas = np.empty(self.n)
-        gap, hsum = kr.exact_gap_pass(self._M, S, self._ci, self._cf, count, store_corners, deltas)
+        if self.python_oracle:
+            gap, hsum = kr.exact_gap_pass_python(self._M, S, self._ci, self._cf, count, store_corners, deltas,
+                                                 self._oracle)
+        else:
+            gap, hsum = kr.exact_gap_pass(self._M, S, self._ci, self._cf, count, store_corners, deltas)
         if store_corners:
             self._corners_valid = True
         if count:
@@ -385,18 +403,42 @@ class Solver:
         n = self.n
         todo = min(max_steps, n - (self.iteration % n))
         t0 = time.perf_counter()
-        done = kr.run_steps(self._M, self.S, self._ci, self._cf, todo)
+        done = self._run_steps(todo)
         self.wall_time += time.perf_counter() - t0
         if done < todo:
             self._grow_if_needed()
             t0 = time.perf_counter()
-            done += kr.run_steps(self._M, self.S, self._ci, self._cf, todo - done)
+            done += self._run_steps(todo - done)
             self.wall_time += time.perf_counter() - t0
         if done > 0:
             self._corners_valid = False
         if self.iteration % n == 0 and done > 0:
             self._end_of_pass()
         return done
+
+    def _run_steps(self, todo: int) -> int:
+        """Up to ``todo`` block steps: the fused compiled loop, or (Python oracle tier) per step
+        the compiled pre-step kernel, the model's max oracle and the compiled post-step kernel.
+        Stops early when an atom pool must grow."""
+        if not self.python_oracle:
+            return kr.run_steps(self._M, self.S, self._ci, self._cf, todo)
+        S = self.S
+        done = 0
+        while done < todo:
+            i, need_oracle = kr.pre_step(self._M, S, self._ci, self._cf)
+            if i < 0:
+                break
+            if need_oracle:
+                y = self._oracle(i, S.w)
+                S.ybuf[: y.shape[0]] = y
+            kr.post_step(self._M, S, self._ci, self._cf)
+            done += 1
+        return done
+
+    def _oracle(self, i: int, w) -> np.ndarray:
+        """The model's Python max oracle at block i, its answer checked (shape, integer dtype,
+        labels in range): a wrong answer raises before it can reach the compiled kernels."""
+        return check_labelling(self.model, int(i), self.model.max_oracle(int(i), w), "max oracle's labelling")
 
     def _end_of_pass(self):
         self.passes_since_check += 1
@@ -516,6 +558,12 @@ class Solver:
         """Exact gap of block i at the current w (a diagnostic oracle call, not counted)."""
         if not 0 <= i < self.n:
             raise IndexError(f"block {i} out of range [0, {self.n})")
+        if self.python_oracle:
+            S = self.S
+            S.counters[kr.C_DIAG_ORACLE] += 1
+            g, _, _ = kr.gap_block_given_corner(self._M, S.w, S.mu, int(i), np.empty(S.h.shape[0]),
+                                               self._oracle(i, S.w), np.empty(S.ybuf.shape[0], dtype=np.int64))
+            return float(g)
         return float(kr.block_gap_now(self._M, self.S, int(i)))
 
     # ------------------------------------------------------------------ running
@@ -722,7 +770,7 @@ class Solver:
             L = int(M.lab_off[i + 1] - M.lab_off[i])
             if y.shape != (L,):
                 raise ValueError(f"labels[{i}] must have shape ({L},), got {y.shape}")
-            hi = M.K if M.kind == kr.MODEL_CHAIN else int(M.mc_row_off[i + 1] - M.mc_row_off[i])
+            hi = int(self.model.n_labels(i))
             if y.size and (y.min() < 0 or y.max() >= hi):
                 raise ValueError(f"labels[{i}] must lie in [0, {hi}), got {y.tolist()}")
             flat.append(y)

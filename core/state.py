@@ -81,6 +81,7 @@ def allocate_state(model, config, *, lb=None, ub=None, track: bool, log_size: in
         batch_lab=np.zeros(lab_total, dtype=np.int64),
         weights=np.zeros(0) if weights is None else np.ascontiguousarray(weights, dtype=np.float64),
         mark=np.zeros(max_stat, dtype=np.int8),
+        step_i=np.zeros(8, dtype=np.int64), step_f=np.zeros(4),
     )
     S.counters[kr.C_UNVISITED] = n
     S.counters[kr.C_LAST_CHECK] = -1

@@ -385,10 +385,13 @@ def test_label_space_pairwise_direction_matches_dense():
         kr.block_axpy(M, i, coef, dl, v, w, lb, ub, has_box)
         return qn
 
+    from gaplab.core.models.chain import chain_pair_apply, chain_pair_sqnorm
+
     @njit
     def sparse(M, i, ys, yv, gam, coef, mu, v, w, lb, ub, has_box):
-        qn = kr.chain_pair_sqnorm(M, i, ys, yv)
-        kr.chain_pair_apply(M, i, ys, yv, gam, mu, coef, v, w, lb, ub, has_box)
+        pos = np.empty(max(ys.shape[0], 1), dtype=np.int64)
+        qn = chain_pair_sqnorm(M, i, ys, yv, pos)
+        chain_pair_apply(M, i, ys, yv, gam, mu, coef, v, w, lb, ub, has_box, pos)
         return qn
 
     rng = np.random.default_rng(0)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import kernels as kr
-from .chain import ChainModel
-from .multiclass import MulticlassModel
+from .chain import ChainArrays, ChainModel
+from .multiclass import MulticlassArrays, MulticlassModel
+from .protocol import StructuredModel, check_labelling, check_model
 
-__all__ = ["ChainModel", "MulticlassModel", "max_oracle", "label_score"]
+__all__ = ["ChainModel", "ChainArrays", "MulticlassModel", "MulticlassArrays", "StructuredModel", "check_model",
+           "check_labelling", "max_oracle", "label_score"]
 
 
 def _check_block(model, i, w):
@@ -37,24 +39,16 @@ def max_oracle(model, i: int, w, *, loss_augmented: bool = True):
     L = int(M.lab_off[i + 1] - M.lab_off[i])
     h = np.zeros(p)
     kr.block_scores(M, i, w, h)
+    if getattr(model, "oracle_tier", "compiled") == "python":
+        y = check_labelling(model, i, model.max_oracle(i, w) if loss_augmented else model.decode(i, w),
+                            "max oracle's labelling")
+        val = kr.label_dot(M, i, y, h)
+        return y, float(val if loss_augmented else val - kr.label_loss(M, i, y))
     if not loss_augmented:
-        _subtract_loss(model, M, i, h)
+        model._subtract_loss(i, h)
     y = np.zeros(L, dtype=np.int64)
     val = kr.block_oracle(M, i, h, y, np.zeros(L * M.K), np.zeros(L * M.K, dtype=np.int64))
     return y, float(val)
-
-
-def _subtract_loss(model, M, i, h):
-    if M.kind == kr.MODEL_CHAIN:
-        t0, t1 = int(M.lab_off[i]), int(M.lab_off[i + 1])
-        T = t1 - t0
-        K = M.K
-        U = h[: T * K].reshape(T, K)
-        U -= 1.0 / T
-        U[np.arange(T), M.gt[t0:t1]] += 1.0 / T
-    else:
-        r0, r1 = int(M.mc_row_off[i]), int(M.mc_row_off[i + 1])
-        h[: r1 - r0] -= M.mc_loss[r0:r1]
 
 
 def label_score(model, i: int, w, y, *, loss_augmented: bool = False) -> float:

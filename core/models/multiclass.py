@@ -6,15 +6,124 @@ enumerates the labels. Paper: App. C (the hard/easy toy example) uses this model
 """
 from __future__ import annotations
 
-import numpy as np
+from collections import namedtuple
 
-from ..kernels import MODEL_MULTICLASS, ModelArrays
+import numpy as np
+from numba import njit
+
+from ..kernels import _clip, register_model_kind
 from .protocol import StructuredModel, check_labelling
 
-__all__ = ["MulticlassModel"]
+__all__ = ["MulticlassModel", "MulticlassArrays"]
 
 _EMPTY_I = np.zeros(0, dtype=np.int64)
 _EMPTY_F = np.zeros(0, dtype=np.float64)
+
+# ============================================================================ arrays and primitives
+
+MulticlassArrays = namedtuple(
+    "MulticlassArrays",
+    [
+        "n", "d", "K",
+        "stat_off",      # int64 (n+1): statistics offsets = label-row offsets (one entry per label of a block)
+        "lab_off",       # int64 (n+1): arange(n+1) (a labelling is one label)
+        "gt",            # int64 (n,): the correct label of each block
+        "mc_indptr", "mc_indices", "mc_values",  # CSR of the label rows ψ(x_i, y), rows at stat_off
+        "mc_loss",       # float64: L_i(y) for every label row
+    ],
+)
+
+
+@njit(cache=True, nogil=True)
+def mc_scores(M, i, w, h):
+    """h[y] = L_i(y) + ⟨w, ψ(x_i, y)⟩ for every label y of block i."""
+    r0 = M.stat_off[i]
+    nl = M.stat_off[i + 1] - r0
+    for y in range(nl):
+        r = r0 + y
+        s = M.mc_loss[r]
+        for p in range(M.mc_indptr[r], M.mc_indptr[r + 1]):
+            s += M.mc_values[p] * w[M.mc_indices[p]]
+        h[y] = s
+
+
+@njit(cache=True, nogil=True)
+def mc_oracle(M, i, h, y, vit_f, vit_i):
+    """Enumeration: y[0] ← argmax_y h[y] (ties: the lowest label); returns the maximum."""
+    nl = M.stat_off[i + 1] - M.stat_off[i]
+    best = -np.inf
+    arg = 0
+    for k in range(nl):
+        if h[k] > best:
+            best = h[k]
+            arg = k
+    y[0] = arg
+    return best
+
+
+@njit(cache=True, nogil=True, inline="always")
+def mc_label_dot(M, i, y, vec):
+    return vec[y[0]]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def mc_label_add(M, i, y, coef, vec):
+    vec[y[0]] += coef
+
+
+@njit(cache=True, nogil=True, inline="always")
+def mc_label_loss(M, i, y):
+    return M.mc_loss[M.stat_off[i] + y[0]]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def mc_gt_label(M, i, y):
+    y[0] = M.gt[i]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def mc_sqnorm(M, i, dlt, zbuf):
+    """‖Σ_y δ[y] ψ(x_i, y)‖², accumulated in zbuf (left zero)."""
+    r0 = M.stat_off[i]
+    nl = M.stat_off[i + 1] - r0
+    for y in range(nl):
+        c = dlt[y]
+        if c != 0.0:
+            r = r0 + y
+            for p in range(M.mc_indptr[r], M.mc_indptr[r + 1]):
+                zbuf[M.mc_indices[p]] += c * M.mc_values[p]
+    s = 0.0
+    for y in range(nl):
+        if dlt[y] != 0.0:
+            r = r0 + y
+            for p in range(M.mc_indptr[r], M.mc_indptr[r + 1]):
+                j = M.mc_indices[p]
+                s += zbuf[j] * zbuf[j]
+                zbuf[j] = 0.0
+    return s
+
+
+@njit(cache=True, nogil=True, inline="always")
+def mc_axpy(M, i, coef, dlt, v, w, lb, ub, has_box):
+    r0 = M.stat_off[i]
+    nl = M.stat_off[i + 1] - r0
+    for y in range(nl):
+        c = coef * dlt[y]
+        if c != 0.0:
+            r = r0 + y
+            for p in range(M.mc_indptr[r], M.mc_indptr[r + 1]):
+                j = M.mc_indices[p]
+                v[j] += c * M.mc_values[p]
+                if has_box:
+                    w[j] = _clip(v[j], lb[j], ub[j])
+
+
+register_model_kind(
+    MulticlassArrays, "multiclass",
+    scores=mc_scores, oracle=mc_oracle, label_dot=mc_label_dot, label_add=mc_label_add,
+    label_loss=mc_label_loss, gt_label=mc_gt_label, sqnorm=mc_sqnorm, axpy=mc_axpy,
+)
+
 
 
 class MulticlassModel(StructuredModel):
@@ -84,10 +193,9 @@ class MulticlassModel(StructuredModel):
         self.max_len = 1
         self.label_names = label_names
         row_off = np.asarray(row_off, dtype=np.int64)
-        self.arrays = ModelArrays(
-            MODEL_MULTICLASS, n, self.d, self.K, row_off.copy(), np.arange(n + 1, dtype=np.int64), gt,
-            _EMPTY_I, _EMPTY_I, _EMPTY_F, 0, 0, np.zeros(n + 1, dtype=np.int64), _EMPTY_F, 0, 0, 0,
-            row_off, np.asarray(rows_indptr, dtype=np.int64),
+        self.arrays = MulticlassArrays(
+            n, self.d, self.K, row_off, np.arange(n + 1, dtype=np.int64), gt,
+            np.asarray(rows_indptr, dtype=np.int64),
             np.concatenate(rows_idx).astype(np.int64) if rows_idx else _EMPTY_I,
             np.concatenate(rows_val) if rows_val else _EMPTY_F,
             np.concatenate(loss_all),
@@ -140,6 +248,12 @@ class MulticlassModel(StructuredModel):
 
     def error(self, w: np.ndarray, data=None) -> float:
         return float(np.mean(self.predict(w, data) != self.gt))
+
+    def _subtract_loss(self, i, h):
+        """Remove the loss term from a score vector of block i (decoding)."""
+        M = self.arrays
+        r0, r1 = int(M.stat_off[i]), int(M.stat_off[i + 1])
+        h[: r1 - r0] -= M.mc_loss[r0:r1]
 
     def describe_label(self, i: int, y) -> str:
         y = int(np.asarray(y).ravel()[0])
