@@ -751,11 +751,14 @@ def _tree_leaf_value(S, cfg_f, i):
         return g
     if g == np.inf:
         return np.inf
-    return (g / S.scalars[S_GAP_REF]) ** p
+    return (g / S.scalars[S_GAP_REF]) ** p  # g_ref > 0: set by tree_rebuild before any leaf is computed
 
 
 @njit(cache=True, nogil=True, inline="always")
 def tree_update(S, cfg_f, i):
+    if cfg_f[F_P] != 1.0 and S.weights.shape[0] == 0 and not (S.scalars[S_GAP_REF] > 0.0):
+        tree_rebuild(S, cfg_f, S.gap_est.shape[0])  # p != 1: the first update fixes g_ref
+        return
     size = S.tree.shape[0] // 2
     j = size + i
     leaf = _tree_leaf_value(S, cfg_f, i)

@@ -46,11 +46,12 @@ def test_moderate_gap_power_matches_the_formula(data):
 
 
 def test_large_power_steps_follow_the_largest_gap(data):
-    """Stepping with p = 1000 after the first visit of every block: each drawn block is the one
-    whose estimate is the largest at the draw (as max-gap sampling draws)."""
+    """Stepping with p = 1000 after the first visit of every block: each drawn block's estimate is
+    within 2 % of the largest at the draw (a block at <= 0.98 g_max has weight <= 0.98^1000 = 2e-9
+    relative to the max; uniform draws, the old underflow, would pick such blocks most of the time)."""
     s = Solver(ChainModel(data), lam=0.01, sampling="gap", gap_power=1000.0, max_passes=20, seed=1)
     s.steps(s.n)  # every block visited once
     for _ in range(40):
         g = s.gap_estimates
         rec = s.step()
-        assert g[rec.block] == pytest.approx(g.max(), rel=1e-6)
+        assert g[rec.block] >= 0.98 * g.max()
