@@ -32,7 +32,7 @@ import numpy as np
 import param
 
 from gaplab.core import Solver, SolverConfig
-from gaplab.core.config import GAP_CHECK_PRESETS, config_from_settings
+from gaplab.core.config import GAP_CHECK_PRESETS, config_kwargs
 from gaplab.core.problems import Problem, get_problem, problem_names
 
 from .settings import (app_settings, dataset_parameter, option_parameter_name, option_parameters,
@@ -302,7 +302,7 @@ class Session(SessionSettings):
 
     def solver_config(self) -> SolverConfig:
         """The :class:`SolverConfig` the current settings describe (raises ValueError if invalid)."""
-        return config_from_settings({s.key: getattr(self, s.app) for s in app_settings()})
+        return SolverConfig(**config_kwargs({s.key: getattr(self, s.app) for s in app_settings()}))
 
     def _options_of(self, dataset: str | None = None) -> dict:
         """``{parameter name: option name}`` of the loader options of ``dataset`` (default: every

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 __all__ = ["Sampling", "StepKind", "Status", "CacheConfig", "SolverConfig", "Setting", "settings_schema",
-           "get_setting", "config_from_settings", "SAMPLING_CHOICES", "STEP_CHOICES", "GAP_CHECK_PRESETS"]
+           "get_setting", "config_from_settings", "config_kwargs", "SAMPLING_CHOICES", "STEP_CHOICES", "GAP_CHECK_PRESETS"]
 
 
 class Sampling(enum.IntEnum):
@@ -389,16 +389,9 @@ def get_setting(key: str) -> Setting:
     raise ValueError(f"unknown setting {key!r}; expected one of: {', '.join(s.key for s in settings_schema())}")
 
 
-def config_from_settings(values: dict, **fixed) -> SolverConfig:
-    """A validated :class:`SolverConfig` from flat setting values (``{"lam": 0.1, "cache": True,
-    "cache_factor": 0.5, ...}``, keys of :func:`settings_schema`); keys not given keep the
-    dataclass defaults. ``fixed`` are further flat values (they win over ``values``).
-
-    Raises
-    ------
-    ValueError
-        An unknown key (the message lists the valid ones) or an invalid value (from the config).
-    """
+def config_kwargs(values: dict, **fixed) -> dict:
+    """Keyword arguments of :class:`SolverConfig` (with a built :class:`CacheConfig`) from flat
+    setting values; see :func:`config_from_settings`."""
     values = {**values, **fixed}
     by_key = {s.key: s for s in settings_schema()}
     unknown = [k for k in values if k not in by_key]
@@ -411,4 +404,17 @@ def config_from_settings(values: dict, **fixed) -> SolverConfig:
             cache[path[1]] = v
         else:
             top[path[0]] = v
-    return SolverConfig(**top, cache=CacheConfig(**cache))
+    return {**top, "cache": CacheConfig(**cache)}
+
+
+def config_from_settings(values: dict, **fixed) -> SolverConfig:
+    """A validated :class:`SolverConfig` from flat setting values (``{"lam": 0.1, "cache": True,
+    "cache_factor": 0.5, ...}``, keys of :func:`settings_schema`); keys not given keep the
+    dataclass defaults. ``fixed`` are further flat values (they win over ``values``).
+
+    Raises
+    ------
+    ValueError
+        An unknown key (the message lists the valid ones) or an invalid value (from the config).
+    """
+    return SolverConfig(**config_kwargs(values, **fixed))
