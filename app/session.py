@@ -26,7 +26,6 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import param
@@ -35,7 +34,7 @@ from gaplab.core import Solver, SolverConfig
 from gaplab.core.config import GAP_CHECK_PRESETS, config_kwargs
 from gaplab.core.problems import Problem, get_problem, problem_names
 
-from .settings import (app_settings, dataset_parameter, option_parameter_name, option_parameters,
+from .settings import (app_settings, dataset_parameter, option_parameters,
                        solver_parameters, sync_registry)
 
 __all__ = ["Session", "Snapshot", "StepInfo", "RunRecord", "Problem", "load_problem",

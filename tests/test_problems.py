@@ -213,3 +213,31 @@ def test_cli_app_and_estimator_are_generated_from_the_schema():
         SSVM(lamda=1)
     assert SSVM(0.2, cache=True, cache_factor=0.5)._config().cache.factor == 0.5
     assert math.isinf(SSVM().get_params()["time_limit"])
+
+
+# ------------------------------------------------------------------------------- step anatomy
+def test_step_anatomy_draws_what_describe_block_gives(monkeypatch):
+    from gaplab.app.session import Session
+    s = Session(dataset="toy", toy_n=6, toy_K=3)
+    try:
+        assert s.wait_idle(30) and s.status == "idle", s.messages()
+        s.step()
+        st = s.snapshot.last_step
+        assert st.note in ("hard object", "easy object")        # the problem's block_note (toy info)
+        assert st.truth == ("0",) and st.image is None and st.tokens is None
+        model = s.solver.model
+        calls = []
+
+        def describe(i, y):
+            calls.append(i)
+            return {"kind": "label", "text": "x", "labels": np.asarray(y), "label_text": (f"lab{int(y[0])}",),
+                    "note": "from the model"}
+
+        monkeypatch.setattr(model, "describe_block", describe)
+        s.step()
+        st = s.snapshot.last_step
+        assert calls and set(calls) == {st.block}
+        assert st.truth == ("lab0",) and st.note == "from the model"
+        assert st.fw_corner[0].startswith("lab")
+    finally:
+        s.close()
