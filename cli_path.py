@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from gaplab.cli import _clean, _json_default, _load_dataset, add_solver_arguments, solver_config_from_args
+from gaplab.cli import _clean, _json_default, add_solver_arguments, solver_config_from_args
 
 __all__ = ["add_commands", "cmd_path", "cmd_grid"]
 
@@ -180,13 +180,12 @@ def _finish(args, result, what: str, extra: dict) -> int:
 
 
 def _load_model(args):
-    """(chain model of the training set, test set, seconds spent loading) for --dataset."""
-    from gaplab.core import ChainModel
+    """(model of the training set, test set, seconds spent loading) for --dataset (registry)."""
+    from gaplab.cli_options import load_problem_from_args
 
     t0 = time.perf_counter()
-    train, test = _load_dataset(args.dataset, args.data_home)
-    model = ChainModel(train)
-    return model, test, time.perf_counter() - t0
+    problem = load_problem_from_args(args)
+    return problem.model, problem.test, time.perf_counter() - t0
 
 
 def cmd_path(args) -> int:

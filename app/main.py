@@ -12,6 +12,7 @@ import collections
 import time
 
 import panel as pn
+import param
 from panel.io import hold
 
 from .lessons import LessonPanel
@@ -28,6 +29,20 @@ STEP, CONVERGENCE, CACHE, PATH, TOY, LESSONS = range(6)
 
 REFRESH_MS = 100   # the UI pulls a snapshot at most 10 times per second; while a run goes the
 #                    heavier views redraw less often (RUNNING_MIN_INTERVAL_S of each view)
+
+#: widget class of a parameter type (the session's parameters are generated from the schema)
+_WIDGET_CLASS = {param.Selector: pn.widgets.Select, param.Boolean: pn.widgets.Checkbox,
+                 param.Integer: pn.widgets.IntInput, param.Number: pn.widgets.FloatInput}
+
+#: looks of particular widgets (number formats, the checkbox's alignment with its neighbour)
+_WIDGET_KW = {"lam": dict(format="0.[000000]"), "cache": dict(margin=(28, 10, 5, 10)),
+              "cache_nu": dict(step=0.005, format="0.[00000]")}
+
+#: sidebar rows of the known settings (pairs); problem options follow the first row, settings
+#: not listed here get rows of their own after them
+_LAYOUT = (("dataset", "lam"), ("sampling", "gap_power"), ("step_kind", "gap_check"),
+           ("cache", "cache_size"), ("cache_factor", "cache_nu"), ("seed", "max_passes"))
+
 
 def _extension():
     """Load Panel's extensions for this document (idempotent; called by every app)."""
@@ -107,23 +122,19 @@ class GapLabApp(pn.viewable.Viewer):
             kw.setdefault("css_classes", [f"gaplab-w-{pname}"])  # stable hooks for browser tests
             return cls.from_param(s.param[pname], **kw)
 
-        self.widgets = {
-            "dataset": w("dataset", pn.widgets.Select),
-            "lam": w("lam", pn.widgets.FloatInput, step=0.001, format="0.[000000]"),
-            "sampling": w("sampling", pn.widgets.Select),
-            "gap_power": w("gap_power", pn.widgets.FloatInput, step=0.1),
-            "step_kind": w("step_kind", pn.widgets.Select),
-            "gap_check": w("gap_check", pn.widgets.Select),
-            "cache": w("cache", pn.widgets.Checkbox, margin=(28, 10, 5, 10)),
-            "cache_size": w("cache_size", pn.widgets.IntInput),
-            "cache_factor": w("cache_factor", pn.widgets.FloatInput, step=0.05),
-            "cache_nu": w("cache_nu", pn.widgets.FloatInput, step=0.005, format="0.[00000]"),
-            "seed": w("seed", pn.widgets.IntInput),
-            "max_passes": w("max_passes", pn.widgets.FloatInput, step=10),
-            "toy_n": w("toy_n", pn.widgets.IntInput),
-            "toy_K": w("toy_K", pn.widgets.IntInput),
-            "n_steps": w("n_steps", pn.widgets.IntInput, width=80, label="N"),
-        }
+        # one widget per parameter of the session's settings (generated from SolverConfig and
+        # the problem registry): a new setting or problem option gets a widget without an edit here
+        self.widgets = {}
+        for pname in ("dataset",) + s.CONFIG_SETTINGS + tuple(s._options_of()):
+            if pname not in s.param:
+                continue
+            p = s.param[pname]
+            cls = _WIDGET_CLASS.get(type(p), pn.widgets.FloatInput)
+            kw = dict(_WIDGET_KW.get(pname, {}))
+            if getattr(p, "step", None) is not None and cls is pn.widgets.FloatInput:
+                kw.setdefault("step", p.step)
+            self.widgets[pname] = w(pname, cls, **kw)
+        self.widgets["n_steps"] = w("n_steps", pn.widgets.IntInput, width=80, label="N")
         wd = self.widgets
         bw = 86
         self.b_step = pn.widgets.Button(label="Step", color="primary", width=bw)
@@ -142,15 +153,14 @@ class GapLabApp(pn.viewable.Viewer):
         self.alert = pn.pane.Alert("", alert_type="info", visible=False, width=290, margin=(5, 10))
         self.s.param.watch(lambda e: self._sync_visibility(), ["sampling", "cache", "dataset"])
         self._sync_visibility()
+        placed = [n for row in _LAYOUT for n in row]
+        rest = [n for n in wd if n not in placed and n != "n_steps"]   # problem options, new settings
+        rows = [pn.Row(*(wd[n] for n in row if n in wd)) for row in _LAYOUT[:1]]
+        rows += [pn.Row(*(wd[n] for n in rest[k:k + 2])) for k in range(0, len(rest), 2)]
+        rows += [pn.Row(*(wd[n] for n in row if n in wd)) for row in _LAYOUT[1:]]
         return pn.Column(
             pn.pane.HTML("<b>Settings</b>", margin=(5, 10, 0, 10)),
-            pn.Row(wd["dataset"], wd["lam"]),
-            pn.Row(wd["toy_n"], wd["toy_K"]),
-            pn.Row(wd["sampling"], wd["gap_power"]),
-            pn.Row(wd["step_kind"], wd["gap_check"]),
-            pn.Row(wd["cache"], wd["cache_size"]),
-            pn.Row(wd["cache_factor"], wd["cache_nu"]),
-            pn.Row(wd["seed"], wd["max_passes"]),
+            *rows,
             pn.layout.Divider(margin=(5, 10)),
             pn.Row(self.b_step, self.b_step_n, wd["n_steps"]),
             pn.Row(self.b_run, self.b_stop, self.b_reset),
@@ -166,8 +176,8 @@ class GapLabApp(pn.viewable.Viewer):
 
     def _sync_visibility(self):
         s, wd = self.session, self.widgets
-        for name in ("gap_power", "cache_factor", "cache_nu", "cache_size", "toy_n", "toy_K"):
-            wd[name].visible = (s.param[name].precedence or 0) >= 0
+        for name, widget in wd.items():
+            widget.visible = (s.param[name].precedence or 0) >= 0
 
     def _build(self):
         header = pn.pane.HTML(

@@ -26,22 +26,26 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import param
 
-from gaplab.core import CacheConfig, ChainModel, Solver, SolverConfig
+from gaplab.core import Solver, SolverConfig
+from gaplab.core.config import GAP_CHECK_PRESETS, config_kwargs
+from gaplab.core.problems import Problem, get_problem, problem_names
+
+from .settings import (app_settings, dataset_parameter, option_parameters,
+                       solver_parameters, sync_registry)
 
 __all__ = ["Session", "Snapshot", "StepInfo", "RunRecord", "Problem", "load_problem",
            "DATASETS", "GAP_CHECK_CHOICES"]
 
-#: datasets offered by the app, in menu order (later data sets are added here as they land)
-DATASETS = ("ocr-small", "ocr-large", "toy", "conll2000")
+#: datasets offered by the app when this module was imported (the registry's names; the picker
+#: itself re-reads the registry whenever a Session is made)
+DATASETS = problem_names()
 
-#: the gap-check choices of Fig. 1 ("Gap 1, 5, 10, 100, Inf")
-GAP_CHECK_CHOICES = {"every pass": 1, "every 5 passes": 5, "every 10 passes": 10,
-                     "every 20 passes": 20, "every 100 passes": 100, "never (Gap Inf)": math.inf}
+#: the gap-check choices of Fig. 1 ("Gap 1, 5, 10, 100, Inf"): the presets of SolverConfig.gap_check
+GAP_CHECK_CHOICES = GAP_CHECK_PRESETS
 
 SNAPSHOT_PERIOD_S = 0.1       # the worker publishes at most 10 snapshots per second
 CHUNK_TARGET_S = 0.025        # a worker chunk of block steps takes about this long
@@ -55,65 +59,18 @@ _session_ids = itertools.count(1)  # only hands out ids; no session state lives 
 
 
 # ----------------------------------------------------------------------------- problems
-@dataclass(frozen=True, eq=False)
-class Problem:
-    """A training problem the app can solve (read-only once built; shared between sessions).
-
-    Attributes
-    ----------
-    name : str
-        Dataset name (one of :data:`DATASETS`).
-    model : ChainModel or MulticlassModel
-    test : SequenceData or None
-        Test set evaluated at gap checks (None for the toy problem).
-    default_lam : float
-        λ the app switches to when this dataset is chosen (the toy example needs λ = 1/n).
-    info : dict
-        Extra facts (toy: which block is hard, n, K).
-    """
-
-    name: str
-    model: Any
-    test: Any
-    default_lam: float
-    info: dict = field(default_factory=dict)
-
-    @property
-    def n(self) -> int:
-        return int(self.model.n)
-
-    @property
-    def train(self):
-        return getattr(self.model, "data", None)
-
-
 @functools.lru_cache(maxsize=4)
-def _load_problem_cached(name: str, toy_n: int, toy_K: int) -> Problem:
+def _load_problem_cached(name: str, options: tuple) -> Problem:
     # A read-only cache of models: two sessions on OCR-large share the feature arrays (the
     # solver states, which the sessions mutate, are never shared).
-    if name in ("ocr-small", "ocr-large"):
-        from gaplab.core import load_ocr
-        train, test = load_ocr(name)
-        return Problem(name, ChainModel(train), test, 0.01, {"kind": "ocr"})
-    if name == "conll2000":
-        from gaplab.core.datasets.conll import load_conll2000
-        train, test = load_conll2000()
-        return Problem(name, ChainModel(train), test, 0.01, {"kind": "conll"})
-    if name == "toy":
-        from gaplab.toy_examples.hard_easy import make_hard_easy
-        model, lam, info = make_hard_easy(toy_n, toy_K)
-        info = dict(info) if isinstance(info, dict) else {"info": info}
-        info.setdefault("kind", "toy")
-        info["kind"] = "toy"
-        return Problem(name, model, None, float(lam), info)
-    raise ValueError(f"unknown dataset {name!r}; expected one of {', '.join(DATASETS)}")
+    return get_problem(name).load(**dict(options))
 
 
-def load_problem(name: str, toy_n: int = 20, toy_K: int = 100) -> Problem:
-    """The :class:`Problem` of a dataset name (cached; toy_n/toy_K only matter for "toy")."""
-    if name != "toy":
-        toy_n, toy_K = 0, 0
-    return _load_problem_cached(name, int(toy_n), int(toy_K))
+def load_problem(name: str, **options) -> Problem:
+    """The :class:`~gaplab.core.problems.Problem` of a registered name (cached per name and
+    loader options; ValueError listing the registered problems for an unknown name)."""
+    spec = get_problem(name)
+    return _load_problem_cached(name, tuple(sorted(spec.parse_options(options).items())))
 
 
 # ----------------------------------------------------------------------------- snapshots
@@ -244,7 +201,15 @@ def _trace_since(solver: Solver, start: int) -> list:
 
 
 # ----------------------------------------------------------------------------- session
-class Session(param.Parameterized):
+#: the settings a session is made of: the dataset picker (the registered problems), the solver
+#: settings (λ, sampling, step kind, cache, gap checks, seed, pass budget: generated from
+#: SolverConfig's field metadata) and the loader options of the problems (toy_n, toy_K)
+SessionSettings = type("SessionSettings", (param.Parameterized,), {
+    "dataset": dataset_parameter("ocr-small"), **solver_parameters(),
+    **{k: v[2] for k, v in option_parameters().items()}})
+
+
+class Session(SessionSettings):
     """Settings, solver and worker of one app session (one browser tab or one notebook).
 
     Changing a solver setting stops a run and rebuilds the solver with the new settings (the
@@ -252,29 +217,7 @@ class Session(param.Parameterized):
     ``param.Action`` parameters; methods with the same names can be called directly.
     """
 
-    dataset = param.Selector(default="ocr-small", objects=list(DATASETS), label="Dataset",
-                             doc="Training set (OCR-small: 626 words, OCR-large: 6,251 words; toy: App. C)")
-    lam = param.Number(default=0.01, bounds=(1e-9, 1e9), label="λ (regularization)",
-                       doc="Regularization λ of the SSVM (Paper: Eq. (1))")
-    sampling = param.Selector(default="gap", objects=["uniform", "permutation", "gap", "maxgap"],
-                              label="Sampling", doc="How the next block is chosen (Paper: Alg. 1, 2)")
-    gap_power = param.Number(default=1.0, bounds=(0.1, 10.0), step=0.1, label="p (P(i) ∝ ĝᵢᵖ)",
-                             doc="Exponent of gap sampling")
-    step_kind = param.Selector(default="fw", objects=["fw", "pairwise", "away", "combined"],
-                               label="Step kind", doc="FW (Alg. 1), pairwise (Alg. 3), away (Alg. 4)")
-    cache = param.Boolean(default=False, label="Oracle cache (Alg. 5)")
-    cache_factor = param.Number(default=0.25, bounds=(1e-4, 100.0), step=0.05, label="F (local)")
-    cache_nu = param.Number(default=0.01, bounds=(1e-5, 1e4), step=0.01, label="ν (global)")
-    cache_size = param.Integer(default=100, bounds=(1, 10_000), label="Cache size per block")
-    gap_check = param.Selector(default=10, objects=GAP_CHECK_CHOICES, label="Exact gap check",
-                               doc="An exact gap pass (n oracle calls) every so many passes")
-    seed = param.Integer(default=0, bounds=(0, 2**31 - 1), label="Seed")
-    max_passes = param.Number(default=100.0, bounds=(0.01, 1e6), label="Pass budget",
-                              doc="Run stops after this many effective passes (oracle calls / n)")
     n_steps = param.Integer(default=100, bounds=(1, 10_000_000), label="N (for Step ×N)")
-    toy_n = param.Integer(default=20, bounds=(2, 1000), label="toy n (objects)", precedence=-1)
-    toy_K = param.Integer(default=100, bounds=(1, 1000), label="toy K (labels of the hard object)",
-                          precedence=-1)
 
     step_action = param.Action(lambda self: self.step(), label="Step")
     step_n_action = param.Action(lambda self: self.step_n(), label="Step ×N")
@@ -285,10 +228,14 @@ class Session(param.Parameterized):
     compare_action = param.Action(lambda self: self.add_to_comparison(), label="Add run to comparison")
     clear_action = param.Action(lambda self: self.clear_comparison(), label="Clear comparison")
 
-    SOLVER_SETTINGS = ("lam", "sampling", "gap_power", "step_kind", "cache", "cache_factor",
-                       "cache_nu", "cache_size", "gap_check", "seed")
+    #: settings whose change rebuilds the solver (λ and the method settings; not the pass budget)
+    SOLVER_SETTINGS = tuple(s.app for s in app_settings(("lam", "method")))
+
+    #: every app setting that goes into the SolverConfig (SOLVER_SETTINGS and the pass budget)
+    CONFIG_SETTINGS = tuple(s.app for s in app_settings())
 
     def __init__(self, *, load: bool = True, **params):
+        sync_registry(type(self))  # problems registered after import appear in the picker
         super().__init__(**params)
         self.session_id = next(_session_ids)
         self._lock = threading.RLock()
@@ -318,7 +265,7 @@ class Session(param.Parameterized):
         from .pathlab import PathLab
         self.path = PathLab(self)   # the regularization path of this session (own worker)
         self._update_precedence()
-        self.param.watch(self._on_change, list(self.SOLVER_SETTINGS) + ["dataset", "toy_n", "toy_K"])
+        self.param.watch(self._on_change, list(self.SOLVER_SETTINGS) + ["dataset"] + list(self._options_of()))
         self.param.watch(lambda e: self._update_precedence(), ["sampling", "cache", "dataset"])
         if load:
             self._rebuild(load_dataset=True)
@@ -354,12 +301,18 @@ class Session(param.Parameterized):
 
     def solver_config(self) -> SolverConfig:
         """The :class:`SolverConfig` the current settings describe (raises ValueError if invalid)."""
-        return SolverConfig(
-            lam=float(self.lam), sampling=self.sampling, gap_power=float(self.gap_power),
-            step=self.step_kind,
-            cache=CacheConfig(enabled=bool(self.cache), factor=float(self.cache_factor),
-                              nu=float(self.cache_nu), size=int(self.cache_size)),
-            gap_check=self.gap_check, seed=int(self.seed), max_passes=float(self.max_passes))
+        return SolverConfig(**config_kwargs({s.key: getattr(self, s.app) for s in app_settings()}))
+
+    def _options_of(self, dataset: str | None = None) -> dict:
+        """``{parameter name: option name}`` of the loader options of ``dataset`` (default: every
+        registered problem's)."""
+        return {name: opt for name, (prob, opt, _p) in option_parameters().items()
+                if dataset is None or prob == dataset}
+
+    def problem_options(self, dataset: str | None = None) -> dict:
+        """The loader options of ``dataset`` (default: the chosen one) from their parameters."""
+        dataset = self.dataset if dataset is None else dataset
+        return {opt: getattr(self, name) for name, opt in self._options_of(dataset).items() if name in self.param}
 
     def run_label(self) -> str:
         samp = self.sampling if self.sampling != "gap" else (
@@ -379,14 +332,15 @@ class Session(param.Parameterized):
         self.param.gap_power.precedence = 1 if self.sampling == "gap" else -1
         for name in ("cache_factor", "cache_nu", "cache_size"):
             self.param[name].precedence = 1 if self.cache else -1
-        for name in ("toy_n", "toy_K"):
-            self.param[name].precedence = 1 if self.dataset == "toy" else -1
+        for name, (prob, _opt, _p) in option_parameters().items():
+            if name in self.param:
+                self.param[name].precedence = 1 if self.dataset == prob else -1
 
     def _on_change(self, *events):
         if self._reverting or self._closed:
             return
         names = {e.name for e in events}
-        data_change = "dataset" in names or (names & {"toy_n", "toy_K"} and self.dataset == "toy")
+        data_change = "dataset" in names or bool(names & set(self._options_of(self.dataset)))
         settings = sorted(names & set(self.SOLVER_SETTINGS))
         if data_change:
             self.path.reset()  # a path belongs to its dataset's model
@@ -403,7 +357,8 @@ class Session(param.Parameterized):
             self._update_precedence()
 
     def _current_values(self) -> dict:
-        return {k: getattr(self, k) for k in self.SOLVER_SETTINGS + ("dataset", "toy_n", "toy_K")}
+        return {k: getattr(self, k) for k in self.SOLVER_SETTINGS + ("dataset",) + tuple(self._options_of())
+                if k in self.param}
 
     # ------------------------------------------------------------------ (re)building
     def _rebuild(self, *, load_dataset: bool, reason: str = ""):
@@ -433,21 +388,29 @@ class Session(param.Parameterized):
             self.notify(f"λ set to {lam:g} for the {self.dataset} dataset.", "info")
 
     def _start_load(self):
-        """Load the chosen dataset: the toy problem synchronously (tiny), others in the worker
-        thread. Parameter changes happen here, in the caller's (UI) thread."""
-        name, toy_n, toy_K = self.dataset, self.toy_n, self.toy_K
+        """Load the chosen problem: a ``quick`` one (the toy problem) synchronously, others in the
+        worker thread. Parameter changes happen here, in the caller's (UI) thread. λ switches to
+        the new problem's default λ when that differs from the previous problem's."""
+        name = self.dataset
         old = self._problem
-        if name == "toy":
+        try:
+            spec = get_problem(name)
+            options = self.problem_options(name)
+            new_lam = spec.lam(**options)
+        except Exception as exc:  # shown to the user, never a server traceback
+            self._load_failed(name, exc)
+            return
+        prev_lam = old.default_lam if old is not None else self.param.lam.default
+        if new_lam != prev_lam:
+            self._set_lam_quietly(new_lam)
+        if spec.quick:
             try:
-                problem = load_problem(name, toy_n, toy_K)
+                problem = load_problem(name, **options)
             except Exception as exc:  # shown to the user, never a server traceback
                 self._load_failed(name, exc)
                 return
-            self._set_lam_quietly(problem.default_lam)
             self._install(problem, self.solver_config())
             return
-        if old is not None and old.name == "toy":
-            self._set_lam_quietly(0.01)
         cfg = self.solver_config()
         with self._lock:
             # the old dataset's solver is dropped now (memory; the views show the loading state)
@@ -460,7 +423,7 @@ class Session(param.Parameterized):
 
         def job():
             try:
-                problem = load_problem(name, toy_n, toy_K)
+                problem = load_problem(name, **options)
             except Exception as exc:  # shown to the user, never a server traceback
                 self._load_failed(name, exc)
                 return
@@ -791,40 +754,45 @@ class Session(param.Parameterized):
         r = recs[-1]
         model = s.model
         i = r.block
-        truth = model.ground_truth(i)
         names = self._label_names()
-
-        def decode(y):
-            if y is None:
-                return None
-            return tuple(names[int(k)] if names is not None else str(int(k)) for k in np.asarray(y).ravel())
-
-        image = tokens = None
-        note = ""
-        data = getattr(model, "data", None)
-        if data is not None:
-            imgs = data.extras.get("images")
-            if imgs is not None:
-                image = _frozen(imgs[data.tokens(i)])
-            words = data.extras.get("words")
-            if words is not None and not isinstance(words[i], str):
-                tokens = tuple(words[i])
-        info = self._problem.info if self._problem is not None else {}
-        if info.get("kind") == "toy":
-            hard = info.get("hard_block", info.get("hard", 0))
-            try:
-                hard_set = set(np.atleast_1d(hard).tolist())
-            except Exception:
-                hard_set = {0}
-            note = "hard object" if i in hard_set else "easy object"
-        away = r.away_corner
+        truth = self._describe(model, i, model.ground_truth(i), names)
+        fw = self._describe(model, i, r.fw_corner, names)
+        away = self._describe(model, i, r.away_corner, names)
+        image = truth.get("image")
+        words = truth.get("words")
+        note = truth.get("note") or (self._problem.block_note(i) if self._problem is not None else "")
         self._last_step = StepInfo(
             iteration=r.iteration, block=i, kind=r.kind, cache_hit=r.cache_hit, drop=r.drop,
             oracle_called=r.oracle_called, gamma=r.gamma, gamma_max=r.gamma_max,
             gap_before=r.block_gap_estimate, direction_gap=r.direction_gap,
             gap_after=s.block_gap_now(i), improvement=r.improvement,
-            active_set_size=r.active_set_size, truth=decode(truth), fw_corner=decode(r.fw_corner),
-            away_corner=decode(away), image=image, tokens=tokens, note=note)
+            active_set_size=r.active_set_size, truth=truth["labels"], fw_corner=fw["labels"],
+            away_corner=away["labels"] if away else None,
+            image=_frozen(image) if image is not None else None,
+            tokens=tuple(words) if words is not None and not isinstance(words, str) else None, note=note)
+
+    @staticmethod
+    def _describe(model, i, y, names) -> dict | None:
+        """What the anatomy shows of labelling y of block i, from ``model.describe_block(i, y)``:
+        ``labels`` (one display string per position: the model's ``label_text`` if it gives it,
+        else the label names of its data), ``image``, ``words``, ``note``. Entries the model does
+        not give yet are taken from the training data's extras (``images``, ``words``)."""
+        if y is None:
+            return None
+        d = dict(model.describe_block(i, y))
+        if d.get("label_text") is not None:
+            labels = tuple(str(t) for t in d["label_text"])
+        else:
+            ys = np.asarray(d.get("labels", y)).ravel()
+            labels = tuple(names[int(k)] if names is not None else str(int(k)) for k in ys)
+        out = {"labels": labels, "image": d.get("image"), "words": d.get("words"), "note": d.get("note", "")}
+        data = getattr(model, "data", None)
+        extras = getattr(data, "extras", None) or {}
+        if out["image"] is None and extras.get("images") is not None:
+            out["image"] = extras["images"][data.tokens(i)]
+        if out["words"] is None and extras.get("words") is not None:
+            out["words"] = extras["words"][i]
+        return out
 
     def _label_names(self):
         model = self._solver.model
@@ -837,7 +805,7 @@ class Session(param.Parameterized):
         """Make a new immutable snapshot (call with the lock held)."""
         self._version += 1
         s = self._solver
-        cfg = {k: getattr(self, k) for k in self.SOLVER_SETTINGS + ("dataset", "max_passes")}
+        cfg = {k: getattr(self, k) for k in self.CONFIG_SETTINGS + ("dataset",)}
         with self._msg_lock:
             mcount = len(self._messages)
         if s is None or self._problem is None:

@@ -8,7 +8,8 @@ import enum
 import math
 from dataclasses import dataclass, field, replace
 
-__all__ = ["Sampling", "StepKind", "Status", "CacheConfig", "SolverConfig"]
+__all__ = ["Sampling", "StepKind", "Status", "CacheConfig", "SolverConfig", "Setting", "settings_schema",
+           "get_setting", "config_from_settings", "config_kwargs", "SAMPLING_CHOICES", "STEP_CHOICES", "GAP_CHECK_PRESETS"]
 
 
 class Sampling(enum.IntEnum):
@@ -84,6 +85,30 @@ def _parse_enum(cls, value, argname, aliases):
     raise ValueError(f"unknown {argname} {value!r}; expected one of: {names}")
 
 
+#: samplers a user picks by name (CLI, app, estimator), named once from :class:`Sampling`. WEIGHTS
+#: needs an array of weights and EXACT_GAP is the idealized sampler of Theorem 2 (n extra oracle
+#: calls per step): both stay available in Python (``SolverConfig(sampling=...)``).
+SAMPLING_CHOICES = tuple(m.name.lower() for m in Sampling if m not in (Sampling.WEIGHTS, Sampling.EXACT_GAP))
+
+#: block step kinds by name, from :class:`StepKind` (``fw``, ``pairwise``, ``away``, ``combined``)
+STEP_CHOICES = tuple(m.name.lower() for m in StepKind)
+
+#: the gap-check choices of Fig. 1 ("Gap 1, 5, 10, 100, Inf"), offered by the app's menu
+GAP_CHECK_PRESETS = {"every pass": 1, "every 5 passes": 5, "every 10 passes": 10,
+                     "every 20 passes": 20, "every 100 passes": 100, "never (Gap Inf)": math.inf}
+
+
+def _meta(help: str, *, key: str | None = None, flag: str | None = None, group: str = "method",
+          app: str | None | bool = True, label: str | None = None, doc: str | None = None,
+          positive: bool = False, choices: tuple | None = None, presets: dict | None = None,
+          ui_bounds: tuple | None = None, ui_step: float | None = None, expose: bool = True) -> dict:
+    """Field metadata read by :func:`settings_schema` (one place for a setting's user-facing
+    description; see :class:`Setting` for the meaning of each entry)."""
+    return {"gaplab": dict(help=help, key=key, flag=flag, group=group, app=app, label=label, doc=doc,
+                           positive=positive, choices=choices, presets=presets, ui_bounds=ui_bounds,
+                           ui_step=ui_step, expose=expose)}
+
+
 def _check_positive(name, value, *, allow_inf=False, integer=False):
     if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
@@ -116,10 +141,14 @@ class CacheConfig:
         only when more than ``size`` of them are active.
     """
 
-    enabled: bool = False
-    factor: float = 0.25
-    nu: float = 0.01
-    size: int = 100
+    enabled: bool = field(default=False, metadata=_meta(
+        "use the oracle cache (Alg. 5)", key="cache", flag="--cache", label="Oracle cache (Alg. 5)"))
+    factor: float = field(default=0.25, metadata=_meta(
+        "F of the cache hit rule", label="F (local)", positive=True, ui_bounds=(1e-4, 100.0), ui_step=0.05))
+    nu: float = field(default=0.01, metadata=_meta(
+        "nu of the cache hit rule", label="ν (global)", positive=True, ui_bounds=(1e-5, 1e4), ui_step=0.01))
+    size: int = field(default=100, metadata=_meta(
+        "max cached labellings per block", label="Cache size per block", ui_bounds=(1, 10_000)))
 
     def __post_init__(self):
         if not isinstance(self.enabled, bool):
@@ -170,20 +199,37 @@ class SolverConfig:
         Atoms whose α falls to or below this are purged and the block renormalized.
     """
 
-    lam: float = 0.01
-    sampling: Sampling = Sampling.GAP
-    gap_power: float = 1.0
-    step: StepKind = StepKind.FW
+    lam: float = field(default=0.01, metadata=_meta(
+        "regularization lambda", group="lam", label="λ (regularization)", positive=True,
+        ui_bounds=(1e-9, 1e9), ui_step=0.001, doc="Regularization λ of the SSVM (Paper: Eq. (1))"))
+    sampling: Sampling = field(default=Sampling.GAP, metadata=_meta(
+        "block sampler", label="Sampling", choices=SAMPLING_CHOICES,
+        doc="How the next block is chosen (Paper: Alg. 1, 2)"))
+    gap_power: float = field(default=1.0, metadata=_meta(
+        "p of gap^p sampling", label="p (P(i) ∝ ĝᵢᵖ)", positive=True, ui_bounds=(0.1, 10.0), ui_step=0.1,
+        doc="Exponent of gap sampling"))
+    step: StepKind = field(default=StepKind.FW, metadata=_meta(
+        "block step kind", app="step_kind", label="Step kind", choices=STEP_CHOICES,
+        doc="FW (Alg. 1), pairwise (Alg. 3), away (Alg. 4)"))
     cache: CacheConfig = field(default_factory=CacheConfig)
-    gap_check: float = 10
-    gap_threshold: float = 0.0
-    stop_on_heuristic_gap: bool = False
-    max_passes: float = 100.0
-    time_limit: float = math.inf
-    seed: int = 0
-    batch_step: bool = False
-    track_active_set: bool | None = None
-    drop_tol: float = 1e-12
+    gap_check: float = field(default=10, metadata=_meta(
+        "exact gap pass every N passes (inf: never)", label="Exact gap check", presets=GAP_CHECK_PRESETS,
+        doc="An exact gap pass (n oracle calls) every so many passes"))
+    gap_threshold: float = field(default=0.0, metadata=_meta(
+        "stop at this exact duality gap", group="budget", app=None))
+    stop_on_heuristic_gap: bool = field(default=False, metadata=_meta(
+        "also stop on the heuristic (stale) gap", expose=False))
+    max_passes: float = field(default=100.0, metadata=_meta(
+        "budget in effective passes", group="budget", label="Pass budget", positive=True,
+        ui_bounds=(0.01, 1e6), ui_step=10, doc="Run stops after this many effective passes (oracle calls / n)"))
+    time_limit: float = field(default=math.inf, metadata=_meta(
+        "budget in seconds", group="budget", app=None, positive=True))
+    seed: int = field(default=0, metadata=_meta(
+        "seed of the solver's RNG", label="Seed", ui_bounds=(0, 2**31 - 1)))
+    batch_step: bool = field(default=False, metadata=_meta(
+        "batch FW step after each gap check", app=None))
+    track_active_set: bool | None = field(default=None, metadata=_meta("", expose=False))
+    drop_tol: float = field(default=1e-12, metadata=_meta("", expose=False))
 
     def __post_init__(self):
         object.__setattr__(self, "lam", _check_positive("lam", self.lam))
@@ -224,3 +270,151 @@ class SolverConfig:
     def replace(self, **changes) -> "SolverConfig":
         """A validated copy with some fields changed."""
         return replace(self, **changes)
+
+
+# ----------------------------------------------------------------------------- settings schema
+@dataclass(frozen=True)
+class Setting:
+    """One user-facing solver setting, generated from the field metadata of :class:`SolverConfig`
+    and :class:`CacheConfig`. The CLI options (``gaplab train/path/grid``), the app's ``param``
+    parameters and the parameters of :class:`gaplab.core.estimator.SSVM` are all made from these.
+
+    Attributes
+    ----------
+    key : str
+        Flat name: the argparse ``dest``, the estimator's parameter (``cache_factor``).
+    path : tuple of str
+        Where the value lives in the config: ``("cache", "factor")`` is ``SolverConfig.cache.factor``.
+    type : type
+        ``float``, ``int``, ``bool`` or ``str`` (enum fields: their lower-case member names).
+    default : object
+        The dataclass default (enums as their lower-case names).
+    help : str
+        One line for ``--help``.
+    flag : str
+        CLI flag (``--cache-factor``).
+    group : str
+        ``"method"`` (how the solver steps; shared by train/path/grid and rebuilt on change in the
+        app), ``"lam"`` (λ; train only: path/grid sweep it) or ``"budget"`` (when a run stops; train
+        only: path/grid have per-point budgets; the app changes it without a reset).
+    app : str or None
+        Name of the app's parameter (None: not offered by the app).
+    label, doc : str
+        Widget label and tooltip of the app.
+    positive : bool
+        The value must be > 0 (checked by the CLI parser too, so ``--lam -1`` is a usage error).
+    choices : tuple of str or None
+        Allowed names (enum fields).
+    presets : dict or None
+        Named values offered by the app's menu instead of a number box (gap checks of Fig. 1).
+    ui_bounds : (lo, hi) or None
+        Range of the app's number box.
+    ui_step : float or None
+        Increment of the app's number box.
+    """
+
+    key: str
+    path: tuple
+    type: type
+    default: object
+    help: str
+    flag: str
+    group: str
+    app: str | None
+    label: str
+    doc: str | None
+    positive: bool
+    choices: tuple | None
+    presets: dict | None
+    ui_bounds: tuple | None
+    ui_step: float | None
+
+
+def _field_type(f, default):
+    if isinstance(default, enum.Enum):
+        return str
+    name = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+    return {"bool": bool, "int": int}.get(name, float)
+
+
+def _schema_of(cls, prefix: tuple, key_prefix: str) -> list:
+    from dataclasses import MISSING, fields
+    out = []
+    for f in fields(cls):
+        meta = f.metadata.get("gaplab")
+        if meta is None:
+            if f.default_factory is not MISSING and f.default_factory is CacheConfig:
+                out += _schema_of(CacheConfig, prefix + (f.name,), f.name + "_")
+            continue
+        if not meta["expose"]:
+            continue
+        default = f.default
+        typ = _field_type(f, default)
+        if isinstance(default, enum.Enum):
+            default = default.name.lower()
+        key = meta["key"] or key_prefix + f.name
+        app = meta["app"]
+        app = key if app is True else (app or None)
+        out.append(Setting(
+            key=key, path=prefix + (f.name,), type=typ, default=default, help=meta["help"],
+            flag=meta["flag"] or "--" + key.replace("_", "-"), group=meta["group"], app=app,
+            label=meta["label"] or key, doc=meta["doc"], positive=meta["positive"],
+            choices=tuple(meta["choices"]) if meta["choices"] is not None else None,
+            presets=dict(meta["presets"]) if meta["presets"] is not None else None,
+            ui_bounds=meta["ui_bounds"], ui_step=meta["ui_step"]))
+    return out
+
+
+_SCHEMA: tuple | None = None
+
+
+def settings_schema(group: str | tuple | None = None) -> tuple:
+    """The user-facing solver settings (:class:`Setting`), in :class:`SolverConfig` field order
+    (the cache fields where ``cache`` is). ``group`` filters by :attr:`Setting.group`
+    (``"method"``, ``"lam"``, ``"budget"`` or a tuple of them)."""
+    global _SCHEMA
+    if _SCHEMA is None:
+        _SCHEMA = tuple(_schema_of(SolverConfig, (), ""))
+    if group is None:
+        return _SCHEMA
+    groups = (group,) if isinstance(group, str) else tuple(group)
+    return tuple(s for s in _SCHEMA if s.group in groups)
+
+
+def get_setting(key: str) -> Setting:
+    """The :class:`Setting` with this flat key (``"cache_factor"``); ValueError listing the keys."""
+    for s in settings_schema():
+        if s.key == key:
+            return s
+    raise ValueError(f"unknown setting {key!r}; expected one of: {', '.join(s.key for s in settings_schema())}")
+
+
+def config_kwargs(values: dict, **fixed) -> dict:
+    """Keyword arguments of :class:`SolverConfig` (with a built :class:`CacheConfig`) from flat
+    setting values; see :func:`config_from_settings`."""
+    values = {**values, **fixed}
+    by_key = {s.key: s for s in settings_schema()}
+    unknown = [k for k in values if k not in by_key]
+    if unknown:
+        raise ValueError(f"unknown setting(s) {', '.join(map(repr, unknown))}; expected: {', '.join(by_key)}")
+    top, cache = {}, {}
+    for k, v in values.items():
+        path = by_key[k].path
+        if len(path) == 2 and path[0] == "cache":
+            cache[path[1]] = v
+        else:
+            top[path[0]] = v
+    return {**top, "cache": CacheConfig(**cache)}
+
+
+def config_from_settings(values: dict, **fixed) -> SolverConfig:
+    """A validated :class:`SolverConfig` from flat setting values (``{"lam": 0.1, "cache": True,
+    "cache_factor": 0.5, ...}``, keys of :func:`settings_schema`); keys not given keep the
+    dataclass defaults. ``fixed`` are further flat values (they win over ``values``).
+
+    Raises
+    ------
+    ValueError
+        An unknown key (the message lists the valid ones) or an invalid value (from the config).
+    """
+    return SolverConfig(**config_kwargs(values, **fixed))

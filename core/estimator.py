@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .config import CacheConfig, SolverConfig
+from .config import SolverConfig, config_from_settings, settings_schema
 from .datasets.base import SequenceData
 from .models.chain import ChainModel
 from .solver import Solver
@@ -12,7 +12,23 @@ from .solver import Solver
 __all__ = ["SSVM"]
 
 
-def _as_data(X, Y=None, *, n_labels=None, label_names=None, n_features=None):
+def _problem_data(name: str, split: str) -> SequenceData:
+    """The training (split="train") or test set of a registered chain problem."""
+    from .problems import get_problem
+    spec = get_problem(name)  # ValueError listing the registered problems
+    train, test = spec.loader(data_home=None, **spec.parse_options())[:2]
+    data = train if split == "train" else test
+    if not isinstance(data, SequenceData):
+        raise ValueError(f"SSVM works on sequence (chain) problems; problem {name!r} gives a "
+                         f"{type(data).__name__} {split} set")
+    return data
+
+
+def _as_data(X, Y=None, *, n_labels=None, label_names=None, n_features=None, split="test"):
+    if isinstance(X, str):
+        if Y is not None:
+            raise ValueError("pass either a registered problem name or X and Y, not both")
+        X = _problem_data(X, split)
     if isinstance(X, SequenceData):
         if Y is not None:
             raise ValueError("pass labels inside the SequenceData, not as Y")
@@ -30,6 +46,12 @@ def _as_data(X, Y=None, *, n_labels=None, label_names=None, n_features=None):
     return data
 
 
+#: the estimator's parameters: every user-facing setting of SolverConfig/CacheConfig (the settings
+#: schema), with the estimator's own defaults for when a fit stops
+_DEFAULTS = {s.key: s.default for s in settings_schema()}
+_DEFAULTS.update(gap_threshold=1e-3, max_passes=500)
+
+
 class SSVM:
     """Chain structured SVM trained by a BCFW-family solver.
 
@@ -37,10 +59,12 @@ class SSVM:
     ----------
     lam : float
         Regularization λ > 0.
-    sampling, step, gap_power, gap_check, gap_threshold, max_passes, time_limit, seed,
-    batch_step : see :class:`gaplab.core.SolverConfig`.
-    cache : bool
-        Use the oracle cache (Paper: Alg. 5) with F = 0.25, ν = 0.01, size 100.
+    **params
+        Any setting of :func:`gaplab.core.config.settings_schema` by its flat name: ``sampling``,
+        ``gap_power``, ``step``, ``cache`` (bool: the oracle cache of Alg. 5), ``cache_factor``,
+        ``cache_nu``, ``cache_size``, ``gap_check``, ``gap_threshold`` (default 1e-3),
+        ``max_passes`` (default 500), ``time_limit``, ``seed``, ``batch_step``; see
+        :class:`gaplab.core.SolverConfig`.
 
     Attributes
     ----------
@@ -48,24 +72,25 @@ class SSVM:
         The weight vector w after ``fit``.
     result_ : Result
         The solver's result (gap, passes, trace).
+
+    Notes
+    -----
+    ``fit``, ``predict`` and ``score`` also take the name of a registered problem
+    (:mod:`gaplab.core.problems`, a chain problem such as ``"ocr-small"``): ``fit`` trains on its
+    training set, ``predict``/``score`` use its test set.
     """
 
-    def __init__(self, lam=0.01, sampling="gap", step="fw", cache=False, gap_power=1.0, gap_check=10,
-                 gap_threshold=1e-3, max_passes=500, time_limit=float("inf"), seed=0, batch_step=False):
-        self.lam = lam
-        self.sampling = sampling
-        self.step = step
-        self.cache = cache
-        self.gap_power = gap_power
-        self.gap_check = gap_check
-        self.gap_threshold = gap_threshold
-        self.max_passes = max_passes
-        self.time_limit = time_limit
-        self.seed = seed
-        self.batch_step = batch_step
+    _PARAMS = tuple(_DEFAULTS)
 
-    _PARAMS = ("lam", "sampling", "step", "cache", "gap_power", "gap_check", "gap_threshold", "max_passes",
-               "time_limit", "seed", "batch_step")
+    def __init__(self, lam=_DEFAULTS["lam"], **params):
+        unknown = [k for k in params if k not in _DEFAULTS]
+        if unknown:
+            raise TypeError(f"SSVM() got unknown parameter(s) {', '.join(map(repr, unknown))}; "
+                            f"valid: {', '.join(self._PARAMS)}")
+        self.lam = lam
+        for k in self._PARAMS:
+            if k != "lam":
+                setattr(self, k, params.get(k, _DEFAULTS[k]))
 
     def get_params(self, deep=True) -> dict:
         return {k: getattr(self, k) for k in self._PARAMS}
@@ -78,17 +103,14 @@ class SSVM:
         return self
 
     def _config(self) -> SolverConfig:
-        return SolverConfig(lam=self.lam, sampling=self.sampling, step=self.step,
-                            cache=CacheConfig(enabled=bool(self.cache)), gap_power=self.gap_power,
-                            gap_check=self.gap_check, gap_threshold=self.gap_threshold,
-                            max_passes=self.max_passes, time_limit=self.time_limit, seed=self.seed,
-                            batch_step=self.batch_step)
+        return config_from_settings({k: getattr(self, k) for k in self._PARAMS})
 
     def fit(self, X, Y=None) -> "SSVM":
-        """Fit on sequences X (list of (T_i, F) float arrays, or a SequenceData) with labels Y
-        (list of int arrays in [0, K)). Returns self."""
+        """Fit on sequences X (list of (T_i, F) float arrays, or a SequenceData, or the name of a
+        registered chain problem: its training set) with labels Y (list of int arrays in [0, K)).
+        Returns self."""
         cfg = self._config()  # validate before any work
-        data = _as_data(X, Y)
+        data = _as_data(X, Y, split="train")
         self.model_ = ChainModel(data)
         self.label_names_ = data.label_names
         self.n_features_ = data.n_features
@@ -97,15 +119,16 @@ class SSVM:
         self.coef_ = self.result_.w
         return self
 
+
     def _check_fitted(self):
         if not hasattr(self, "coef_"):
             raise ValueError("this SSVM is not fitted yet; call fit first")
 
     def predict(self, X):
         """Decoded labellings argmax_y ⟨w, ψ(x, y)⟩: a list of int64 arrays (or one flat array of
-        token labels when X is a SequenceData)."""
+        token labels when X is a SequenceData or a registered problem's name: its test set)."""
         self._check_fitted()
-        flat_in = isinstance(X, SequenceData)
+        flat_in = isinstance(X, (SequenceData, str))
         data = _as_data(X, label_names=self.label_names_, n_features=self.n_features_)
         pred = self.model_.predict(self.coef_, data)
         if flat_in:
@@ -113,7 +136,19 @@ class SSVM:
         return [pred[data.tokens(i)] for i in range(data.n)]
 
     def score(self, X, Y=None) -> float:
-        """Token accuracy (1 − normalized-by-token Hamming error)."""
+        """Token accuracy (1 − normalized-by-token Hamming error); X may be a registered
+        problem's name (its test set)."""
         self._check_fitted()
         data = _as_data(X, Y, label_names=self.label_names_, n_features=self.n_features_)
         return 1.0 - self.model_.error(self.coef_, data)
+
+
+def _signature():
+    import inspect
+    P = inspect.Parameter
+    params = [P("self", P.POSITIONAL_OR_KEYWORD)]
+    params += [P(k, P.POSITIONAL_OR_KEYWORD if k == "lam" else P.KEYWORD_ONLY, default=v) for k, v in _DEFAULTS.items()]
+    return inspect.Signature(params)
+
+
+SSVM.__init__.__signature__ = _signature()  # help(SSVM) shows every parameter with its default

@@ -1,0 +1,443 @@
+"""The problem registry: every training problem gaplab offers, registered once.
+
+A *problem* is a named pair of a data loader and a model: ``ocr-small``, ``ocr-large``,
+``conll2000`` (Paper: Sec. 5, App. I) and ``toy`` (Paper: App. C). The CLI (``gaplab train/path/
+grid --dataset``), the app's dataset picker, ``gaplab warmup`` and :class:`gaplab.core.estimator.SSVM`
+all read this registry, so a new data set appears everywhere by one call::
+
+    from gaplab.core.problems import register_problem
+    from gaplab.core import ChainModel, load_ocr
+
+    def five_words(data_home=None):
+        train, test = load_ocr("small")
+        return train.subset(range(5), name="ocr-5"), test
+
+    register_problem("ocr-5", five_words, ChainModel, default_lam=0.01,
+                     description="the first 5 words of OCR-small (a demo)")
+
+Registrations live in module import order: the built-in ones below run when this module is
+imported (cheap: loaders import their data modules only when called).
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+__all__ = ["ProblemSpec", "ProblemOption", "Problem", "register_problem", "unregister_problem",
+           "get_problem", "problem_names", "load_problem", "warmup_plan", "WarmupJob"]
+
+_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+@dataclass(frozen=True)
+class ProblemOption:
+    """An integer option of a problem's loader (the toy problem's n and K).
+
+    Attributes
+    ----------
+    default : int
+    bounds : (lo, hi)
+        Inclusive range; the app's number box uses it, :meth:`ProblemSpec.parse_options` checks it.
+    label : str
+        Widget label in the app.
+    help : str
+    """
+
+    default: int
+    bounds: tuple = (1, 10**6)
+    label: str = ""
+    help: str = ""
+
+    def check(self, problem: str, name: str, value) -> int:
+        try:
+            v = int(value) if not isinstance(value, str) else int(value.strip())
+        except (TypeError, ValueError):
+            raise ValueError(f"problem {problem!r}: option {name} must be an integer, got {value!r}") from None
+        if isinstance(value, float) and value != v:
+            raise ValueError(f"problem {problem!r}: option {name} must be an integer, got {value!r}")
+        lo, hi = self.bounds
+        if not lo <= v <= hi:
+            raise ValueError(f"problem {problem!r}: option {name} must be in [{lo}, {hi}], got {value!r}")
+        return v
+
+
+def _default_evaluate(model, w, test):
+    """(test error, {}): the fraction of wrongly labelled tokens (chain) or blocks (multiclass)."""
+    if test is None:
+        return math.nan, {}
+    return float(model.error(w, test)), {}
+
+
+@dataclass(frozen=True)
+class ProblemSpec:
+    """A registered problem (see :func:`register_problem` for the meaning of each field)."""
+
+    name: str
+    loader: Callable
+    model_factory: Callable | None
+    default_lam: Any
+    description: str
+    bundled: bool = True
+    check: Callable | None = None
+    metric: str = "test error"
+    higher_is_better: bool = False
+    evaluate: Callable = _default_evaluate
+    warmup: Callable | None = None
+    options: Mapping = field(default_factory=dict)
+    quick: bool = False
+
+    # ------------------------------------------------------------------ options, λ
+    def parse_options(self, options: Mapping | None = None) -> dict:
+        """Every option of the loader with its value: the defaults updated by ``options`` (strings
+        allowed, as from the command line). ValueError names an unknown or invalid option."""
+        options = dict(options or {})
+        unknown = [k for k in options if k not in self.options]
+        if unknown:
+            valid = ", ".join(self.options) or "none"
+            raise ValueError(f"problem {self.name!r} has no option {', '.join(map(repr, unknown))} "
+                             f"(options: {valid})")
+        return {k: o.check(self.name, k, options.get(k, o.default)) for k, o in self.options.items()}
+
+    def lam(self, **options) -> float:
+        """The default λ of this problem (for the given loader options: the toy problem uses 1/n)."""
+        opts = self.parse_options(options)
+        lam = self.default_lam(**opts) if callable(self.default_lam) else self.default_lam
+        return float(lam)
+
+    # ------------------------------------------------------------------ data
+    def installed(self, data_home=None) -> bool:
+        """Whether the data can be loaded without a download (always True for bundled data)."""
+        if self.check is None:
+            return True
+        try:
+            self.check(data_home)
+        except (FileNotFoundError, OSError):
+            return False
+        return True
+
+    def install_hint(self, data_home=None) -> str:
+        """The message of ``check`` (where the loader looked and how to get the data), or ""."""
+        if self.check is None:
+            return ""
+        try:
+            self.check(data_home)
+        except (FileNotFoundError, OSError) as exc:
+            return str(exc)
+        return ""
+
+    def load(self, data_home=None, **options) -> "Problem":
+        """Load the data and build the model.
+
+        Parameters
+        ----------
+        data_home : str or os.PathLike, optional
+            Directory of data files for problems that are not bundled (passed to the loader).
+        **options
+            Loader options (see :attr:`options`).
+
+        Returns
+        -------
+        Problem
+
+        Raises
+        ------
+        FileNotFoundError
+            The data is not installed (the message says how to get it).
+        """
+        opts = self.parse_options(options)
+        out = self.loader(data_home=data_home, **opts)
+        if not isinstance(out, tuple) or len(out) not in (2, 3):
+            raise TypeError(f"problem {self.name!r}: the loader must return (train, test) or "
+                            f"(train, test, info), got {type(out).__name__}")
+        train, test = out[0], out[1]
+        info = dict(out[2]) if len(out) == 3 and out[2] is not None else {}
+        model = self.model_factory(train) if self.model_factory is not None else train
+        from .models.protocol import check_model
+        check_model(model)
+        return Problem(self.name, model, test, self.lam(**opts), info, self, opts)
+
+    def test_metric(self, model, w, test) -> tuple:
+        """(value, details): the problem's headline test metric (:attr:`metric`; a fraction in
+        [0, 1], NaN without a test set) and extra JSON-ready details (CoNLL: conlleval's counts)."""
+        if test is None:
+            return math.nan, {}
+        value, details = self.evaluate(model, w, test)
+        return float(value), dict(details or {})
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """A loaded problem (read-only once built; the app shares it between sessions).
+
+    Attributes
+    ----------
+    name : str
+        The registered name.
+    model : StructuredModel
+        The training problem (one dual block per training example).
+    test : object or None
+        Test set for :meth:`ProblemSpec.test_metric` and the solver's test error (None: none).
+    default_lam : float
+        λ to start from (the app switches to it when the problem is chosen).
+    info : dict
+        Extra facts from the loader (toy: ``hard_index``, ``n``, ``K``).
+    spec : ProblemSpec or None
+    options : dict
+        The loader options it was built with.
+    """
+
+    name: str
+    model: Any
+    test: Any
+    default_lam: float
+    info: dict = field(default_factory=dict)
+    spec: ProblemSpec | None = None
+    options: dict = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return int(self.model.n)
+
+    @property
+    def train(self):
+        return getattr(self.model, "data", None)
+
+    def block_note(self, i: int) -> str:
+        """A short note on block i from the loader's info (``info["block_note"](i)``), or ""."""
+        fn = self.info.get("block_note")
+        return str(fn(int(i))) if callable(fn) else ""
+
+
+_REGISTRY: dict[str, ProblemSpec] = {}
+
+
+def register_problem(name: str, loader: Callable, model_factory: Callable | None = None, *,
+                     default_lam, description: str, bundled: bool = True, check: Callable | None = None,
+                     metric: str = "test error", higher_is_better: bool = False,
+                     evaluate: Callable | None = None, warmup: Callable | None = None,
+                     options: Mapping | None = None, quick: bool = False,
+                     replace: bool = False) -> ProblemSpec:
+    """Register a training problem under ``name`` (CLI, app, warm-up and estimator read it).
+
+    Parameters
+    ----------
+    name : str
+        Lower-case name (letters, digits, ``.``, ``_``, ``-``), e.g. ``"ocr-small"``.
+    loader : callable(data_home=None, **options) -> (train, test) or (train, test, info)
+        Reads the data. ``test`` may be None. ``info`` (a dict) is kept on the :class:`Problem`;
+        an ``info["block_note"]`` callable(i) -> str annotates block i in the app.
+        Data other than the bundled OCR must be read through ``data_home``, then ``$GAPLAB_DATA``,
+        then the user cache directory, and raise FileNotFoundError saying how to get it.
+    model_factory : callable(train) -> StructuredModel, optional
+        Builds the model from the training data (``ChainModel``). None: the loader's ``train`` is
+        the model already (the toy problem).
+    default_lam : float or callable(**options) -> float
+        λ > 0 to start from.
+    description : str
+        One line for ``--help`` and the app's tooltip.
+    bundled : bool
+        The data ships with gaplab (False: it needs files; give ``check``).
+    check : callable(data_home) -> None, optional
+        Raises FileNotFoundError (saying where it looked and how to install) when the data is
+        not installed; must not download. Used by :meth:`ProblemSpec.installed`.
+    metric : str
+        Name of the headline test metric, e.g. ``"test error"`` or ``"chunk F1"``.
+    higher_is_better : bool
+        Whether a larger metric is better (F1) or worse (error).
+    evaluate : callable(model, w, test) -> (value, details), optional
+        Computes the metric on the test set (default: ``model.error(w, test)``, no details).
+    warmup : callable() -> StructuredModel, optional
+        A tiny instance of the problem's model (a few blocks) on which ``gaplab warmup``
+        compiles the model's kernels; None: the problem's model class is not warmed up by it.
+    options : dict of str -> ProblemOption, optional
+        Integer options of the loader (the app offers a number box for each, the CLI
+        ``--option NAME=VALUE``).
+    quick : bool
+        Loads in milliseconds (the app then loads it in the UI thread).
+    replace : bool
+        Replace an existing registration of ``name`` (else that is a ValueError).
+
+    Returns
+    -------
+    ProblemSpec
+
+    Raises
+    ------
+    ValueError
+        Bad name, name already registered (without ``replace=True``), bad ``default_lam``.
+    TypeError
+        ``loader``, ``model_factory``, ``check``, ``evaluate`` or ``warmup`` is not callable.
+    """
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise ValueError(f"problem name must be a lower-case string of letters, digits, '.', '_', '-', got {name!r}")
+    if name in _REGISTRY and not replace:
+        raise ValueError(f"problem {name!r} is already registered; pass replace=True to replace it")
+    for arg, fn in (("loader", loader), ("model_factory", model_factory), ("check", check),
+                    ("evaluate", evaluate), ("warmup", warmup)):
+        if fn is not None and not callable(fn):
+            raise TypeError(f"register_problem({name!r}): {arg} must be callable, got {type(fn).__name__}")
+    if loader is None:
+        raise TypeError(f"register_problem({name!r}): loader must be callable, got None")
+    if not isinstance(description, str) or not description.strip():
+        raise ValueError(f"register_problem({name!r}): description must be a non-empty string")
+    options = dict(options or {})
+    for k, o in options.items():
+        if not isinstance(o, ProblemOption):
+            raise TypeError(f"register_problem({name!r}): option {k!r} must be a ProblemOption, "
+                            f"got {type(o).__name__}")
+    spec = ProblemSpec(name=name, loader=loader, model_factory=model_factory, default_lam=default_lam,
+                       description=description.strip(), bundled=bool(bundled), check=check,
+                       metric=str(metric), higher_is_better=bool(higher_is_better),
+                       evaluate=evaluate or _default_evaluate, warmup=warmup, options=options,
+                       quick=bool(quick))
+    lam = spec.lam()  # validates default_lam (at the default options)
+    if not (math.isfinite(lam) and lam > 0):
+        raise ValueError(f"register_problem({name!r}): default_lam must be a finite number > 0, got {lam!r}")
+    _REGISTRY[name] = spec
+    return spec
+
+
+def unregister_problem(name: str) -> None:
+    """Remove a registration (tests; ValueError listing the registered names if unknown)."""
+    get_problem(name)
+    del _REGISTRY[name]
+
+
+def problem_names() -> tuple:
+    """The registered names, in registration order."""
+    return tuple(_REGISTRY)
+
+
+def get_problem(name: str) -> ProblemSpec:
+    """The :class:`ProblemSpec` registered as ``name``.
+
+    Raises
+    ------
+    ValueError
+        Unknown name; the message lists the registered problems.
+    """
+    spec = _REGISTRY.get(name) if isinstance(name, str) else None
+    if spec is None:
+        raise ValueError(f"unknown dataset {name!r}; registered problems: {', '.join(_REGISTRY) or 'none'}")
+    return spec
+
+
+def load_problem(name: str, data_home=None, **options) -> Problem:
+    """``get_problem(name).load(data_home, **options)``."""
+    return get_problem(name).load(data_home=data_home, **options)
+
+
+# ----------------------------------------------------------------------------- warm-up
+@dataclass(frozen=True)
+class WarmupJob:
+    """One model class ``gaplab warmup`` compiles, the problems that use it and a tiny instance."""
+
+    model_class: str
+    oracle_tier: str
+    problems: tuple
+    model: Any
+
+
+def warmup_plan(names=None) -> list:
+    """What ``gaplab warmup`` compiles: one :class:`WarmupJob` per distinct (model class, oracle
+    tier) among the registered problems that give a ``warmup`` instance (numba compiles per
+    model class and array types, which a model class fixes), in registration order."""
+    jobs: dict = {}
+    for n in (problem_names() if names is None else names):
+        spec = get_problem(n)
+        if spec.warmup is None:
+            continue
+        model = spec.warmup()
+        key = (type(model).__module__ + "." + type(model).__qualname__, getattr(model, "oracle_tier", "compiled"))
+        if key in jobs:
+            j = jobs[key]
+            jobs[key] = WarmupJob(j.model_class, j.oracle_tier, j.problems + (n,), j.model)
+        else:
+            jobs[key] = WarmupJob(type(model).__name__, key[1], (n,), model)
+    return list(jobs.values())
+
+
+# ----------------------------------------------------------------------------- built-in problems
+def _tiny_chain():
+    from .datasets.base import SequenceData
+    from .models.chain import ChainModel
+    rng = np.random.default_rng(0)
+    X = [rng.random((3, 4)), rng.random((2, 4))]
+    Y = [np.array([0, 1, 1]), np.array([1, 0])]
+    return ChainModel(SequenceData.from_dense(X, Y, ["a", "b"], name="warmup"))
+
+
+def _tiny_multiclass():
+    from .models.multiclass import MulticlassModel
+    return MulticlassModel([np.eye(3), np.eye(3)], [np.array([0.0, 1, 1]), np.array([0.0, 1, 1])], [0, 0])
+
+
+def _chain_model(train):
+    from .models.chain import ChainModel
+    return ChainModel(train)
+
+
+def _ocr_loader(variant):
+    def load(data_home=None):
+        from .datasets.ocr import load_ocr
+        return load_ocr(variant)
+    load.__name__ = f"load_{variant.replace('-', '_')}"
+    return load
+
+
+def _conll_loader(data_home=None):
+    from .datasets.conll import load_conll2000
+    return load_conll2000(data_home=data_home)
+
+
+def _conll_check(data_home=None):
+    from .datasets.conll import _locate
+    _locate(data_home, download=False)
+
+
+def _conll_evaluate(model, w, test):
+    """(chunk F1, {"conlleval": ...}) with the original gold tags (the labels map test tags
+    unseen in training, I-LST, to B-X)."""
+    from .datasets.conll import conlleval
+    pred = model.predict(w, test)
+    names = test.label_names
+    chunks = test.extras.get("chunks")
+    gold, guess = [], []
+    for i in range(test.n):
+        sl = test.tokens(i)
+        gold.append(list(chunks[i]) if chunks is not None else [names[k] for k in test.labels[sl]])
+        guess.append([names[k] for k in pred[sl]])
+    r = conlleval(gold, guess)
+    return r["f1"], {"conlleval": r}
+
+
+def _toy_loader(data_home=None, n=20, K=100):
+    from gaplab.toy_examples.hard_easy import make_hard_easy
+    model, lam, info = make_hard_easy(n, K)
+    info = dict(info)
+    hard = int(info.get("hard_index", 0))
+    info["block_note"] = lambda i: "hard object" if i == hard else "easy object"
+    return model, None, info
+
+
+register_problem("ocr-small", _ocr_loader("small"), _chain_model, default_lam=0.01,
+                 description="OCR letters (Taskar et al.): 626 training words, 6,251 test words",
+                 warmup=_tiny_chain)
+register_problem("ocr-large", _ocr_loader("large"), _chain_model, default_lam=0.01,
+                 description="OCR letters: 6,251 training words, 626 test words",
+                 warmup=_tiny_chain)
+register_problem("toy", _toy_loader, None, default_lam=lambda n, K: 1.0 / n,
+                 description="one hard and n-1 easy objects (Paper: App. C); lambda = 1/n",
+                 warmup=_tiny_multiclass, quick=True,
+                 options={"n": ProblemOption(20, (2, 1000), "toy n (objects)", "number of objects"),
+                          "K": ProblemOption(100, (1, 1000), "toy K (labels of the hard object)",
+                                             "wrong labels of each object")})
+register_problem("conll2000", _conll_loader, _chain_model, default_lam=0.01,
+                 description="CoNLL-2000 chunking: 8,936 training, 2,012 test sentences "
+                             "(files needed: --data-home or $GAPLAB_DATA)",
+                 bundled=False, check=_conll_check, metric="chunk F1", higher_is_better=True,
+                 evaluate=_conll_evaluate, warmup=_tiny_chain)
