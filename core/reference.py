@@ -40,8 +40,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .models.protocol import check_labelling
+
 __all__ = [
-    "RefState", "StepInfo", "GapPass",
+    "RefState", "StepInfo", "GapPass", "Candidate",
     "init_state", "truncate", "corner", "scaled_H", "block_gap", "line_search",
     "max_oracle_corner", "cache_hit_rule", "cache_corner", "fw_corner", "away_corner",
     "fw_candidate", "away_candidate", "pairwise_candidate", "choose_step", "apply_step",
@@ -294,7 +296,7 @@ def max_oracle_corner(state: RefState, i: int, prefer=None) -> np.ndarray:
     """Call the max oracle y* = argmax_y H_i(y; w) (Paper: Eq. (2), Alg. 1 line 4), remember the
     block gap g_i^(k) it gives and k_i = k (Alg. 2 lines 5-8), and add y* to the cache / active set
     store with α = 0 (Alg. 5 line 16). Returns y*, int64 (L_i,)."""
-    y = np.asarray(state.model.max_oracle(i, state.w), dtype=np.int64)
+    y = check_labelling(state.model, i, state.model.max_oracle(i, state.w), "max oracle answer")
     y = np.array(_break_tie(state, i, y, prefer), dtype=np.int64)
     state.gap_estimates[i] = block_gap(state, i, y)
     state.gap_iteration[i] = state.k
@@ -350,7 +352,11 @@ def away_corner(state: RefState, i: int, prefer=None) -> np.ndarray:
 # ============================================================================ the step candidates
 
 @dataclass
-class _Candidate:
+class Candidate:
+    """A candidate block step: its kind ("fw", "away", "pairwise"), step size γ in [0, γ_max],
+    the gap ⟨−∇_i f, d⟩ of its direction, the decrease of f, and the change of w_i (float64 (d,))
+    and of ℓ_i for γ = 1."""
+
     kind: str
     gamma: float
     gamma_max: float
@@ -360,17 +366,17 @@ class _Candidate:
     ell_direction: float       # change of ℓ_i for γ = 1
 
 
-def fw_candidate(state: RefState, i: int, y_s) -> _Candidate:
+def fw_candidate(state: RefState, i: int, y_s) -> Candidate:
     """The FW step towards the corner y_s: direction w_s − w_i, gap g_i, γ in [0, 1]
     (Paper: Alg. 1 lines 5-7; Alg. 5 line 18 with the cache gap on a hit; Alg. 9 line 7)."""
     w_s, ell_s = corner(state, i, y_s)
     g = block_gap(state, i, y_s)
     direction = w_s - state.w_i[i]
     gamma, imp = line_search(g, direction, state.lam, 1.0)
-    return _Candidate("fw", gamma, 1.0, g, imp, direction, ell_s - state.ell_i[i])
+    return Candidate("fw", gamma, 1.0, g, imp, direction, ell_s - state.ell_i[i])
 
 
-def away_candidate(state: RefState, i: int, y_a) -> _Candidate:
+def away_candidate(state: RefState, i: int, y_a) -> Candidate:
     """The away step from the corner y_a: direction w_i − w_a, gap
     g_i^A = λ⟨w_a − w_i, w⟩ + ℓ_i − ℓ_a, γ in [0, α_a/(1 − α_a)] (Paper: Alg. 4 lines 11, 19).
     With (numerically) all the mass on y_a the direction is zero and γ = 0."""
@@ -381,10 +387,10 @@ def away_candidate(state: RefState, i: int, y_a) -> _Candidate:
     single = alpha_a >= 1.0 - 1e-12
     gamma_max = 0.0 if single else alpha_a / (1.0 - alpha_a)
     gamma, imp = (0.0, 0.0) if single or not direction.any() else line_search(g, direction, state.lam, gamma_max)
-    return _Candidate("away", gamma, gamma_max, g, imp, direction, state.ell_i[i] - ell_a)
+    return Candidate("away", gamma, gamma_max, g, imp, direction, state.ell_i[i] - ell_a)
 
 
-def pairwise_candidate(state: RefState, i: int, y_s, y_a) -> _Candidate:
+def pairwise_candidate(state: RefState, i: int, y_s, y_a) -> Candidate:
     """The pairwise step moving mass from the away corner y_a to the FW corner y_s: direction
     w_s − w_a, gap λ⟨w_a − w_s, w⟩ + ℓ_s − ℓ_a, γ in [0, α_a] (Paper: Alg. 3 lines 10-11)."""
     w_s, ell_s = corner(state, i, y_s)
@@ -393,13 +399,14 @@ def pairwise_candidate(state: RefState, i: int, y_s, y_a) -> _Candidate:
     direction = w_s - w_a
     gamma_max = state.atoms[i][_key(y_a)]
     gamma, imp = line_search(g, direction, state.lam, gamma_max)
-    return _Candidate("pairwise", gamma, gamma_max, g, imp, direction, ell_s - ell_a)
+    return Candidate("pairwise", gamma, gamma_max, g, imp, direction, ell_s - ell_a)
 
 
-def choose_step(kind: str, fw, away=None, pairwise=None) -> _Candidate:
+def choose_step(kind: str, fw, away=None, pairwise=None) -> Candidate:
     """Which candidate a step kind takes: "fw" the FW step; "pairwise" the pairwise step;
-    "away" the away step when its gap is larger (g_i^A > g_i^FW, else FW; Paper: Alg. 4 line 12);
-    "combined" the candidate with the largest improvement of f (FW on ties)."""
+    "away" the away step when its gap is larger (g_i^A > g_i^FW, else FW; Paper: Alg. 4 line 12,
+    which takes the away step on a tie); "combined" the candidate with the largest improvement of
+    f (FW on ties; Paper: App. G)."""
     if kind == "fw":
         return fw
     if kind == "pairwise":
@@ -413,9 +420,9 @@ def choose_step(kind: str, fw, away=None, pairwise=None) -> _Candidate:
     return best
 
 
-def apply_step(state: RefState, i: int, step: _Candidate, y_s, y_a=None) -> bool:
+def apply_step(state: RefState, i: int, step: Candidate, y_s, y_a=None) -> bool:
     """Move block i: w_i += γ d, ℓ_i += γ d_ℓ, then w and ℓ by the change of block i
-    (Paper: Alg. 1 lines 8-11), and the atoms α_i (Alg. 3 lines 17-21, Alg. 4 lines 14-21).
+    (Paper: Alg. 1 lines 8-11), and the atoms α_i (Alg. 3 lines 16-20, Alg. 4 lines 14-22).
     Returns True for a drop step (the away corner's mass reached 0)."""
     gamma = step.gamma
     if gamma > 0.0:
@@ -489,7 +496,7 @@ def block_step(state: RefState, i: int, kind: str = "fw", *, prefer=(None, None)
     """One block step on block i of the given kind: FW corner (cache or max oracle), away corner,
     candidates, the chosen step, then the active-set upkeep.
 
-    Paper: Alg. 1 (kind "fw"), Alg. 3 ("pairwise"), Alg. 4 ("away"), App. F "combined" (FW, away
+    Paper: Alg. 1 (kind "fw"), Alg. 3 ("pairwise"), Alg. 4 ("away"), App. G "combined" (FW, away
     or pairwise, whichever improves f most), Alg. 5 (the cache, when the state has one).
 
     Parameters
@@ -561,7 +568,7 @@ def exact_gap(state: RefState, count: bool = True) -> GapPass:
     """The exact duality gap: one max-oracle call per block at w, g = Σ_i g_i = primal − dual
     (Paper: Eq. (4)-(6); with a box, App. H). With ``count`` it is the "update global gap" pass:
     every gap estimate becomes exact (k_i = k) and g^(k_0) = g (Paper: Alg. 2 lines 14-20,
-    Alg. 5 lines 24-29).
+    Alg. 5 "update global gap").
 
     Returns
     -------
@@ -571,7 +578,7 @@ def exact_gap(state: RefState, count: bool = True) -> GapPass:
     n, w = state.n, state.w
     block_gaps, corners, hinge = np.zeros(n), [], 0.0
     for i in range(n):
-        y = np.asarray(state.model.max_oracle(i, w), dtype=np.int64)
+        y = check_labelling(state.model, i, state.model.max_oracle(i, w), "max oracle answer")
         corners.append(y)
         block_gaps[i] = block_gap(state, i, y)
         hinge += scaled_H(state, i, y)      # (1/n) max_y H_i(y; w)
@@ -595,7 +602,7 @@ def batch_fw_step(state: RefState, corners, gap: float) -> float:
     if gamma <= 0.0:
         return 0.0
     for i in range(n):
-        step = _Candidate("fw", gamma, 1.0, 0.0, 0.0, targets[i][0] - state.w_i[i], targets[i][1] - state.ell_i[i])
+        step = Candidate("fw", gamma, 1.0, 0.0, 0.0, targets[i][0] - state.w_i[i], targets[i][1] - state.ell_i[i])
         if state.atoms is not None:
             state.atoms[i].setdefault(_key(corners[i]), 0.0)
             state.last_used[i].setdefault(_key(corners[i]), state.k)
