@@ -205,3 +205,22 @@ def test_bad_input(ocr):
         ref.init_state(ocr, 0.0)
     with pytest.raises(ValueError, match="shape"):
         ref.init_state(ocr, LAM, lb=np.zeros(3))
+
+
+def test_reference_solver_reaches_the_independent_qp_optimum():
+    """Independently of the fast solver: on a tiny chain problem the reference solver's gap is a
+    true duality gap of the QP that tests/reference_ssvm.py solves by enumeration (its own ψ,
+    Viterbi and dual), so P(w) − P(w*) <= gap bounds λ/2‖w − w*‖² (the primal is λ-strongly convex)."""
+    import reference_ssvm as indep
+
+    lam = 1.0  # BCPFW converges linearly here (at λ = 0.1 it needs ~1500 passes)
+    data = indep.make_random_chain_data(4, (1, 3), 3, 2, seed=0)
+    _, w_star, primal_star, _, _ = indep.solve_dual_qp(data, lam)
+    state, gaps = ref.solve(ChainModel(data), lam, passes=200, kind="pairwise", sampling="uniform", gap_check=40,
+                            seed=0)
+    res = ref.exact_gap(state, count=False)
+    assert res.gap < 1e-9 and gaps[-1] == pytest.approx(res.gap, abs=1e-15)
+    assert gaps[0] > 1e-4  # it did have work to do
+    assert res.primal == pytest.approx(indep.primal_objective(data, state.w, lam), abs=1e-12)
+    assert primal_star - 1e-12 <= res.primal <= primal_star + res.gap + 1e-12
+    assert 0.5 * lam * np.sum((state.w - w_star) ** 2) <= res.gap + 1e-12
