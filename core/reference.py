@@ -481,7 +481,8 @@ def purge_small_atoms(state: RefState, i: int) -> None:
 
 def trim_cache(state: RefState, i: int) -> None:
     """Forget inactive labellings (α = 0), least recently used first, while block i holds more
-    than ``cache_size`` of them (every inactive one without a cache). Active atoms stay."""
+    than ``cache_size`` labellings (without a cache: every inactive one). Active atoms stay, so the
+    active set is always inside the cache (Paper: Sec. 3.3)."""
     alpha, used = state.atoms[i], state.last_used[i]
     limit = state.cache_size if state.cache else 0
     inactive = sorted((y for y, a in alpha.items() if a == 0.0), key=lambda y: used[y])

@@ -33,11 +33,13 @@ def toy():
     return model, lam
 
 
-def transition_box(model):
-    """w_transitions >= 0 (a positivity box as in App. H), everything else free."""
-    lb = np.full(model.d, -np.inf)
+def box(model):
+    """w_transitions >= 0 (a positivity box as in App. H) and the per-label bias weights (the
+    constant attribute's row of the emission block) <= 0.005; everything else free."""
+    lb, ub = np.full(model.d, -np.inf), np.full(model.d, np.inf)
     lb[model.trans_off:] = 0.0
-    return lb
+    ub[model.F * model.K:model.first_off] = 0.005
+    return lb, ub
 
 
 def close(a, b, scale, rtol=1e-9):
@@ -98,10 +100,11 @@ def follow(solver, state, kind, steps, stop_gap=0.0):
     return counts
 
 
-def pair(model, lam, kind, *, cache=False, size=8, factor=0.25, lb=None, batch=False, sampling="gap"):
+def pair(model, lam, kind, *, cache=False, size=8, factor=0.25, lb=None, ub=None, batch=False,
+         sampling="gap"):
     solver = Solver(model, lam=lam, step=kind, sampling=sampling, gap_check=1, max_passes=1e9,
-                    cache=CacheConfig(enabled=cache, size=size, factor=factor), lb=lb, batch_step=batch)
-    state = ref.init_state(model, lam, lb=lb, atoms=solver.track, cache=cache, cache_size=size,
+                    cache=CacheConfig(enabled=cache, size=size, factor=factor), lb=lb, ub=ub, batch_step=batch)
+    state = ref.init_state(model, lam, lb=lb, ub=ub, atoms=solver.track, cache=cache, cache_size=size,
                            cache_factor=factor)
     return solver, state
 
@@ -122,12 +125,12 @@ def test_ocr_step_by_step(ocr, kind, cache):
 
 @pytest.mark.parametrize("kind,cache", [("fw", False), ("pairwise", True), ("combined", False)])
 def test_ocr_box_and_batch_step_by_step(ocr, kind, cache):
-    lb = transition_box(ocr)
-    solver, state = pair(ocr, LAM, kind, cache=cache, lb=lb, batch=True)
+    lb, ub = box(ocr)
+    solver, state = pair(ocr, LAM, kind, cache=cache, lb=lb, ub=ub, batch=True)
     c = follow(solver, state, kind, 60)
     assert c["batch"] >= 4, c
-    assert np.any(state.v != state.w)  # the box is active: w = clip(v) differs from v
-    assert np.all(state.w >= lb)
+    assert np.any(state.v < lb) and np.any(state.v > ub)  # both sides of the box are active
+    assert np.all(state.w >= lb) and np.all(state.w <= ub)
 
 
 @pytest.mark.parametrize("cache", [False, True], ids=["nocache", "cache"])
@@ -145,9 +148,9 @@ def test_toy_step_by_step(toy, kind, cache):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_invariants_after_many_steps(ocr, kind):
-    lb = transition_box(ocr)
+    lb, ub = box(ocr)
     state, gaps = ref.solve(ocr, LAM, passes=12, kind=kind, sampling="gap", gap_check=3,
-                            batch=True, seed=1, lb=lb, cache=kind != "fw", cache_size=6)
+                            batch=True, seed=1, lb=lb, ub=ub, cache=kind != "fw", cache_size=6)
     n = state.n
     for i in range(n):
         if state.atoms is None:
@@ -163,7 +166,7 @@ def test_invariants_after_many_steps(ocr, kind):
             assert len(alpha) <= max(state.cache_size, int((a > 0).sum()))
     np.testing.assert_allclose(state.v, state.w_i.sum(axis=0), atol=1e-12)  # w = Aα
     assert state.ell == pytest.approx(state.ell_i.sum(), abs=1e-14)
-    assert np.all(state.w >= lb)
+    assert np.all(state.w >= lb) and np.all(state.w <= ub)
     res = ref.exact_gap(state, count=False)
     assert res.gap >= 0 and np.all(res.block_gaps >= -1e-14)
     assert res.primal >= res.dual
