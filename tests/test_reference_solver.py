@@ -104,8 +104,8 @@ def pair(model, lam, kind, *, cache=False, size=8, factor=0.25, lb=None, ub=None
          sampling="gap"):
     solver = Solver(model, lam=lam, step=kind, sampling=sampling, gap_check=1, max_passes=1e9,
                     cache=CacheConfig(enabled=cache, size=size, factor=factor), lb=lb, ub=ub, batch_step=batch)
-    state = ref.init_state(model, lam, lb=lb, ub=ub, atoms=solver.track, cache=cache, cache_size=size,
-                           cache_factor=factor)
+    state = ref.init_state(model, lam, lb=lb, ub=ub, atoms=solver.config.needs_atoms, cache=cache,
+                           cache_size=size, cache_factor=factor)
     return solver, state
 
 
