@@ -10,21 +10,20 @@ import json
 import math
 import sys
 import time
-from pathlib import Path
 
 __all__ = ["main"]
 
 DATASETS = ("ocr-small", "ocr-large", "conll2000")
 
 
-def _load_dataset(name: str, data_home=None):
-    """(train, test) SequenceData for a dataset name."""
+def _load_dataset(name: str, data_home=None, verify: bool = True):
+    """(train, test) SequenceData for a dataset name (``verify``: check the known checksums)."""
     if name in ("ocr-small", "ocr-large"):
         from gaplab.core.datasets.ocr import load_ocr
         return load_ocr(name)
     if name == "conll2000":
         from gaplab.core.datasets.conll import load_conll2000
-        return load_conll2000(data_home=data_home)
+        return load_conll2000(data_home=data_home, verify=verify)
     raise ValueError(f"unknown dataset {name!r}; expected one of {', '.join(DATASETS)}")
 
 
@@ -64,6 +63,8 @@ def add_solver_arguments(p: argparse.ArgumentParser) -> None:
     """Solver options shared by train / path / grid."""
     p.add_argument("--dataset", default="ocr-small", choices=DATASETS)
     p.add_argument("--data-home", default=None, help="directory with CoNLL-2000 train.txt/test.txt")
+    p.add_argument("--no-verify", dest="verify", action="store_false", default=True,
+                   help="do not check the sha256 of the CoNLL-2000 files (for modified copies)")
     p.add_argument("--sampling", default="gap", choices=["uniform", "permutation", "gap", "maxgap"])
     p.add_argument("--gap-power", type=_positive_float, default=1.0, help="p of gap^p sampling")
     p.add_argument("--step", default="fw", choices=["fw", "pairwise", "away", "combined"])
@@ -91,19 +92,23 @@ def cmd_train(args) -> int:
     from tqdm import tqdm
 
     from gaplab.core import ChainModel, Solver
+    from gaplab.core.interrupt import Interrupted
+    from gaplab.core.atomic import check_output_path
 
+    if args.out:  # refuse an unwritable --out before any work (exit 2)
+        check_output_path(args.out, "--out")
     t0 = time.perf_counter()
-    train, test = _load_dataset(args.dataset, args.data_home)
+    train, test = _load_dataset(args.dataset, args.data_home, verify=args.verify)
     model = ChainModel(train)
     cfg = solver_config_from_args(args, lam=args.lam, gap_threshold=args.gap_threshold,
                                   max_passes=args.max_passes, time_limit=args.time_limit)
     solver = Solver(model, cfg, test_data=test if args.test_every_check else None)
     load_s = time.perf_counter() - t0
-    bar = tqdm(total=round(args.max_passes, 2), unit="pass", disable=args.quiet or not sys.stderr.isatty() and not args.progress,
+    bar = tqdm(total=round(args.max_passes, 2) if math.isfinite(args.max_passes) else None, unit="pass", disable=args.quiet or not sys.stderr.isatty() and not args.progress,
                bar_format="{l_bar}{bar}| {n:.1f}/{total} passes [{elapsed}] {postfix}")
 
     def callback(s, rec):
-        bar.n = min(rec["effective_passes"], bar.total)
+        bar.n = min(rec["effective_passes"], bar.total) if bar.total is not None else rec["effective_passes"]
         post = {"heur_gap": f"{rec['heuristic_gap']:.2e}"}
         if rec["kind"] == "gap_check":
             post["gap"] = f"{rec['exact_gap']:.2e}"
@@ -111,8 +116,14 @@ def cmd_train(args) -> int:
         bar.refresh()
         return False
 
-    result = solver.run(callback=callback)
+    try:
+        result = solver.run(callback=callback)
+        interrupted = False
+    except Interrupted as exc:  # Ctrl-C: keep the result so far
+        result, interrupted = exc.partial, True
     bar.close()
+    if interrupted:
+        return _train_interrupted(args, solver, result, model)
     train_err = model.error(result.w)
     test_err = model.error(result.w, test)
     out = result.to_dict()
@@ -140,7 +151,8 @@ def cmd_train(args) -> int:
         rows = [("status", result.status.name.lower()), ("primal", f"{result.primal:.8f}"),
                 ("dual", f"{result.dual:.8f}"), ("exact duality gap", f"{result.exact_gap:.3e}"),
                 ("heuristic gap (stale)", f"{result.heuristic_gap:.3e}"),
-                ("effective passes", f"{result.effective_passes:.1f}"), ("oracle calls", result.oracle_calls),
+                ("effective passes", f"{result.effective_passes:.1f}" + _passes_note(result, args.max_passes)),
+                ("oracle calls", result.oracle_calls),
                 ("cache hits", result.cache_hits), ("solver time (s)", f"{result.wall_time_s:.2f}"),
                 ("train error", f"{train_err:.4f}"), ("test error", f"{test_err:.4f}")]
         if "conlleval" in out:
@@ -151,10 +163,40 @@ def cmd_train(args) -> int:
         for k, v in rows:
             print(f"  {k:<{width}}  {v}")
     if args.out:
-        Path(args.out).write_text(json.dumps(_clean(out), indent=1, default=_json_default))
+        _write_json(args.out, out)
         if not args.quiet:
             print(f"  wrote {args.out}")
     return 0
+
+
+def _write_json(path, obj) -> None:
+    """JSON (NaN/inf as null) written atomically: a failed write leaves the old file intact."""
+    from gaplab.core.atomic import write_text_atomic
+    write_text_atomic(path, json.dumps(_clean(obj), indent=1, default=_json_default))
+
+
+def _passes_note(result, max_passes) -> str:
+    """Say why a run reports more effective passes than its budget (the final exact gap pass)."""
+    over = result.effective_passes - max_passes
+    if over > 1e-9 and result.trace and result.trace[-1]["kind"] == "gap_check":
+        return f" (budget {max_passes:g} + the final exact gap pass)"
+    return ""
+
+
+def _train_interrupted(args, solver, result, model) -> int:
+    """Ctrl-C during ``gaplab train``: write the result so far (status "interrupted", the last
+    exact gap and whether it is the current iterate's, the trace) and exit 130 with one line."""
+    out = result.to_dict()
+    out.update({"dataset": args.dataset, "lam": args.lam, "n": model.n, "d": model.d,
+                "exact_gap_is_current": solver.fresh_exact_gap is not None,
+                "config": {"sampling": args.sampling, "step": args.step, "cache": args.cache,
+                           "seed": args.seed, "gap_threshold": args.gap_threshold, "max_passes": args.max_passes}})
+    where = ""
+    if args.out:
+        _write_json(args.out, out)
+        where = f"; wrote the result so far to {args.out}"
+    print(f"gaplab train: interrupted after {result.effective_passes:.1f} effective passes{where}", file=sys.stderr)
+    return 130
 
 
 def cmd_warmup(args) -> int:
@@ -207,6 +249,9 @@ def main(argv=None) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"gaplab {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C outside a run (loading, compiling): one line, no traceback
+        print(f"gaplab {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
