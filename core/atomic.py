@@ -19,7 +19,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["OutputPathError", "atomic_write", "write_text_atomic", "write_bytes_atomic",
+__all__ = ["OutputPathError", "atomic_write", "write_text_atomic", "write_bytes_atomic", "save_figure",
            "check_output_path", "npz_path"]
 
 
@@ -138,3 +138,12 @@ def write_bytes_atomic(file, data: bytes) -> Path:
     with atomic_write(file, "wb") as fh:
         fh.write(data)
     return Path(os.fspath(file))
+
+
+def save_figure(fig, file, **savefig_kwargs) -> Path:
+    """``fig.savefig`` written atomically (the format from the file's suffix, e.g. .png/.pdf/.svg)."""
+    p = Path(os.fspath(file))
+    fmt = savefig_kwargs.pop("format", None) or (p.suffix.lstrip(".").lower() or "png")
+    with atomic_write(p, "wb") as fh:
+        fig.savefig(fh, format=fmt, **savefig_kwargs)
+    return p

@@ -2,6 +2,8 @@
 scikit-learn dependency (get_params / set_params follow its conventions)."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .config import CacheConfig, SolverConfig
@@ -9,7 +11,32 @@ from .datasets.base import SequenceData
 from .models.chain import ChainModel
 from .solver import Solver
 
-__all__ = ["SSVM"]
+__all__ = ["SSVM", "ConvergenceWarning"]
+
+
+class ConvergenceWarning(UserWarning):
+    """``fit`` ended on its budget (passes or time) before the exact duality gap reached
+    ``gap_threshold`` (scikit-learn's ConvergenceWarning, without the dependency)."""
+
+
+def _check_labels(X, Y, what: str):
+    """Clear messages for missing, empty or non-integer labels (before any conversion)."""
+    if Y is None:
+        raise ValueError(f"{what} needs the labels Y (a list of int arrays, one per sequence of X); "
+                         "got Y=None" + (" (use predict(X) to decode without labels)" if what == "score" else ""))
+    if not isinstance(Y, (list, tuple)):
+        raise TypeError(f"Y must be a list of int arrays (one per sequence), got {type(Y).__name__}")
+    if len(Y) != len(X):
+        raise ValueError(f"X and Y must hold the same number of sequences, got {len(X)} and {len(Y)}")
+    for i, y in enumerate(Y):
+        a = np.asarray(y)
+        if a.size == 0:
+            raise ValueError(f"Y[{i}] is empty; every sequence needs at least one token and one label per token")
+        if not np.issubdtype(a.dtype, np.integer):
+            raise TypeError(f"Y[{i}] must hold integer labels in [0, K), got dtype {a.dtype} "
+                            f"(e.g. {a.ravel()[0]!r}); map label names to integers first")
+        if a.min() < 0:
+            raise ValueError(f"Y[{i}] has a negative label {int(a.min())}; labels must lie in [0, K)")
 
 
 def _as_data(X, Y=None, *, n_labels=None, label_names=None, n_features=None):
@@ -19,6 +46,10 @@ def _as_data(X, Y=None, *, n_labels=None, label_names=None, n_features=None):
         return X
     if not isinstance(X, (list, tuple)) or len(X) == 0:
         raise ValueError("X must be a non-empty list of arrays of shape (T_i, n_features) or a SequenceData")
+    for i, x in enumerate(X):
+        if np.asarray(x).ndim != 2 or np.asarray(x).shape[0] == 0:
+            raise ValueError(f"X[{i}] must be a non-empty 2-D array (T_i >= 1, n_features), got shape "
+                             f"{np.asarray(x).shape}")
     if Y is None:  # prediction: dummy labels
         Y = [np.zeros(np.asarray(x).shape[0], dtype=np.int64) for x in X]
     if label_names is None:
@@ -48,6 +79,16 @@ class SSVM:
         The weight vector w after ``fit``.
     result_ : Result
         The solver's result (gap, passes, trace).
+    n_iter_ : float
+        Effective passes the fit used (oracle calls / n, exact gap passes included).
+    dual_gap_ : float
+        Exact duality gap of the fitted w (Paper: Eq. (4)).
+
+    Warns
+    -----
+    ConvergenceWarning
+        When ``fit`` ends on ``max_passes`` or ``time_limit`` before the gap reaches
+        ``gap_threshold``.
     """
 
     def __init__(self, lam=0.01, sampling="gap", step="fw", cache=False, gap_power=1.0, gap_check=10,
@@ -88,6 +129,8 @@ class SSVM:
         """Fit on sequences X (list of (T_i, F) float arrays, or a SequenceData) with labels Y
         (list of int arrays in [0, K)). Returns self."""
         cfg = self._config()  # validate before any work
+        if not isinstance(X, SequenceData):
+            _check_labels(X, Y, "fit")
         data = _as_data(X, Y)
         self.model_ = ChainModel(data)
         self.label_names_ = data.label_names
@@ -95,6 +138,7 @@ class SSVM:
         self.solver_ = Solver(self.model_, cfg)
         self.result_ = self.solver_.run()
         self.coef_ = self.result_.w
+        _fit_report(self)
         return self
 
     def _check_fitted(self):
@@ -115,5 +159,21 @@ class SSVM:
     def score(self, X, Y=None) -> float:
         """Token accuracy (1 − normalized-by-token Hamming error)."""
         self._check_fitted()
+        if not isinstance(X, SequenceData):
+            _check_labels(X, Y, "score")
         data = _as_data(X, Y, label_names=self.label_names_, n_features=self.n_features_)
         return 1.0 - self.model_.error(self.coef_, data)
+
+
+def _fit_report(est) -> None:
+    """n_iter_, dual_gap_ and a ConvergenceWarning when the budget ended the fit."""
+    from .config import Status
+    res = est.result_
+    est.n_iter_ = float(res.effective_passes)
+    est.dual_gap_ = float(res.exact_gap)
+    if res.status in (Status.MAX_PASSES, Status.TIME_LIMIT) and est.gap_threshold > 0:
+        budget = (f"max_passes={est.max_passes}" if res.status == Status.MAX_PASSES
+                  else f"time_limit={est.time_limit} s")
+        warnings.warn(f"SSVM.fit stopped on its budget ({budget}) with duality gap {res.exact_gap:.3g} > "
+                      f"gap_threshold={est.gap_threshold}; raise max_passes / time_limit or lam",
+                      ConvergenceWarning, stacklevel=3)
