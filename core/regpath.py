@@ -59,7 +59,7 @@ from numba import njit
 
 from . import kernels as kr
 from .atomic import atomic_write, npz_path
-from .config import CacheConfig, SolverConfig, Status
+from .config import LAM_MAX, LAM_MIN, CacheConfig, SolverConfig, Status
 from .interrupt import Interrupted
 from .solver import ExactGap, Solver
 
@@ -162,6 +162,8 @@ class PathConfig:
             raise ValueError(f"kappa must be in (0, 1), got {k!r}")
         object.__setattr__(self, "kappa", float(k))
         object.__setattr__(self, "lam_min", _finite_positive("lam_min", self.lam_min))
+        if self.lam_min < LAM_MIN:
+            raise ValueError(f"lam_min must be >= {LAM_MIN:g} (the smallest λ the solver accepts), got {self.lam_min!r}")
         for name in ("heuristic", "true_gaps", "verify_heuristic_gap", "batch_step"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
@@ -1141,6 +1143,8 @@ def _check_grid(lams) -> np.ndarray:
         raise ValueError("the λ grid is empty")
     if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
         raise ValueError("every λ of the grid must be finite and > 0")
+    if np.any(arr < LAM_MIN) or np.any(arr > LAM_MAX):
+        raise ValueError(f"every λ of the grid must lie in [{LAM_MIN:g}, {LAM_MAX:g}] (SolverConfig.lam)")
     if arr.size > 1 and not np.all(np.diff(arr) < 0):
         raise ValueError("the λ grid must be strictly decreasing (largest λ first)")
     return arr

@@ -259,6 +259,11 @@ def test_lam_whose_objective_is_not_finite_is_refused(lam):
     assert r.returncode == 2 and "lam" in r.stderr and "finite" in r.stderr, (r.returncode, r.stderr)
     with pytest.raises(ValueError, match="lam"):
         SolverConfig(lam=float(lam))
+    if float(lam) < 1:  # a path or grid cannot go there either (refused up front, not mid-run)
+        with pytest.raises(ValueError, match="lam_min"):
+            PathConfig(lam_min=float(lam))
+        r = gaplab("grid", "--dataset", "ocr-small", "--lams", f"1,{lam}")
+        assert r.returncode == 2 and "λ of the grid" in r.stderr
 
 
 # =============================================================== 5. data cannot change under the solver
