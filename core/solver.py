@@ -578,12 +578,14 @@ class Solver:
         status = Status.RUNNING
         n_records = len(self._trace)
         self._run_threshold = thr
-        with deferred_sigint() as sigint:  # Ctrl-C: stop between chunks, state intact
-            status = self._run_loop(status, budget_calls, n_records, thr, start_time, time_limit,
-                                    callback, should_stop, sigint)
-            if sigint.is_set():  # Ctrl-C during the last chunk of a run that ended anyway
-                status = Status.INTERRUPTED
-        self._run_threshold = None
+        try:
+            with deferred_sigint() as sigint:  # Ctrl-C: stop between chunks, state intact
+                status = self._run_loop(status, budget_calls, n_records, thr, start_time, time_limit,
+                                        callback, should_stop, sigint)
+                if sigint.is_set():  # Ctrl-C during the last chunk of a run that ended anyway
+                    status = Status.INTERRUPTED
+        finally:
+            self._run_threshold = None
         if status == Status.INTERRUPTED:
             self.status = status
             raise Interrupted("Solver.run() interrupted (SIGINT); the state is intact, run() continues",
