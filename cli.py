@@ -10,7 +10,6 @@ import json
 import math
 import sys
 import time
-from pathlib import Path
 
 __all__ = ["main"]
 
@@ -71,7 +70,11 @@ def cmd_train(args) -> int:
 
     from gaplab.cli_options import load_problem_from_args
     from gaplab.core import Solver
+    from gaplab.core.atomic import check_output_path
+    from gaplab.core.interrupt import Interrupted
 
+    if args.out:  # refuse an unwritable --out before any work (exit 2)
+        check_output_path(args.out, "--out")
     t0 = time.perf_counter()
     problem = load_problem_from_args(args)
     model, test = problem.model, problem.test
@@ -79,11 +82,11 @@ def cmd_train(args) -> int:
                                   max_passes=args.max_passes, time_limit=args.time_limit)
     solver = Solver(model, cfg, test_data=test if args.test_every_check else None)
     load_s = time.perf_counter() - t0
-    bar = tqdm(total=round(args.max_passes, 2), unit="pass", disable=args.quiet or not sys.stderr.isatty() and not args.progress,
+    bar = tqdm(total=round(args.max_passes, 2) if math.isfinite(args.max_passes) else None, unit="pass", disable=args.quiet or not sys.stderr.isatty() and not args.progress,
                bar_format="{l_bar}{bar}| {n:.1f}/{total} passes [{elapsed}] {postfix}")
 
     def callback(s, rec):
-        bar.n = min(rec["effective_passes"], bar.total)
+        bar.n = min(rec["effective_passes"], bar.total) if bar.total is not None else rec["effective_passes"]
         post = {"heur_gap": f"{rec['heuristic_gap']:.2e}"}
         if rec["kind"] == "gap_check":
             post["gap"] = f"{rec['exact_gap']:.2e}"
@@ -91,8 +94,14 @@ def cmd_train(args) -> int:
         bar.refresh()
         return False
 
-    result = solver.run(callback=callback)
+    try:
+        result = solver.run(callback=callback)
+        interrupted = False
+    except Interrupted as exc:  # Ctrl-C: keep the result so far
+        result, interrupted = exc.partial, True
     bar.close()
+    if interrupted:
+        return _train_interrupted(args, solver, result, model)
     from gaplab.cli_options import settings_from_args
     spec = problem.spec
     train_err = model.error(result.w)
@@ -111,7 +120,8 @@ def cmd_train(args) -> int:
         rows = [("status", result.status.name.lower()), ("primal", f"{result.primal:.8f}"),
                 ("dual", f"{result.dual:.8f}"), ("exact duality gap", f"{result.exact_gap:.3e}"),
                 ("heuristic gap (stale)", f"{result.heuristic_gap:.3e}"),
-                ("effective passes", f"{result.effective_passes:.1f}"), ("oracle calls", result.oracle_calls),
+                ("effective passes", f"{result.effective_passes:.1f}" + _passes_note(result, args.max_passes)),
+                ("oracle calls", result.oracle_calls),
                 ("cache hits", result.cache_hits), ("solver time (s)", f"{result.wall_time_s:.2f}"),
                 ("train error", f"{train_err:.4f}"),
                 ("test error", f"{test_err:.4f}" if test is not None else "n/a (no test set)")]
@@ -123,10 +133,40 @@ def cmd_train(args) -> int:
         for k, v in rows:
             print(f"  {k:<{width}}  {v}")
     if args.out:
-        Path(args.out).write_text(json.dumps(_clean(out), indent=1, default=_json_default))
+        _write_json(args.out, out)
         if not args.quiet:
             print(f"  wrote {args.out}")
     return 0
+
+
+def _write_json(path, obj) -> None:
+    """JSON (NaN/inf as null) written atomically: a failed write leaves the old file intact."""
+    from gaplab.core.atomic import write_text_atomic
+    write_text_atomic(path, json.dumps(_clean(obj), indent=1, default=_json_default))
+
+
+def _passes_note(result, max_passes) -> str:
+    """Say why a run reports more effective passes than its budget (the final exact gap pass)."""
+    over = result.effective_passes - max_passes
+    if over > 1e-9 and result.trace and result.trace[-1]["kind"] == "gap_check":
+        return f" (budget {max_passes:g} + the final exact gap pass)"
+    return ""
+
+
+def _train_interrupted(args, solver, result, model) -> int:
+    """Ctrl-C during ``gaplab train``: write the result so far (status "interrupted", the last
+    exact gap and whether it is the current iterate's, the trace) and exit 130 with one line."""
+    out = result.to_dict()
+    out.update({"dataset": args.dataset, "lam": args.lam, "n": model.n, "d": model.d,
+                "exact_gap_is_current": solver.fresh_exact_gap is not None,
+                "config": {"sampling": args.sampling, "step": args.step, "cache": args.cache,
+                           "seed": args.seed, "gap_threshold": args.gap_threshold, "max_passes": args.max_passes}})
+    where = ""
+    if args.out:
+        _write_json(args.out, out)
+        where = f"; wrote the result so far to {args.out}"
+    print(f"gaplab train: interrupted after {result.effective_passes:.1f} effective passes{where}", file=sys.stderr)
+    return 130
 
 
 def cmd_warmup(args) -> int:
@@ -181,6 +221,9 @@ def main(argv=None) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"gaplab {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C outside a run (loading, compiling): one line, no traceback
+        print(f"gaplab {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -38,6 +38,8 @@ def add_problem_arguments(p: argparse.ArgumentParser, default: str = "ocr-small"
                    help="registered problem, one of: " + "; ".join(lines) + f" (default {default})")
     p.add_argument("--data-home", default=None,
                    help="directory with the data files of problems that are not bundled (CoNLL-2000 train.txt/test.txt)")
+    p.add_argument("--no-verify", dest="verify", action="store_false", default=True,
+                   help="do not check the sha256 of the data files (CoNLL-2000) against the known ones, for modified copies")
     p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                    help="an option of the problem's loader (e.g. --option n=50 for toy); repeatable")
 
@@ -103,4 +105,5 @@ def load_problem_from_args(args):
     from gaplab.core.problems import get_problem
 
     spec = get_problem(args.dataset)
-    return spec.load(data_home=getattr(args, "data_home", None), **problem_options_from_args(args))
+    return spec.load(data_home=getattr(args, "data_home", None), verify=getattr(args, "verify", True),
+                     **problem_options_from_args(args))

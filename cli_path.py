@@ -12,11 +12,9 @@ Both print one table row per breakpoint / grid point as it is computed, under a 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
-from pathlib import Path
 
 from gaplab.cli import _clean, _json_default, add_solver_arguments, solver_config_from_args
 
@@ -53,6 +51,49 @@ def _lams(text):
     return vals
 
 
+def _positive_int(text):
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return v
+
+
+def _check_outputs(args) -> None:
+    """Refuse unwritable --out / --json before any work (exit 2 through the ValueError)."""
+    from gaplab.core.atomic import check_output_path, npz_path
+    if args.out:
+        check_output_path(npz_path(args.out), "--out")
+    if args.json:
+        check_output_path(args.json, "--json")
+
+
+def _write_outputs(args, result, summary) -> list:
+    """Save the path (with its solver state when resumable) and the JSON; the files written."""
+    from gaplab.cli import _write_json
+    written = []
+    if args.out:
+        written.append(str(result.save(args.out)))
+    if args.json:
+        _write_json(args.json, {"summary": summary, "meta": result.meta, "rows": result.rows()})
+        written.append(str(args.json))
+    return written
+
+
+def _interrupted(args, what: str, exc) -> int:
+    """Ctrl-C during a path / grid: write the finished points, one line, exit 130."""
+    result = exc.partial
+    written = _write_outputs(args, result, result.summary()) if result is not None else []
+    hint = ""
+    if written and args.out and getattr(result, "resume_solver", None) is not None:
+        hint = f"; continue with: gaplab path --resume {written[0]}"
+    print(f"gaplab {what}: interrupted after {len(result) if result is not None else 0} points"
+          + (f"; wrote {', '.join(written)}" if written else "") + hint, file=sys.stderr)
+    return 130
+
+
 def eval_pow(token: str) -> float:
     """'0.5', '2^-3' or '2**-3' -> float."""
     t = token.strip().replace("**", "^")
@@ -74,7 +115,7 @@ def _common(p):
                    help="skip the test error of each point")
     p.add_argument("--out", default=None, help="save the path/grid here (.npz, no pickle)")
     p.add_argument("--json", default=None, help="write the summary and the rows as JSON here")
-    p.add_argument("--every", type=int, default=1, help="print every N-th row (default 1)")
+    p.add_argument("--every", type=_positive_int, default=1, help="print every N-th row (default 1)")
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--progress", action="store_true", help="show the progress bar even without a terminal")
 
@@ -92,6 +133,12 @@ def add_commands(sub) -> None:
     p.add_argument("--breakpoint-batch-step", action="store_true",
                    help="free batch FW step at each new breakpoint (oracle answers of the last gap pass)")
     p.add_argument("--max-passes-per-breakpoint", type=_float_or_inf, default=1000.0)
+    p.add_argument("--checkpoint-every", type=int, default=0, metavar="N",
+                   help="save the path so far with its solver state to --out every N breakpoints "
+                        "(resumable with --resume; default 0: only on Ctrl-C)")
+    p.add_argument("--resume", default=None, metavar="FILE",
+                   help="continue the interrupted or checkpointed path in FILE (its saved settings are used; "
+                        "the result goes to --out, default FILE)")
     p.set_defaults(func=cmd_path)
 
     p = sub.add_parser("grid", help="grid search over λ with or without warm start")
@@ -167,15 +214,9 @@ def _finish(args, result, what: str, extra: dict) -> int:
         if "best_test_error" in summary:
             b = summary["best_test_error"]
             print(f"  best test error {b['test_error']:.4f} at λ = {b['lam']:.4g}")
-    if args.out:
-        result.save(args.out)
+    for f in _write_outputs(args, result, summary):
         if not args.quiet:
-            print(f"  wrote {args.out}")
-    if args.json:
-        out = {"summary": summary, "meta": result.meta, "rows": result.rows()}
-        Path(args.json).write_text(json.dumps(_clean(out), indent=1, default=_json_default))
-        if not args.quiet:
-            print(f"  wrote {args.json}")
+            print(f"  wrote {f}")
     return 0
 
 
@@ -189,8 +230,16 @@ def _load_model(args):
 
 
 def cmd_path(args) -> int:
+    from gaplab.core.interrupt import Interrupted
     from gaplab.core.regpath import PathConfig, regularization_path
 
+    if args.checkpoint_every < 0:
+        raise ValueError(f"--checkpoint-every must be >= 0, got {args.checkpoint_every}")
+    if args.checkpoint_every and not args.out:
+        raise ValueError("--checkpoint-every needs --out (the file the checkpoints go to)")
+    if args.resume:
+        return _resume(args)
+    _check_outputs(args)
     kappa = args.kappa if args.kappa is not None else (0.7 if args.heuristic else 0.9)
     cfg = PathConfig(eps=args.eps, kappa=kappa, lam_min=args.lam_min, heuristic=args.heuristic,
                      max_passes_per_breakpoint=args.max_passes_per_breakpoint, time_limit=args.time_limit,
@@ -206,15 +255,55 @@ def cmd_path(args) -> int:
     printer = _Printer(args, cfg.lam_min)
     try:
         path = regularization_path(model, cfg, scfg, test_data=test if args.test_error else None,
-                                   callback=printer, meta={"dataset": args.dataset})
+                                   callback=printer, meta={"dataset": args.dataset},
+                                   checkpoint_every=args.checkpoint_every,
+                                   checkpoint_file=args.out if args.checkpoint_every else None)
+    except Interrupted as exc:
+        printer.close()
+        return _interrupted(args, "path", exc)
     finally:
         printer.close()
     return _finish(args, path, "gaplab path", {"dataset": args.dataset, "load_time_s": load_s})
 
 
+def _resume(args) -> int:
+    """``gaplab path --resume FILE``: continue a saved path with the settings saved in FILE."""
+    from gaplab.core.interrupt import Interrupted
+    from gaplab.core.problems import get_problem, problem_names
+    from gaplab.core.regpath import RegPath, resume_path
+
+    saved = RegPath.load(args.resume)  # a clear PathFileError (exit 2) for a bad file, before any work
+    dataset = saved.meta.get("dataset")
+    if dataset not in problem_names():
+        raise ValueError(f"{args.resume}: unknown dataset {dataset!r} in the path file; registered problems: "
+                         f"{', '.join(problem_names())}")
+    if not args.out:
+        args.out = args.resume
+    _check_outputs(args)
+    problem = get_problem(dataset).load(data_home=args.data_home, verify=args.verify)
+    model, test = problem.model, problem.test
+    if not args.quiet:
+        print(f"gaplab path: resuming {args.resume} ({len(saved)} breakpoints, λ down to {saved.lams[-1]:.4g}) "
+              f"on {dataset}")
+    lam_min = float(saved.meta.get("path_config", {}).get("lam_min", args.lam_min))
+    printer = _Printer(args, lam_min)
+    try:
+        path = resume_path(args.resume, model, test_data=test if args.test_error else None, callback=printer,
+                           checkpoint_every=args.checkpoint_every,
+                           checkpoint_file=args.out if args.checkpoint_every else None)
+    except Interrupted as exc:
+        printer.close()
+        return _interrupted(args, "path", exc)
+    finally:
+        printer.close()
+    return _finish(args, path, "gaplab path", {"dataset": dataset, "resumed_from": str(args.resume)})
+
+
 def cmd_grid(args) -> int:
+    from gaplab.core.interrupt import Interrupted
     from gaplab.core.regpath import _check_grid, grid_search
 
+    _check_outputs(args)
     lams = _check_grid(args.lams)
     if not (args.eps > 0 and math.isfinite(args.eps)):
         raise ValueError(f"eps must be a finite number > 0, got {args.eps}")
@@ -232,6 +321,9 @@ def cmd_grid(args) -> int:
                            check_every=args.check_every, check_factor=args.check_factor,
                            batch_step=args.batch_step_warm, callback=printer,
                            meta={"dataset": args.dataset})
+    except Interrupted as exc:
+        printer.close()
+        return _interrupted(args, "grid", exc)
     finally:
         printer.close()
     return _finish(args, grid, "gaplab grid", {"dataset": args.dataset, "load_time_s": load_s,

@@ -136,6 +136,7 @@ class GapLabApp(pn.viewable.Viewer):
             self.widgets[pname] = w(pname, cls, **kw)
         self.widgets["n_steps"] = w("n_steps", pn.widgets.IntInput, width=80, label="N")
         wd = self.widgets
+        _explain_invalid_lam(wd["lam"], s)
         bw = 86
         self.b_step = pn.widgets.Button(label="Step", color="primary", width=bw)
         self.b_step_n = pn.widgets.Button(label="Step ×N", color="primary", width=bw)
@@ -379,6 +380,26 @@ class _ToyAdapter:
 
     def update(self, snap, force=False):
         return self.view.update(force=force)
+
+
+def _explain_invalid_lam(widget, session) -> None:
+    """Say why a λ typed into the box is refused. The widget's link to the session raises on a
+    value outside the parameter's bounds and the box reverts silently; the link is wrapped so that
+    the refusal is reported as an error message (the box still reverts)."""
+    lo, hi = session.param["lam"].bounds
+    links = [wt for wt in widget.param.watchers.get("value", {}).get("value", [])
+             if getattr(wt.fn, "__name__", "") == "link_widget"]  # panel's widget -> parameter link
+    for wt in links:
+        def safe(*args, _fn=wt.fn, **kwargs):
+            try:
+                return _fn(*args, **kwargs)
+            except (ValueError, TypeError):
+                v = args[0].new if args else None
+                session.notify(f"λ must be a number in [{lo:g}, {hi:g}]; got {v!r}. Kept λ = {session.lam:g}.",
+                               "error")
+        widget.param.unwatch(wt)
+        widget.param.watch(safe, wt.parameter_names, onlychanged=wt.onlychanged, queued=wt.queued,
+                           precedence=max(wt.precedence, 0))
 
 
 def build_app(**session_params) -> GapLabApp:

@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from gaplab.core.atomic import write_text_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -240,7 +241,7 @@ def main(argv=None) -> int:
                   f"{r['interactive_s']:.1f} s, every kernel compiled/loaded {r['all_kernels_ready_s']:.1f} s")
     print("targets:", ", ".join(f"{k}: {'ok' if v else 'MISSED'}" for k, v in checks.items()))
     if args.out:
-        Path(args.out).write_text(json.dumps(res, indent=1, default=str))
+        write_text_atomic(args.out, json.dumps(res, indent=1, default=str))
     return 0
 
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from gaplab.core.atomic import write_text_atomic
 
 OUT = Path(__file__).resolve().parent / "out"
 
@@ -32,7 +33,7 @@ def clean(obj):
 
 def write_json(name: str, data) -> Path:
     p = out_dir() / name
-    p.write_text(json.dumps(clean(data), indent=1))
+    write_text_atomic(p, json.dumps(clean(data), indent=1))
     return p
 
 

@@ -22,6 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import band, gap_curves, out_dir, write_json  # noqa: E402
+from gaplab.core.atomic import save_figure  # noqa: E402
 
 STYLE = {  # (colour, linestyle) as in the paper's figures: colour = method, dashes = cache
     ("uniform", "fw"): "tab:blue", ("gap", "fw"): "tab:red",
@@ -209,7 +210,7 @@ def main(argv=None):
                  if len(seeds) > 1 else "gaplab: duality gap (exact, at gap checks)", fontsize=11)
     fig.tight_layout()
     png = out_dir() / f"convergence_{args.preset}.png"
-    fig.savefig(png, dpi=110)
+    save_figure(fig, png, dpi=110)
     path = write_json(f"convergence_{args.preset}.json", summary)
     brief = [{"dataset": s["dataset"], "lam": s["lam"], **s["comparison"]} for s in summary["settings"]]
     print(json.dumps(brief, indent=1))

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from gaplab.core.atomic import save_figure, write_text_atomic
 
 OUT = Path(__file__).resolve().parent / "out"
 SOLVERS = {
@@ -146,7 +147,7 @@ def _plot_comparison(results, title, file):
     axes[0].legend(fontsize=8)
     axes[0].set_title(title)
     fig.tight_layout()
-    fig.savefig(file, dpi=120)
+    save_figure(fig, file, dpi=120)
     plt.close(fig)
 
 
@@ -195,7 +196,7 @@ def _kappa_sweep(model, scfg, lam_min, out_dir, name, solver_name):
     fig.suptitle(f"{name}, {solver_name}: effect of κ (Paper: Fig. 7)")
     fig.tight_layout()
     png = out_dir / f"regpath_kappa_{name}_{solver_name}.png"
-    fig.savefig(png, dpi=120)
+    save_figure(fig, png, dpi=120)
     plt.close(fig)
     return png, {
         "eps_path": {str(k): r.summary() for k, r in eps_res.items()},
@@ -270,7 +271,7 @@ def main(argv=None):
         if "kappa_sweep_ocr-small" in old and "kappa_sweep_ocr-small" not in report:
             report["kappa_sweep_ocr-small"] = old["kappa_sweep_ocr-small"]
         report["figures"] = sorted(set(report["figures"]) | set(old.get("figures", [])))
-    js.write_text(json.dumps(_json_safe(report), indent=1, default=str))
+    write_text_atomic(js, json.dumps(_json_safe(report), indent=1, default=str))
     print(f"wrote {js}")
     for f in figures:
         print(f"wrote {f}")

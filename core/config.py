@@ -69,6 +69,7 @@ class Status(enum.IntEnum):
     TIME_LIMIT = 4
     STOPPED = 5            # by a callback or the user
     STEPS_DONE = 6         # Solver.steps(k) finished its k steps
+    INTERRUPTED = 7        # Ctrl-C (SIGINT) during Solver.run; the state is intact
 
 
 def _parse_enum(cls, value, argname, aliases):
@@ -121,6 +122,31 @@ def _check_positive(name, value, *, allow_inf=False, integer=False):
     return v
 
 
+#: the λ range the float64 solver handles: w = (1/(λn)) Σ_i ψ-differences, so ‖w‖² grows like
+#: 1/λ² and overflows (NaN primal, dual and gap) long before 1/λ does; λ·n must stay finite too
+LAM_MIN, LAM_MAX = 1e-100, 1e100
+
+
+def _check_lam(value):
+    v = _check_positive("lam", value)
+    if not (LAM_MIN <= v <= LAM_MAX):
+        raise ValueError(
+            f"lam must be in [{LAM_MIN:g}, {LAM_MAX:g}], got {value!r}: outside it 1/λ, λ·n or the objective "
+            "λ/2‖w‖² (with ‖w‖ ~ 1/λ) is not finite in float64 (or w is 0 for every data set)")
+    return v
+
+
+def _check_seed(value):
+    import numpy as np  # numpy integer seeds (e.g. from a Generator) are accepted
+
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"seed must be a non-negative int, got {type(value).__name__} {value!r}")
+    v = int(value)
+    if not 0 <= v < 2 ** 64:
+        raise ValueError(f"seed must be an int in [0, 2**64), got {value!r} (larger seeds would alias smaller ones)")
+    return v
+
+
 @dataclass(frozen=True)
 class CacheConfig:
     """Oracle cache of Alg. 5 (Paper: Sec. 3.3).
@@ -166,7 +192,8 @@ class SolverConfig:
     Parameters
     ----------
     lam : float
-        Regularization λ > 0 (Paper: Eq. (1)).
+        Regularization λ in [1e-100, 1e100] (Paper: Eq. (1)); outside it the objective is not
+        finite in float64.
     sampling : Sampling or str
         Block sampler: ``uniform``, ``permutation``, ``gap``, ``maxgap``.
     gap_power : float
@@ -188,7 +215,8 @@ class SolverConfig:
     time_limit : float
         Budget in seconds (inf for none).
     seed : int
-        Seed of the solver's own RNG (kept in the solver state).
+        Seed of the solver's own RNG (kept in the solver state), in [0, 2**64) (Python or numpy
+        integer).
     batch_step : bool
         After each exact gap pass, take a batch FW step with the oracle answers of that pass
         (the authors' ``do_batch_step``; Paper: App. H, Alg. 8).
@@ -232,7 +260,7 @@ class SolverConfig:
     drop_tol: float = field(default=1e-12, metadata=_meta("", expose=False))
 
     def __post_init__(self):
-        object.__setattr__(self, "lam", _check_positive("lam", self.lam))
+        object.__setattr__(self, "lam", _check_lam(self.lam))
         object.__setattr__(self, "sampling", Sampling.parse(self.sampling))
         object.__setattr__(self, "step", StepKind.parse(self.step))
         object.__setattr__(self, "gap_power", _check_positive("gap_power (p)", self.gap_power))
@@ -248,8 +276,7 @@ class SolverConfig:
         object.__setattr__(self, "gap_threshold", gt)
         object.__setattr__(self, "max_passes", _check_positive("max_passes", self.max_passes, allow_inf=True))
         object.__setattr__(self, "time_limit", _check_positive("time_limit", self.time_limit, allow_inf=True))
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"seed must be a non-negative int, got {self.seed!r}")
+        object.__setattr__(self, "seed", _check_seed(self.seed))
         if math.isinf(self.max_passes) and math.isinf(self.time_limit) and self.gap_threshold == 0:
             raise ValueError("set at least one of max_passes, time_limit or gap_threshold: the run would never stop")
         dt = float(self.drop_tol)

@@ -2,6 +2,8 @@
 scikit-learn dependency (get_params / set_params follow its conventions)."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .config import SolverConfig, config_from_settings, settings_schema
@@ -9,7 +11,32 @@ from .datasets.base import SequenceData
 from .models.chain import ChainModel
 from .solver import Solver
 
-__all__ = ["SSVM"]
+__all__ = ["SSVM", "ConvergenceWarning"]
+
+
+class ConvergenceWarning(UserWarning):
+    """``fit`` ended on its budget (passes or time) before the exact duality gap reached
+    ``gap_threshold`` (scikit-learn's ConvergenceWarning, without the dependency)."""
+
+
+def _check_labels(X, Y, what: str):
+    """Clear messages for missing, empty or non-integer labels (before any conversion)."""
+    if Y is None:
+        raise ValueError(f"{what} needs the labels Y (a list of int arrays, one per sequence of X); "
+                         "got Y=None" + (" (use predict(X) to decode without labels)" if what == "score" else ""))
+    if not isinstance(Y, (list, tuple)):
+        raise TypeError(f"Y must be a list of int arrays (one per sequence), got {type(Y).__name__}")
+    if len(Y) != len(X):
+        raise ValueError(f"X and Y must hold the same number of sequences, got {len(X)} and {len(Y)}")
+    for i, y in enumerate(Y):
+        a = np.asarray(y)
+        if a.size == 0:
+            raise ValueError(f"Y[{i}] is empty; every sequence needs at least one token and one label per token")
+        if not np.issubdtype(a.dtype, np.integer):
+            raise TypeError(f"Y[{i}] must hold integer labels in [0, K), got dtype {a.dtype} "
+                            f"(e.g. {a.ravel()[0]!r}); map label names to integers first")
+        if a.min() < 0:
+            raise ValueError(f"Y[{i}] has a negative label {int(a.min())}; labels must lie in [0, K)")
 
 
 def _problem_data(name: str, split: str) -> SequenceData:
@@ -35,6 +62,10 @@ def _as_data(X, Y=None, *, n_labels=None, label_names=None, n_features=None, spl
         return X
     if not isinstance(X, (list, tuple)) or len(X) == 0:
         raise ValueError("X must be a non-empty list of arrays of shape (T_i, n_features) or a SequenceData")
+    for i, x in enumerate(X):
+        if np.asarray(x).ndim != 2 or np.asarray(x).shape[0] == 0:
+            raise ValueError(f"X[{i}] must be a non-empty 2-D array (T_i >= 1, n_features), got shape "
+                             f"{np.asarray(x).shape}")
     if Y is None:  # prediction: dummy labels
         Y = [np.zeros(np.asarray(x).shape[0], dtype=np.int64) for x in X]
     if label_names is None:
@@ -72,6 +103,16 @@ class SSVM:
         The weight vector w after ``fit``.
     result_ : Result
         The solver's result (gap, passes, trace).
+    n_iter_ : float
+        Effective passes the fit used (oracle calls / n, exact gap passes included).
+    dual_gap_ : float
+        Exact duality gap of the fitted w (Paper: Eq. (4)).
+
+    Warns
+    -----
+    ConvergenceWarning
+        When ``fit`` ends on ``max_passes`` or ``time_limit`` before the gap reaches
+        ``gap_threshold``.
 
     Notes
     -----
@@ -110,6 +151,8 @@ class SSVM:
         registered chain problem: its training set) with labels Y (list of int arrays in [0, K)).
         Returns self."""
         cfg = self._config()  # validate before any work
+        if not isinstance(X, (SequenceData, str)):
+            _check_labels(X, Y, "fit")
         data = _as_data(X, Y, split="train")
         self.model_ = ChainModel(data)
         self.label_names_ = data.label_names
@@ -117,8 +160,8 @@ class SSVM:
         self.solver_ = Solver(self.model_, cfg)
         self.result_ = self.solver_.run()
         self.coef_ = self.result_.w
+        _fit_report(self)
         return self
-
 
     def _check_fitted(self):
         if not hasattr(self, "coef_"):
@@ -139,6 +182,8 @@ class SSVM:
         """Token accuracy (1 − normalized-by-token Hamming error); X may be a registered
         problem's name (its test set)."""
         self._check_fitted()
+        if not isinstance(X, (SequenceData, str)):
+            _check_labels(X, Y, "score")
         data = _as_data(X, Y, label_names=self.label_names_, n_features=self.n_features_)
         return 1.0 - self.model_.error(self.coef_, data)
 
@@ -152,3 +197,17 @@ def _signature():
 
 
 SSVM.__init__.__signature__ = _signature()  # help(SSVM) shows every parameter with its default
+
+
+def _fit_report(est) -> None:
+    """n_iter_, dual_gap_ and a ConvergenceWarning when the budget ended the fit."""
+    from .config import Status
+    res = est.result_
+    est.n_iter_ = float(res.effective_passes)
+    est.dual_gap_ = float(res.exact_gap)
+    if res.status in (Status.MAX_PASSES, Status.TIME_LIMIT) and est.gap_threshold > 0:
+        budget = (f"max_passes={est.max_passes}" if res.status == Status.MAX_PASSES
+                  else f"time_limit={est.time_limit} s")
+        warnings.warn(f"SSVM.fit stopped on its budget ({budget}) with duality gap {res.exact_gap:.3g} > "
+                      f"gap_threshold={est.gap_threshold}; raise max_passes / time_limit or lam",
+                      ConvergenceWarning, stacklevel=3)

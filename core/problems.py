@@ -129,13 +129,16 @@ class ProblemSpec:
             return str(exc)
         return ""
 
-    def load(self, data_home=None, **options) -> "Problem":
+    def load(self, data_home=None, *, verify: bool = True, **options) -> "Problem":
         """Load the data and build the model.
 
         Parameters
         ----------
         data_home : str or os.PathLike, optional
             Directory of data files for problems that are not bundled (passed to the loader).
+        verify : bool
+            Check the known checksums of the data files (loaders that read files not bundled
+            take ``verify``; False accepts modified copies).
         **options
             Loader options (see :attr:`options`).
 
@@ -149,6 +152,10 @@ class ProblemSpec:
             The data is not installed (the message says how to get it).
         """
         opts = self.parse_options(options)
+        if not verify:
+            import inspect
+            if "verify" in inspect.signature(self.loader).parameters:
+                opts["verify"] = False
         out = self.loader(data_home=data_home, **opts)
         if not isinstance(out, tuple) or len(out) not in (2, 3):
             raise TypeError(f"problem {self.name!r}: the loader must return (train, test) or "
@@ -389,9 +396,9 @@ def _ocr_loader(variant):
     return load
 
 
-def _conll_loader(data_home=None):
+def _conll_loader(data_home=None, verify=True):
     from .datasets.conll import load_conll2000
-    return load_conll2000(data_home=data_home)
+    return load_conll2000(data_home=data_home, verify=verify)
 
 
 def _conll_check(data_home=None):

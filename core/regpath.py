@@ -51,22 +51,35 @@ import json
 import math
 import time
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Callable, Iterator
 
 import numpy as np
 from numba import njit
 
 from . import kernels as kr
-from .config import SolverConfig, Status
-from .solver import Solver
+from .atomic import atomic_write, npz_path
+from .config import LAM_MAX, LAM_MIN, CacheConfig, SolverConfig, Status
+from .interrupt import Interrupted
+from .solver import ExactGap, Solver
 
 __all__ = [
     "PathConfig", "PathInit", "PathPoint", "RegPath",
     "init_reg_path", "block_deltas", "prop1_warm_start", "induction_step",
     "iter_path", "regularization_path", "iter_grid", "grid_search", "default_grid",
+    "resume_path", "PathFileError",
 ]
 
 FORMAT_VERSION = 1
+
+
+class PathFileError(ValueError):
+    """A path file (``RegPath.load``, ``resume_path``) that is not valid; the message names the
+    file and the problem."""
+
+
+_STATE_PREFIX = "solver_state__"
+_STATE_FIELDS = tuple(kr.StateArrays._fields)
 _TAU_SAFETY = 1e-9  # τ = ε(1 − 1e-9) − g: the new breakpoint's gap stays <= ε despite round-off
 
 
@@ -149,6 +162,8 @@ class PathConfig:
             raise ValueError(f"kappa must be in (0, 1), got {k!r}")
         object.__setattr__(self, "kappa", float(k))
         object.__setattr__(self, "lam_min", _finite_positive("lam_min", self.lam_min))
+        if self.lam_min < LAM_MIN:
+            raise ValueError(f"lam_min must be >= {LAM_MIN:g} (the smallest λ the solver accepts), got {self.lam_min!r}")
         for name in ("heuristic", "true_gaps", "verify_heuristic_gap", "batch_step"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
@@ -567,6 +582,9 @@ class RegPath:
         self.meta = dict(meta or {})
         self._rows: list[dict] = []
         self._W: list[np.ndarray] = []
+        #: solver of the last point, kept on an interrupted or checkpointed path (saved with it)
+        self.resume_solver: Solver | None = None
+        self._resume_arrays: dict | None = None
         for p in points:
             self.append(p)
 
@@ -642,7 +660,7 @@ class RegPath:
     def end_reason(self) -> str:
         """Why the path ended ("stopped" when the generator was abandoned)."""
         if not self._rows:
-            return "empty"
+            return str(self.meta.get("end", "empty"))
         return self._rows[-1]["end"] or "stopped"
 
     @property
@@ -718,8 +736,25 @@ class RegPath:
         return self.point(int(np.nanargmin(vals)))
 
     # ------------------------------------------------------------------ persistence (no pickle)
-    def save(self, file) -> None:
-        """np.savez with λ_j, W (J×d), one array per column and the JSON metadata."""
+    def save(self, file, *, solver: Solver | None = None) -> Path | None:
+        """np.savez with λ_j, W (J×d), one array per column and the JSON metadata.
+
+        Parameters
+        ----------
+        file : str, os.PathLike or binary file object
+            A path gets ``.npz`` appended when missing (as ``np.savez`` does) and is written
+            atomically (temporary file, fsync, ``os.replace``): a failed write leaves the previous
+            file intact. A file object is written as it is.
+        solver : Solver, optional
+            The solver of the last point (``point.solver``). Its whole state is saved with the
+            path so that :func:`resume_path` (``gaplab path --resume``) can continue it exactly.
+            ``resume_solver`` is used when not given (set on an interrupted path).
+
+        Returns
+        -------
+        Path or None
+            The path written (None for a file object).
+        """
         arrays = {"lams": self.lams, "W": self.W}
         for c in _FLOAT_COLS + _INT_COLS + _BOOL_COLS:
             arrays[c] = self.column(c)
@@ -727,21 +762,96 @@ class RegPath:
             arrays[c] = np.array([r[c] for r in self._rows], dtype="U32").reshape(len(self))
         meta = dict(self.meta)
         meta.update(kind=self.kind, format_version=FORMAT_VERSION)
+        solver = solver if solver is not None else self.resume_solver
+        if solver is not None and len(self):
+            info, state = _solver_state(solver)
+            info["point"] = len(self) - 1
+            meta["resume_state"] = info
+            arrays.update(state)
         arrays["meta_json"] = np.array(json.dumps(_json_safe(meta)))
-        np.savez(file, **arrays)
+        if hasattr(file, "write"):
+            np.savez(file, **arrays)
+            return None
+        target = npz_path(file)
+        with atomic_write(target, "wb") as fh:
+            np.savez(fh, **arrays)
+        return target
 
     @classmethod
     def load(cls, file) -> "RegPath":
-        with np.load(file, allow_pickle=False) as z:
+        """Load a path saved by :meth:`save`.
+
+        Raises
+        ------
+        PathFileError
+            (a ValueError) naming the file and the problem, for anything that is not a valid
+            path file: not an npz, missing or misshapen arrays, broken metadata, an unknown kind
+            or version, λ not finite, not > 0 or not strictly decreasing, W with the wrong shape.
+        FileNotFoundError
+            If the file does not exist.
+        """
+        name = str(file) if not hasattr(file, "read") else getattr(file, "name", "<file object>")
+
+        def bad(problem):
+            return PathFileError(f"{name}: not a valid gaplab path file: {problem}")
+
+        try:
+            z = np.load(file, allow_pickle=False)
+        except FileNotFoundError:
+            raise
+        except (OSError, ValueError, EOFError) as exc:
+            raise bad(f"cannot read it as .npz ({exc})") from None
+        if not hasattr(z, "files"):
+            raise bad("it holds a single array, not an npz archive")
+        with z:
+            try:
+                return cls._from_npz(z, bad)
+            except PathFileError:
+                raise
+            except (KeyError, IndexError, ValueError, TypeError, OSError, EOFError) as exc:
+                raise bad(f"{type(exc).__name__}: {exc}") from None
+
+    @classmethod
+    def _from_npz(cls, z, bad) -> "RegPath":
+        needed = ("meta_json", "lams", "W") + _FLOAT_COLS + _INT_COLS + _BOOL_COLS + _STR_COLS
+        missing = [k for k in needed if k not in z.files]
+        if missing:
+            raise bad(f"missing arrays {', '.join(missing)}")
+        try:
             meta = json.loads(str(z["meta_json"]))
-            kind = meta.pop("kind")
-            version = meta.pop("format_version", None)
-            if version != FORMAT_VERSION:
-                raise ValueError(f"unsupported path file version {version!r}")
-            out = cls(kind, meta)
-            W = z["W"]
-            cols = {c: z[c] for c in _FLOAT_COLS + _INT_COLS + _BOOL_COLS + _STR_COLS}
-        for j in range(W.shape[0]):
+        except (json.JSONDecodeError, ValueError) as exc:
+            raise bad(f"the metadata is not valid JSON ({exc})") from None
+        if not isinstance(meta, dict):
+            raise bad("the metadata is not a JSON object")
+        kind = meta.pop("kind", None)
+        version = meta.pop("format_version", None)
+        if version != FORMAT_VERSION:
+            raise bad(f"unsupported format version {version!r} (expected {FORMAT_VERSION})")
+        if kind not in ("eps", "heuristic", "grid"):
+            raise bad(f"unknown kind {kind!r} (expected 'eps', 'heuristic' or 'grid')")
+        out = cls(kind, meta)
+        W = z["W"]
+        lams = z["lams"]
+        if lams.ndim != 1 or not np.issubdtype(lams.dtype, np.floating):
+            raise bad(f"lams must be a 1-D float array, got shape {lams.shape} dtype {lams.dtype}")
+        J = lams.shape[0]
+        if W.ndim != 2 or W.shape[0] != J or not np.issubdtype(W.dtype, np.floating):
+            raise bad(f"W must be a float array of shape ({J}, d), got shape {W.shape} dtype {W.dtype}")
+        if "d" in meta and isinstance(meta["d"], int) and J and W.shape[1] != meta["d"]:
+            raise bad(f"W has {W.shape[1]} columns, the metadata says d = {meta['d']}")
+        if not np.all(np.isfinite(lams)) or np.any(lams <= 0):
+            raise bad("every λ must be finite and > 0")
+        if J > 1 and not np.all(np.diff(lams) < 0):
+            raise bad("λ must be strictly decreasing")
+        if not np.all(np.isfinite(W)):
+            raise bad("W holds NaN or inf")
+        cols = {c: z[c] for c in _FLOAT_COLS + _INT_COLS + _BOOL_COLS + _STR_COLS}
+        for c, a in cols.items():
+            if a.shape != (J,):
+                raise bad(f"column {c!r} has shape {a.shape}, expected ({J},)")
+        if not np.array_equal(cols["lam"], lams):
+            raise bad("the lam column differs from lams")
+        for j in range(J):
             r = {}
             for c in _FLOAT_COLS:
                 r[c] = float(cols[c][j])
@@ -752,6 +862,13 @@ class RegPath:
                 r[c] = str(cols[c][j])
             out._rows.append(r)
             out._W.append(W[j].astype(np.float64))
+        state = meta.get("resume_state")
+        if state is not None:
+            miss = [k for k in _STATE_FIELDS if _STATE_PREFIX + k not in z.files]
+            if miss or not isinstance(state, dict):
+                raise bad(f"the saved solver state is incomplete (missing {', '.join(miss[:5])})")
+            out._resume_arrays = {k[len(_STATE_PREFIX):]: np.array(z[k]) for k in z.files
+                                  if k.startswith(_STATE_PREFIX)}
         return out
 
     def summary(self) -> dict:
@@ -836,15 +953,23 @@ def _check_model(model):
         raise TypeError(f"model must be a gaplab model (ChainModel, MulticlassModel), got {type(model).__name__}")
 
 
+class _Clock:
+    """Seconds the path has used: wall time since the start minus the excluded diagnostics, plus
+    ``offset`` (the time of the saved part of a resumed path)."""
+
+    def __init__(self, offset: float = 0.0):
+        self.t_start = time.perf_counter()
+        self.excluded = 0.0
+        self.offset = float(offset)
+
+    def used(self) -> float:
+        return time.perf_counter() - self.t_start - self.excluded + self.offset
+
+
 def _path_points(model, cfg: PathConfig, scfg: SolverConfig, test_data, should_stop, keep_solver):
     eps, kappa = cfg.eps, cfg.kappa
     target = kappa * eps
-    exact = not cfg.heuristic
-    t_start = time.perf_counter()
-    excluded = 0.0  # diagnostics (test error, true gaps) are not part of the path's cost
-
-    def used():
-        return time.perf_counter() - t_start - excluded
+    clock = _Clock()  # diagnostics (test error, true gaps) are not part of the path's cost
 
     # ---- initialization (Alg. 6)
     t0 = time.perf_counter()
@@ -858,24 +983,30 @@ def _path_points(model, cfg: PathConfig, scfg: SolverConfig, test_data, should_s
                       time_s=time.perf_counter() - t0, solver_time_s=0.0, status="init")
     point.ell, point.delta = _ell_delta(solver)
     point.dual = solver.dual_objective()
-    cum_passes, cum_time = point.passes, point.time_s
-    point.cum_passes, point.cum_time_s = cum_passes, cum_time
-    excluded += _diagnostics(point, solver, model, test_data, cfg.true_gaps)
+    point.cum_passes, point.cum_time_s = point.passes, point.time_s
+    clock.excluded += _diagnostics(point, solver, model, test_data, cfg.true_gaps)
     _next_step(point, eps, cfg.lam_min)
-    _budget_end(point, cfg, used(), should_stop)
+    _budget_end(point, cfg, clock.used(), should_stop)
     if keep_solver:
         point.solver = solver
     yield point
+    yield from _induction_points(model, cfg, solver, point, test_data, should_stop, keep_solver, clock)
 
-    # ---- induction (Alg. 7)
-    j = 0
+
+def _induction_points(model, cfg: PathConfig, solver: Solver, point: PathPoint, test_data, should_stop,
+                      keep_solver, clock: _Clock):
+    """The breakpoints after ``point`` (solved by ``solver``), until the path ends (Alg. 7)."""
+    eps = cfg.eps
+    exact = not cfg.heuristic
+    j = point.index
+    cum_passes, cum_time = point.cum_passes, point.cum_time_s
     while not point.end:
         if should_stop is not None and should_stop():
             return
         t0 = time.perf_counter()
         lam_new = point.next_lam
         solver, res, status = induction_step(solver, lam_new, cfg, gap=point.gap if exact else math.nan,
-                                             time_limit=cfg.time_limit - used(), should_stop=should_stop)
+                                             time_limit=cfg.time_limit - clock.used(), should_stop=should_stop)
         j += 1
         elapsed = time.perf_counter() - t0
         gap = res.exact_gap if exact else solver.heuristic_gap
@@ -890,11 +1021,11 @@ def _path_points(model, cfg: PathConfig, scfg: SolverConfig, test_data, should_s
         cum_passes += point.passes
         cum_time += point.time_s
         point.cum_passes, point.cum_time_s = cum_passes, cum_time
-        excluded += _diagnostics(point, solver, model, test_data, cfg.true_gaps and not exact)
+        clock.excluded += _diagnostics(point, solver, model, test_data, cfg.true_gaps and not exact)
         _next_step(point, eps, cfg.lam_min)
         if status in ("time_limit", "stopped") and point.end in ("", "not_converged"):
             point.end = status
-        _budget_end(point, cfg, used(), should_stop)
+        _budget_end(point, cfg, clock.used(), should_stop)
         if not point.end and j + 1 >= cfg.max_breakpoints:
             point.end = "max_breakpoints"
         if keep_solver:
@@ -968,15 +1099,32 @@ def _path_meta(model, cfg: PathConfig, scfg: SolverConfig, meta) -> dict:
 
 def regularization_path(model, config: PathConfig | None = None, solver_config: SolverConfig | None = None, *,
                         test_data=None, should_stop=None, callback: Callable[[PathPoint], object] | None = None,
-                        meta: dict | None = None, **overrides) -> RegPath:
+                        meta: dict | None = None, checkpoint_every: int = 0, checkpoint_file=None,
+                        **overrides) -> RegPath:
     """The whole path (ε-approximate, or heuristic with ``heuristic=True``) as a :class:`RegPath`.
     ``callback(point)`` is called on every breakpoint (CLI table, progress bar); returning True
-    stops the path. See :func:`iter_path` for the parameters."""
+    stops the path. See :func:`iter_path` for the parameters.
+
+    ``checkpoint_every`` N > 0 with ``checkpoint_file``: every N breakpoints the path so far is
+    saved there (atomically) with the solver state of its last breakpoint, so that
+    :func:`resume_path` can continue it. On Ctrl-C, :class:`Interrupted` is raised with the
+    finished breakpoints as ``exc.partial`` (end reason "interrupted"; ``partial.save(file)``
+    keeps the solver state for :func:`resume_path`)."""
     cfg = _path_config(config, overrides)
     scfg = _as_solver_config(solver_config)
+    every = _check_checkpoint(checkpoint_every, checkpoint_file)
     path = RegPath("heuristic" if cfg.heuristic else "eps", _path_meta(model, cfg, scfg, meta))
-    points = iter_path(model, cfg, scfg, test_data=test_data, should_stop=should_stop)
-    return _collect(path, points, callback, first_is_lam_inf=True)
+    points = iter_path(model, cfg, scfg, test_data=test_data, should_stop=should_stop, keep_solver=True)
+    return _collect(path, points, callback, first_is_lam_inf=True, checkpoint_every=every,
+                    checkpoint_file=checkpoint_file)
+
+
+def _check_checkpoint(every, file) -> int:
+    if isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 0:
+        raise ValueError(f"checkpoint_every must be an int >= 0 (0: no checkpoints), got {every!r}")
+    if every and file is None:
+        raise ValueError("checkpoint_every needs a checkpoint_file")
+    return int(every)
 
 
 # ============================================================================ grid search
@@ -995,6 +1143,8 @@ def _check_grid(lams) -> np.ndarray:
         raise ValueError("the λ grid is empty")
     if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
         raise ValueError("every λ of the grid must be finite and > 0")
+    if np.any(arr < LAM_MIN) or np.any(arr > LAM_MAX):
+        raise ValueError(f"every λ of the grid must lie in [{LAM_MIN:g}, {LAM_MAX:g}] (SolverConfig.lam)")
     if arr.size > 1 and not np.all(np.diff(arr) < 0):
         raise ValueError("the λ grid must be strictly decreasing (largest λ first)")
     return arr
@@ -1098,16 +1248,178 @@ def grid_search(model, lams=None, *, eps: float = 0.1, warm_start: str = "primal
     return _collect(path, points, callback)
 
 
-def _collect(path, points, callback, first_is_lam_inf=False):
+def _collect(path, points, callback, first_is_lam_inf=False, checkpoint_every: int = 0,
+             checkpoint_file=None):
     """Append every point of a path/grid generator to ``path``; ``callback(point)`` returning
-    True stops (the point is marked "stopped")."""
-    for p in points:
-        if first_is_lam_inf and p.index == 0:
-            path.meta["lam_inf"] = p.lam
-        stop = callback is not None and callback(p) is True
-        if stop and not p.end:
-            p.end = "stopped"
-        path.append(p)
-        if stop:
-            break
+    True stops (the point is marked "stopped").
+
+    Every ``checkpoint_every`` points the path so far is saved to ``checkpoint_file`` with the
+    solver state of its last point (atomically; resumable with :func:`resume_path`). On Ctrl-C
+    (KeyboardInterrupt, also from the callback) the finished points are kept, the last one gets
+    the end reason "interrupted" (``path.resume_solver`` holds its solver) and
+    :class:`Interrupted` is raised with ``partial=path``."""
+    count = 0
+    try:
+        for p in points:
+            if first_is_lam_inf and p.index == 0:
+                path.meta["lam_inf"] = p.lam
+            path.append(p)
+            path.resume_solver = p.solver
+            p.solver = None  # the path keeps the last solver only
+            count += 1
+            stop = callback is not None and callback(p) is True
+            if stop and not p.end:
+                path._rows[-1]["end"] = p.end = "stopped"
+            if checkpoint_every and checkpoint_file is not None and count % checkpoint_every == 0 \
+                    and not path._rows[-1]["end"]:
+                path.save(checkpoint_file)
+            if stop:
+                break
+    except KeyboardInterrupt:
+        if path._rows and not path._rows[-1]["end"]:
+            path._rows[-1]["end"] = "interrupted"
+        elif not path._rows:
+            path.meta["end"] = "interrupted"
+        raise Interrupted(f"{'grid search' if path.kind == 'grid' else 'regularization path'} interrupted "
+                          f"after {len(path)} points", partial=path) from None
+    if path._rows and path._rows[-1]["end"]:
+        path.resume_solver = None  # finished: nothing to resume
     return path
+
+
+# ============================================================================ saving / resuming the solver
+def _solver_state(solver: Solver):
+    """(JSON info, arrays) of everything a solver needs to continue exactly (state arrays with
+    the RNG, counters, the last exact gap pass, the configuration)."""
+    info = {
+        "config": _json_safe(asdict(solver.config)),
+        "wall_time": float(solver.wall_time),
+        "passes_since_check": int(solver.passes_since_check),
+        "last_exact_iter": int(solver._last_exact_iter),
+        "corners_valid": bool(getattr(solver, "_corners_valid", False)),
+        "status": solver.status.name,
+        "has_box": bool(solver.S.lb.size),
+    }
+    arrays = {_STATE_PREFIX + k: np.asarray(v) for k, v in solver.S._asdict().items()}
+    ex = solver._last_exact
+    if ex is not None:
+        info["last_exact"] = {"gap": ex.gap, "primal": ex.primal, "dual": ex.dual}
+        arrays[_STATE_PREFIX + "_exact_block_gaps"] = ex.block_gaps
+        arrays[_STATE_PREFIX + "_exact_block_deltas"] = ex.block_deltas
+    return info, arrays
+
+
+def _config_from_json(d: dict) -> SolverConfig:
+    d = dict(d)
+
+    def num(v):
+        return float(v) if isinstance(v, str) else v
+
+    for k in ("lam", "gap_power", "gap_check", "gap_threshold", "max_passes", "time_limit", "drop_tol"):
+        if k in d:
+            d[k] = num(d[k])
+    if isinstance(d.get("cache"), dict):
+        d["cache"] = CacheConfig(**{k: num(v) if k in ("factor", "nu") else v for k, v in d["cache"].items()})
+    return SolverConfig(**d)
+
+
+def _restore_solver(model, info: dict, arrays: dict, bad) -> Solver:
+    """A solver over ``model`` in the saved state (see :func:`_solver_state`)."""
+    if info.get("has_box"):
+        raise bad("the saved solver has box constraints, which the path does not support")
+    solver = Solver(model, _config_from_json(info["config"]))
+    ref = solver.S._asdict()
+    state = {}
+    for k in _STATE_FIELDS:
+        a = arrays[k]
+        if a.dtype != ref[k].dtype or a.ndim != ref[k].ndim:
+            raise bad(f"saved solver array {k!r} has dtype {a.dtype} / {a.ndim}-D, expected {ref[k].dtype} / "
+                      f"{ref[k].ndim}-D")
+        state[k] = np.ascontiguousarray(a)
+    for k in ("w", "mu", "gap_est", "ell", "counters", "scalars", "rng"):
+        if state[k].shape != ref[k].shape:
+            raise bad(f"saved solver array {k!r} has shape {state[k].shape}, expected {ref[k].shape} for this "
+                      "model (another data set?)")
+    state["v"] = state["w"]  # no box: w is v (one array)
+    solver.S = kr.StateArrays(**state)
+    solver.wall_time = float(info["wall_time"])
+    solver.passes_since_check = int(info["passes_since_check"])
+    solver._last_exact_iter = int(info["last_exact_iter"])
+    solver._corners_valid = bool(info["corners_valid"])
+    solver.status = Status[info["status"]]
+    le = info.get("last_exact")
+    if le is not None:
+        solver._last_exact = ExactGap(gap=float(le["gap"]), primal=float(le["primal"]), dual=float(le["dual"]),
+                                      block_gaps=np.array(arrays["_exact_block_gaps"], dtype=np.float64),
+                                      block_deltas=np.array(arrays["_exact_block_deltas"], dtype=np.float64))
+    return solver
+
+
+def resume_path(file, model, *, test_data=None, should_stop=None,
+                callback: Callable[[PathPoint], object] | None = None, checkpoint_every: int = 0,
+                checkpoint_file=None) -> RegPath:
+    """Continue a regularization path saved with its solver state (an interrupted path, or a
+    checkpoint: ``gaplab path --checkpoint-every N``), from its last breakpoint, to the end an
+    uninterrupted run reaches. The path and solver settings are those saved in the file.
+
+    Parameters
+    ----------
+    file : str or os.PathLike
+        The saved path (.npz).
+    model : ChainModel or MulticlassModel
+        The model over the same training set (n and d are checked).
+    test_data, should_stop, callback :
+        As in :func:`regularization_path`.
+    checkpoint_every, checkpoint_file :
+        Save the path (with the solver state) every N new breakpoints.
+
+    Returns
+    -------
+    RegPath
+        The saved points followed by the new ones.
+
+    Raises
+    ------
+    PathFileError
+        If the file is not a path file, holds no solver state, is a grid search or a finished
+        path, or does not match the model.
+    Interrupted
+        On Ctrl-C, with the points so far (resumable again).
+    """
+    _check_model(model)
+    path = RegPath.load(file)
+
+    def bad(problem):
+        return PathFileError(f"{file}: cannot resume: {problem}")
+
+    if path.kind == "grid":
+        raise bad("it is a grid search (only a regularization path can be resumed)")
+    if not len(path):
+        raise bad("it holds no breakpoint (start the path again)")
+    end = path._rows[-1]["end"]
+    if end not in ("", "interrupted"):
+        raise bad(f"the path is finished (end: {end!r})")
+    if path._resume_arrays is None:
+        raise bad("it holds no solver state (save with --checkpoint-every N, or interrupt with Ctrl-C)")
+    n, d = int(model.arrays.n), int(model.arrays.d)
+    if path.meta.get("n") != n or path.meta.get("d") != d:
+        raise bad(f"it was computed on a model with n={path.meta.get('n')}, d={path.meta.get('d')}; this model has "
+                  f"n={n}, d={d}")
+    info = path.meta.pop("resume_state")
+    if info.get("point") != len(path) - 1:
+        raise bad("the saved solver state does not belong to the last breakpoint")
+    arrays = path._resume_arrays
+    path._resume_arrays = None
+    try:
+        cfg = PathConfig(**{k: (float(v) if isinstance(v, str) else v) for k, v in path.meta["path_config"].items()})
+        solver = _restore_solver(model, info, arrays, bad)
+    except PathFileError:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:
+        raise bad(f"broken saved settings ({type(exc).__name__}: {exc})") from None
+    path._rows[-1]["end"] = ""
+    point = path.point(len(path) - 1)
+    path.meta.pop("end", None)
+    clock = _Clock(offset=point.cum_time_s)
+    points = _induction_points(model, cfg, solver, point, test_data, should_stop, True, clock)
+    return _collect(path, points, callback, checkpoint_every=checkpoint_every, checkpoint_file=checkpoint_file)

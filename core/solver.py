@@ -17,6 +17,7 @@ import numpy as np
 from . import kernels as kr
 from .config import CacheConfig, Sampling, SolverConfig, Status, StepKind
 from .models.protocol import check_labelling, check_model
+from .interrupt import Interrupted, deferred_sigint
 from .state import allocate_state, config_arrays, copy_state, grow_atoms, state_nbytes
 
 __all__ = ["Solver", "StepRecord", "Result", "ExactGap"]
@@ -592,6 +593,18 @@ class Solver:
         Returns
         -------
         Result
+
+        Raises
+        ------
+        ValueError
+            On an invalid override, or when nothing would ever stop the run (max_passes and
+            time_limit inf, gap_threshold 0, no callback or should_stop).
+        Interrupted
+            On Ctrl-C (SIGINT, main thread): the run stops after the current chunk (at most
+            one pass and its gap check), without the final gap check; the solver state is intact
+            and a second ``run()`` continues. ``exc.partial`` is the :class:`Result` so far
+            (status ``interrupted``; its exact gap is the last one computed, see
+            :attr:`fresh_exact_gap`). A second Ctrl-C raises KeyboardInterrupt at once.
         """
         cfg = self.config
         max_passes = cfg.max_passes if max_passes is None else float(max_passes)
@@ -603,12 +616,39 @@ class Solver:
             raise ValueError(f"time_limit must be > 0, got {time_limit!r}")
         if math.isnan(thr) or thr < 0:
             raise ValueError(f"gap_threshold must be >= 0, got {thr!r}")
+        if math.isinf(max_passes) and math.isinf(time_limit) and thr == 0 and callback is None \
+                and should_stop is None:
+            raise ValueError("run() would never stop: max_passes and time_limit are inf and gap_threshold is 0; "
+                             "set one of them (or pass a callback / should_stop that ends the run)")
         n = self.n
         start_time = self.wall_time
         budget_calls = max_passes * n
         status = Status.RUNNING
         n_records = len(self._trace)
         self._run_threshold = thr
+        try:
+            with deferred_sigint() as sigint:  # Ctrl-C: stop between chunks, state intact
+                status = self._run_loop(status, budget_calls, n_records, thr, start_time, time_limit,
+                                        callback, should_stop, sigint)
+                if sigint.is_set():  # Ctrl-C during the last chunk of a run that ended anyway
+                    status = Status.INTERRUPTED
+        finally:
+            self._run_threshold = None
+        if status == Status.INTERRUPTED:
+            self.status = status
+            raise Interrupted("Solver.run() interrupted (SIGINT); the state is intact, run() continues",
+                              partial=self.result())
+        if final_gap_check and (self._last_exact is None or self._last_exact_iter != self.iteration):
+            ex = self.exact_gap(count=True)
+            self._record("gap_check", exact=ex,
+                         test_error=self.test_error() if self.test_data is not None else math.nan)
+        self.status = status
+        return self.result()
+
+    def _run_loop(self, status, budget_calls, n_records, thr, start_time, time_limit, callback,
+                  should_stop, sigint):
+        cfg = self.config
+        n = self.n
         while status == Status.RUNNING:
             remaining = int(math.floor(budget_calls - self.oracle_calls)) if math.isfinite(budget_calls) else n
             if remaining <= 0:
@@ -626,17 +666,13 @@ class Solver:
             n_records = len(self._trace)
             if status != Status.RUNNING:
                 break
-            if self.wall_time - start_time >= time_limit:
+            if sigint.is_set():
+                status = Status.INTERRUPTED
+            elif self.wall_time - start_time >= time_limit:
                 status = Status.TIME_LIMIT
             elif should_stop is not None and should_stop():
                 status = Status.STOPPED
-        self._run_threshold = None
-        if final_gap_check and (self._last_exact is None or self._last_exact_iter != self.iteration):
-            ex = self.exact_gap(count=True)
-            self._record("gap_check", exact=ex,
-                         test_error=self.test_error() if self.test_data is not None else math.nan)
-        self.status = status
-        return self.result()
+        return status
 
     def result(self) -> Result:
         ex = self._last_exact

@@ -16,13 +16,18 @@ from gaplab.core.datasets import SequenceData
 from gaplab.core.datasets import conll
 from gaplab.core.datasets.conll import (
     conlleval,
-    load_conll2000,
     make_conll_datasets,
     parse_conll,
     sentence_attributes,
 )
 
 SHARED = Path(__file__).resolve().parents[2] / "shared/data/conll2000"
+
+
+def load_conll2000(*args, verify=False, **kwargs):
+    """The loader on this file's small hand-made corpora, which are not the official files: the
+    checksum check (on by default) is off unless a test asks for it."""
+    return conll.load_conll2000(*args, verify=verify, **kwargs)
 
 # ------------------------------------------------------------------ small hand-made corpora
 TRAIN_TXT = """\
@@ -571,3 +576,33 @@ def test_conlleval_reproduces_conll2000_baseline(real):
     assert round(100 * r["f1"], 2) == 77.07
     perfect = conlleval(test.extras["chunks"], test.extras["chunks"])
     assert perfect["f1"] == 1.0 and perfect["accuracy"] == 1.0
+
+
+def test_cut_train_file_is_refused_by_default(tmp_path):
+    """A train.txt cut in the middle of a line (inside the chunk tag) used to load without a
+    word; the official checksums are now checked by default and the message names the file."""
+    import os
+    env = os.environ.get("GAPLAB_DATA")
+    cands = [SHARED] + ([Path(env), Path(env) / "conll2000"] if env else [])
+    src = next((c for c in cands if (c / "train.txt").is_file() and (c / "test.txt").is_file()), None)
+    if src is None:
+        pytest.skip(f"CoNLL-2000 data not available at {SHARED} or $GAPLAB_DATA")
+    d = tmp_path / "cut"
+    d.mkdir()
+    raw = (src / "train.txt").read_bytes()
+    cut = raw.index(b" B-NP\n", len(raw) // 2) + 3  # inside "B-NP" of a line half-way through
+    (d / "train.txt").write_bytes(raw[:cut])
+    (d / "test.txt").write_bytes((src / "test.txt").read_bytes())
+    with pytest.raises(ValueError) as err:
+        conll.load_conll2000(d)
+    msg = str(err.value)
+    assert str(d / "train.txt") in msg and "sha256" in msg and "verify=False" in msg
+    train, _ = conll.load_conll2000(d, verify=False)  # the opt-out still loads it
+    assert train.n < 8936
+
+
+def test_cli_no_verify_flag(tmp_path):
+    from gaplab.cli import build_parser
+    args = build_parser().parse_args(["train", "--dataset", "conll2000", "--no-verify"])
+    assert args.verify is False
+    assert build_parser().parse_args(["train"]).verify is True

@@ -10,6 +10,7 @@ import numbers
 from pathlib import Path
 
 import numpy as np
+from gaplab.core.atomic import write_text_atomic
 
 DEFAULT_OUT_DIR = "toy_out"
 
@@ -72,7 +73,7 @@ def jsonable(obj):
 def write_json(path, obj) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(jsonable(obj), indent=2) + "\n")
+    write_text_atomic(path, json.dumps(jsonable(obj), indent=2) + "\n")
     return path
 
 

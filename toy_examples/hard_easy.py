@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from gaplab.core.atomic import save_figure
+
 from ._common import (DEFAULT_OUT_DIR, check_int, check_positive, gap_check_label,
                       new_figure, out_path, parse_gap_check, write_json)
 
@@ -631,7 +633,7 @@ def plot_hard_easy(summary: dict, path=None):
     bx.legend(fontsize=7, loc="upper right")
     bx.margins(y=0.25)
     if path is not None:
-        fig.savefig(path, dpi=110)
+        save_figure(fig, path, dpi=110)
     return fig
 
 

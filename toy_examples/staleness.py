@@ -20,6 +20,8 @@ import time
 
 import numpy as np
 
+from gaplab.core.atomic import save_figure
+
 from ._common import (DEFAULT_OUT_DIR, check_int, check_positive, gap_check_label, new_figure,
                       parse_gap_check, plain_log_ticks, save_outputs)
 
@@ -171,7 +173,7 @@ def plot_staleness(result: dict, path=None):
     bx.set_title("(b) Quality of the gap estimates (colours as in (a))")
     bx.grid(True, which="both", alpha=0.25)
     if path is not None:
-        fig.savefig(path, dpi=110)
+        save_figure(fig, path, dpi=110)
     return fig
 
 

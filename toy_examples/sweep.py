@@ -19,6 +19,7 @@ import numpy as np
 from ._common import (DEFAULT_OUT_DIR, check_int, check_positive, gap_check_label, new_figure,
                       out_path, parse_gap_check, save_outputs)
 from .hard_easy import SAMPLERS, compare_samplers, make_hard_easy
+from gaplab.core.atomic import save_figure, write_text_atomic
 
 __all__ = ["DEFAULT_NS", "DEFAULT_KS", "DEFAULT_EPSS", "run_sweep", "format_table", "plot_sweep", "main"]
 
@@ -213,7 +214,7 @@ def plot_sweep(sweep: dict, path=None):
     bx.legend(fontsize=7, loc="upper left")
     bx.grid(True, which="major", alpha=0.3)
     if path is not None:
-        fig.savefig(path, dpi=110)
+        save_figure(fig, path, dpi=110)
     return fig
 
 
@@ -256,7 +257,7 @@ def main(argv=None) -> int:
     table = format_table(sweep)
     print(table)
     sweep["table_markdown"] = table
-    out_path(args.out_dir, "sweep_table.md").write_text(table + "\n")
+    write_text_atomic(out_path(args.out_dir, "sweep_table.md"), table + "\n")
     save_outputs(sweep, plot_sweep, args.out_dir, "sweep")
     return 0
 

@@ -24,6 +24,7 @@ import numpy as np
 from ._common import (DEFAULT_OUT_DIR, check_int, check_positive, gap_check_label, new_figure,
                       parse_gap_check, save_outputs)
 from .theory import curvature_upper_bounds, improvement_factor, nonuniformity
+from gaplab.core.atomic import save_figure
 
 __all__ = ["run_theorem2", "toy_factor", "plot_theorem2", "main"]
 
@@ -170,7 +171,7 @@ def plot_theorem2(result: dict, path=None):
     bx.legend(fontsize=8)
     bx.grid(True, alpha=0.25)
     if path is not None:
-        fig.savefig(path, dpi=110)
+        save_figure(fig, path, dpi=110)
     return fig
 
 

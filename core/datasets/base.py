@@ -49,6 +49,15 @@ class SequenceData:
     ValueError
         If shapes are inconsistent, a sequence is empty, a feature is not finite, an
         index is out of range or a label is outside ``[0, n_labels)``.
+    TypeError
+        If an array is not a numpy array, or offsets / indices / labels are not integers.
+
+    Notes
+    -----
+    The five arrays are private read-only copies, validated once: assigning into them raises
+    ``ValueError: assignment destination is read-only``, so no label or feature index can be
+    moved out of range (which would make the compiled kernels read out of bounds) after the
+    checks.
     """
 
     seq_offsets: np.ndarray
@@ -75,7 +84,17 @@ class SequenceData:
                 raise TypeError(f"{attr} must be a numpy array, got {type(val).__name__}")
             if val.ndim != 1:
                 raise ValueError(f"{attr} must be 1-D, got shape {val.shape}")
-            object.__setattr__(self, attr, np.ascontiguousarray(val, dtype=dt))
+            if dt is np.int64 and val.size and not (np.issubdtype(val.dtype, np.integer)
+                                                    or val.dtype == np.bool_):
+                # a float label or offset would be truncated silently by the int64 conversion
+                raise TypeError(f"{attr} must hold integers, got dtype {val.dtype}")
+            if dt is np.int64 and val.dtype == np.uint64 and val.size and val.max() > np.iinfo(np.int64).max:
+                raise ValueError(f"{attr} holds values beyond the int64 range")
+            # a private, read-only copy: the arrays validated here are the ones the kernels read,
+            # and nothing (the caller's array included) can change them afterwards
+            arr = np.array(val, dtype=dt, order="C", copy=True)
+            arr.flags.writeable = False
+            object.__setattr__(self, attr, arr)
         object.__setattr__(self, "label_names", tuple(str(s) for s in self.label_names))
         self.validate()
 
