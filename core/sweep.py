@@ -763,7 +763,7 @@ def _make_cluster(workers: int):
     with dask.config.set({"distributed.scheduler.allowed-failures": 0,
                           "distributed.scheduler.worker-saturation": 1.0}):
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None, env={"NUMBA_NUM_THREADS": "1"},
+                               dashboard_address=":0", env={"NUMBA_NUM_THREADS": "1"},
                                silence_logs=logging.CRITICAL)  # errors go to the manifest
         client = Client(cluster)
     return cluster, client
