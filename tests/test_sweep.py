@@ -321,3 +321,45 @@ def test_bad_store_names_the_problem(tmp_path, capsys):
     assert "lams[0]" in capsys.readouterr().err
     assert not (tmp_path / "new").exists()
     assert main(["sweep", str(tmp_path / "missing.toml"), "--store", str(tmp_path / "new")]) == 2
+
+
+# ---------------------------------------------------------------------------- the app tab
+def test_app_sweeps_tab_browses_a_store(swept, tmp_path):
+    pn = pytest.importorskip("panel")
+    import holoviews as hv
+
+    from gaplab.app.sweeps_tab import SweepsView
+    path, _ = swept
+    view = SweepsView(store=path)
+    assert view.store is not None and "4 runs recorded: 4 done, 0 failed" in view.info.object
+    assert view.dataset.options == [f"ocr-small[:{WORDS}]"] and view.lam.options == ["0.1"]
+    assert sorted(view.methods.value) == ["bcfw_uniform", "bcpfw_gap_cache"]
+    fig = view.figure.object
+    assert isinstance(fig, hv.Layout) and len(fig) == 2
+    assert sum(type(e) is hv.Curve for e in fig[0]) == 2
+    # pick one method: the figure follows
+    view.methods.value = ["bcfw_uniform"]
+    assert [e.label for e in view.figure.object[0] if type(e) is hv.Curve] == ["bcfw_uniform"]
+    assert len(view.table.object) == 4 and set(view.table.object["status"]) == {"done"}
+    # the panel renders to a Bokeh model (what the browser gets)
+    model = view.panel.get_root()
+    assert model is not None
+    # a path that is not a store: a message, no figure
+    assert view.load(tmp_path / "nowhere") is False
+    assert "no manifest.json" in view.info.object and view.figure.object is None
+
+
+def test_app_has_a_sweeps_tab(swept, monkeypatch):
+    pytest.importorskip("panel")
+    from gaplab.app.main import SWEEPS, build_app
+    from gaplab.app.sweeps_tab import STORE_ENV
+    path, _ = swept
+    monkeypatch.setenv(STORE_ENV, str(path))
+    app = build_app(periodic=False)
+    try:
+        assert app.tabs._names[SWEEPS] == "Sweeps"
+        app.tabs.active = SWEEPS
+        assert app.sweeps_view.store is not None and app.sweeps_view.figure.object is not None
+        app.refresh(force=True)
+    finally:
+        app.close()
