@@ -64,7 +64,8 @@ def band(curves, n_grid: int = 200, *, logy: bool = True, grid=None):
         One curve per seed (x increasing). Each is interpolated linearly (in log10 y if
         ``logy``) inside its own x range only.
     n_grid : int
-        Points of the common grid, from the smallest first x to the largest last x.
+        Points of the common grid over the x range that every curve covers (from the largest
+        first x to the smallest last x; the union of the ranges if they do not overlap).
 
     Returns
     -------
@@ -83,7 +84,11 @@ def band(curves, n_grid: int = 200, *, logy: bool = True, grid=None):
     if not cs:
         return None
     if grid is None:
-        lo, hi = min(c[0][0] for c in cs), max(c[0][-1] for c in cs)
+        # the x range every curve covers; if there is none (e.g. short runs on a time axis that
+        # do not overlap), the union, where each point uses the curves that cover it
+        lo, hi = max(c[0][0] for c in cs), min(c[0][-1] for c in cs)
+        if not hi > lo:
+            lo, hi = min(c[0][0] for c in cs), max(c[0][-1] for c in cs)
         grid = np.linspace(lo, hi, n_grid) if hi > lo else np.array([lo])
     vals = np.full((len(cs), len(grid)), np.nan)
     for j, (x, y) in enumerate(cs):
@@ -243,11 +248,11 @@ def convergence(store, *, x: str = "passes", y: str = "exact_gap", datasets=None
 
 def comparison(store, *, datasets=None, lams=None, methods=None, n_grid: int = 200, **kw):
     """The paper's comparison layout: gap against effective passes (first row) and against time
-    (second row), one column per dataset × λ."""
+    (second row), one column per dataset × λ (a single dataset × λ: the two panels side by side)."""
     hv = _hv()
     a = convergence(store, x="passes", datasets=datasets, lams=lams, methods=methods, n_grid=n_grid, **kw)
     b = convergence(store, x="time", datasets=datasets, lams=lams, methods=methods, n_grid=n_grid, **kw)
-    return _layout(hv, list(a) + list(b), len(a))
+    return _layout(hv, list(a) + list(b), len(a) if len(a) > 1 else 2)
 
 
 def _path_panels(st, kinds, rows, title_suffix, datasets=None, methods=None, n_grid=200, width=420, height=320):

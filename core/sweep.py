@@ -439,7 +439,8 @@ def expand_runs(spec) -> list[dict]:
                     cfg = {"dataset": ds, "method": mname, **m, "seed": int(seed),
                            "max_passes": spec.budget["max_passes"][ds], "time_limit": spec.budget["time_limit"],
                            "gap_check": spec.budget["gap_check"], "gap_threshold": spec.budget["gap_threshold"],
-                           "test_error": spec.budget["test_error"], "data_home": spec.data_home}
+                           "test_error": spec.budget["test_error"], "data_home": spec.data_home,
+                           "metrics": sorted(spec.metrics)}
                     if lam is not None:
                         cfg["lam"] = lam
                     rid = run_id(cfg)
@@ -521,12 +522,13 @@ def execute_run(cfg: dict) -> dict:
                               gap_threshold=cfg["gap_threshold"], batch_step=cfg["batch_step"])
         _warm_up(model, scfg)
         result = Solver(model, scfg, test_data=test_data).run(final_gap_check=True)
-        rows = [{c: r.get(c) for c in TRACE_COLUMNS} for r in result.trace]
+        keep = [c for c in TRACE_COLUMNS if c not in METRICS or c in cfg.get("metrics", METRICS)]
+        rows = [{c: r.get(c) for c in keep} for r in result.trace]
         summary = {"status": result.status.name.lower(), "exact_gap": result.exact_gap, "primal": result.primal,
                    "dual": result.dual, "effective_passes": result.effective_passes,
                    "oracle_calls": result.oracle_calls, "cache_hits": result.cache_hits,
                    "wall_time_s": result.wall_time_s}
-        cols = _columns(rows, TRACE_COLUMNS)
+        cols = _columns(rows, keep)
     else:
         from .regpath import default_grid, grid_search, regularization_path
         scfg = _solver_config(cfg, 1.0)

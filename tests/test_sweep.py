@@ -244,6 +244,7 @@ name = "cli"
 datasets = ["ocr-small[:{WORDS}]"]
 lams = [0.1]
 seeds = 1
+metrics = ["exact_gap", "dual"]
 [budgets.laptop]
 max_passes = 3
 gap_check = 1
@@ -258,6 +259,8 @@ sampling = "uniform"
     st = Store(store)
     (entry,) = st.manifest["runs"].values()
     assert entry["config"]["max_passes"] == 3.0 and entry["status"] == "done"
+    cols = set(st.read_run(entry["config"]["run_id"]).columns)  # only the metrics asked for
+    assert {"exact_gap", "dual", "effective_passes", "wall_time_s"} <= cols and not cols & {"primal", "cache_hits"}
     assert main(["sweep", str(spec), "--store", str(store), "--dry-run"]) == 0
     assert "1 done, 0 to run" in capsys.readouterr().out
     assert main(["sweep", str(spec), "--store", str(store), "--budget", "paper", "--dry-run"]) == 0
