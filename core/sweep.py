@@ -484,6 +484,23 @@ def _warm_up(model, scfg):
     _WARM.add(key)
 
 
+def _warm_up_path(model, scfg, cfg):
+    """As :func:`_warm_up` for path and grid runs (their own kernels): the same method on 3
+    examples, at most 5 breakpoints / grid points."""
+    key = (cfg["kind"], scfg.step, scfg.cache.enabled, scfg.sampling, cfg.get("heuristic"), cfg.get("true_gaps"))
+    if key in _WARM or not hasattr(model, "data"):
+        return
+    from .models import ChainModel
+    from .regpath import grid_search, regularization_path
+    small = ChainModel(model.data.subset(range(min(3, model.n))))
+    if cfg["kind"] == "path":
+        regularization_path(small, solver_config=scfg, eps=cfg["eps"], kappa=cfg["kappa"], heuristic=cfg["heuristic"],
+                            true_gaps=cfg["true_gaps"], max_breakpoints=5)
+    else:
+        grid_search(small, [4.0, 2.0, 1.0, 0.5, 0.25], eps=cfg["eps"], warm_start=cfg["warm_start"], solver_config=scfg)
+    _WARM.add(key)
+
+
 def _solver_config(cfg, lam, **extra):
     from .config import CacheConfig, SolverConfig
     return SolverConfig(lam=lam, sampling=cfg["sampling"], step=cfg["step"], gap_power=cfg["gap_power"],
@@ -532,6 +549,7 @@ def execute_run(cfg: dict) -> dict:
     else:
         from .regpath import default_grid, grid_search, regularization_path
         scfg = _solver_config(cfg, 1.0)
+        _warm_up_path(model, scfg, cfg)
         if kind == "path":
             path = regularization_path(model, solver_config=scfg, eps=cfg["eps"], kappa=cfg["kappa"],
                                        lam_min=cfg["lam_min"], heuristic=cfg["heuristic"],

@@ -366,3 +366,40 @@ def test_app_has_a_sweeps_tab(swept, monkeypatch):
         app.refresh(force=True)
     finally:
         app.close()
+
+
+def test_path_and_grid_runs_and_their_figures(tmp_path):
+    import holoviews as hv
+
+    from gaplab import plots
+    from gaplab.core import ChainModel, SolverConfig, load_ocr
+    from gaplab.core.regpath import grid_search, regularization_path
+    spec = tiny_spec(seeds=[0], lams=None, budget={"time_limit": 60},
+                     methods={"eps_k9": {"kind": "path", "kappa": 0.9, "lam_min": 0.01},
+                              "eps_k5": {"kind": "path", "kappa": 0.5, "lam_min": 0.01},
+                              "grid": {"kind": "grid", "grid_hi": 2, "grid_lo": -4, "warm_start": "primal"}})
+    rep = run_sweep(spec, tmp_path / "s", workers=0)
+    assert (rep.done, rep.failed) == (3, 0)
+    st = Store(tmp_path / "s")
+    train, _ = load_ocr("small")
+    model = ChainModel(train.subset(range(WORDS)))
+    direct = {"eps_k9": regularization_path(model, solver_config=SolverConfig(), eps=0.1, kappa=0.9, lam_min=0.01),
+              "eps_k5": regularization_path(model, solver_config=SolverConfig(), eps=0.1, kappa=0.5, lam_min=0.01),
+              "grid": grid_search(model, 2.0 ** np.arange(2, -5, -1), eps=0.1, warm_start="primal")}
+    clock = {"time_s", "solver_time_s", "cum_time_s"}
+    for rid, e in st.manifest["runs"].items():
+        rows = st.read_run(rid)
+        ref = direct[e["config"]["method"]].rows()
+        assert len(rows) == len(ref) > 2
+        for col in ("lam", "cum_passes", "exact_gap", "status"):
+            assert all(_same(a, b) for a, b in zip(rows[col].tolist(), [r[col] for r in ref])), (rid, col)
+        assert clock <= set(rows.columns)
+    k = plots.kappa_study(tmp_path / "s")
+    assert len(k) == 2 and [sorted(e.label for e in p if type(e) is hv.Curve) for p in k] == [["eps_k5", "eps_k9"]] * 2
+    pg = plots.path_vs_grid(tmp_path / "s")
+    assert [sorted(e.label for e in p if type(e) is hv.Curve) for p in pg] == [["eps_k5", "eps_k9", "grid"]] * 2
+    # cumulative passes grow as λ decreases (x = log10 λ increases to the right)
+    for curve in (e for e in pg[1] if type(e) is hv.Curve):
+        y = curve.dimension_values(1)
+        assert np.all(np.diff(y) <= 1e-9)
+    assert plots.figure(tmp_path / "s") is not None  # auto: the path-vs-grid figure
