@@ -50,9 +50,33 @@ def _store(store):
 
 
 def method_color(methods, name) -> str:
-    """A stable colour per method (its index in the sorted method names)."""
+    """A stable colour per key (its index in the sorted keys)."""
     ordered = sorted(set(methods))
     return PALETTE[ordered.index(name) % len(PALETTE)]
+
+
+def _colour_key(cfg: dict) -> str:
+    """Methods that differ only in the cache share a colour (the cached one is dashed), as in
+    the paper's figures; path/grid methods get one colour each."""
+    if cfg.get("kind", "solve") != "solve":
+        return cfg["method"]
+    return f"{cfg['sampling']}/{cfg['step']}/{cfg.get('gap_power')}/{cfg.get('batch_step')}"
+
+
+def _colours(cfgs: dict) -> dict:
+    """method -> colour for the run configs {run_id: cfg}."""
+    keys = {c["method"]: _colour_key(c) for c in cfgs.values()}
+    return {m: method_color(keys.values(), k) for m, k in keys.items()}
+
+
+def _legend_on(panels, index):
+    """Show the legend on one panel only, outside it on the right."""
+    out = []
+    for j, p in enumerate(panels):
+        on = j == index
+        p = p.opts(show_legend=on, backend="bokeh").opts(show_legend=on, backend="matplotlib")
+        out.append(p)
+    return out
 
 
 def band(curves, n_grid: int = 200, *, logy: bool = True, grid=None):
@@ -130,15 +154,15 @@ def _panel_opts(ov, title, xlabel, ylabel, logy=True, logx=False, width=420, hei
     ov = ov.opts(title=title, backend="bokeh")
     ov = ov.opts(title=title, backend="matplotlib")
     common = dict(logy=logy, logx=logx, xlabel=xlabel, ylabel=ylabel, show_grid=True)
-    ov = ov.opts(width=width, height=height, legend_position="top_right", show_legend=legend, **common,
+    ov = ov.opts(width=width, height=height, legend_position="right", show_legend=legend, **common,
                  backend="bokeh")
-    return ov.opts(fig_inches=(4.2, 3.2), legend_position="best", show_legend=legend, **common,
+    return ov.opts(fig_inches=(4.2, 3.2), legend_position="right", show_legend=legend, **common,
                    backend="matplotlib")
 
 
 def _layout(hv, panels, cols):
     lay = hv.Layout(panels).cols(cols)
-    return lay.opts(sublabel_format="", vspace=0.45, hspace=0.35, backend="matplotlib")
+    return lay.opts(sublabel_format="", vspace=0.6, hspace=0.35, backend="matplotlib")
 
 
 def _method_curves(hv, groups, xdim, ydim, xlabel, colors, n_grid, logy, run_cfgs, hover_x=None):
@@ -224,8 +248,7 @@ def convergence(store, *, x: str = "passes", y: str = "exact_gap", datasets=None
     elif y == "heuristic_gap":
         df = df[df["kind"] == "pass"]
     cfgs = {rid: st.config(rid) for rid in df["run_id"].unique()}
-    all_methods = sorted(df["method"].unique())
-    colors = {m: method_color(all_methods, m) for m in all_methods}
+    colors = _colours(cfgs)
     logy = y in ("exact_gap", "heuristic_gap")
     ylabel = {"exact_gap": GAP_DIM, "heuristic_gap": "heuristic gap (stale)"}.get(y, y.replace("_", " "))
     panels = []
@@ -243,7 +266,8 @@ def convergence(store, *, x: str = "passes", y: str = "exact_gap", datasets=None
                                       width=width, height=height, legend=not panels))
     if not panels:
         raise ValueError("nothing to plot for this selection")
-    return _layout(hv, panels, cols or min(len(panels), 4))
+    cols = cols or min(len(panels), 4)
+    return _layout(hv, _legend_on(panels, min(len(panels), cols) - 1), cols)
 
 
 def comparison(store, *, datasets=None, lams=None, methods=None, n_grid: int = 200, **kw):
@@ -252,7 +276,8 @@ def comparison(store, *, datasets=None, lams=None, methods=None, n_grid: int = 2
     hv = _hv()
     a = convergence(store, x="passes", datasets=datasets, lams=lams, methods=methods, n_grid=n_grid, **kw)
     b = convergence(store, x="time", datasets=datasets, lams=lams, methods=methods, n_grid=n_grid, **kw)
-    return _layout(hv, list(a) + list(b), len(a) if len(a) > 1 else 2)
+    cols = len(a) if len(a) > 1 else 2
+    return _layout(hv, _legend_on(list(a) + list(b), cols - 1), cols)
 
 
 def _path_panels(st, kinds, rows, title_suffix, datasets=None, methods=None, n_grid=200, width=420, height=320):
@@ -264,8 +289,7 @@ def _path_panels(st, kinds, rows, title_suffix, datasets=None, methods=None, n_g
     df = df[np.isfinite(df["point_lam"] if "point_lam" in df else df["lam"])]
     lamcol = "point_lam" if "point_lam" in df else "lam"
     cfgs = {rid: st.config(rid) for rid in df["run_id"].unique()}
-    all_methods = sorted(df["method"].unique())
-    colors = {m: method_color(all_methods, m) for m in all_methods}
+    colors = _colours(cfgs)
     panels = []
     for ycol, ylabel, logy in rows:
         for ds in sorted(df["dataset"].unique()):
@@ -278,7 +302,8 @@ def _path_panels(st, kinds, rows, title_suffix, datasets=None, methods=None, n_g
             title = f"{ds}{title_suffix}"
             panels.append(_panel_opts(hv.Overlay(els, label=title), title, "log10 λ", ylabel, logy=logy,
                                       width=width, height=height, legend=not panels))
-    return _layout(hv, panels, len(df["dataset"].unique()))
+    cols = len(df["dataset"].unique())
+    return _layout(hv, _legend_on(panels, cols - 1), cols)
 
 
 def kappa_study(store, *, datasets=None, methods=None, n_grid: int = 200, **kw):
