@@ -403,3 +403,15 @@ def test_path_and_grid_runs_and_their_figures(tmp_path):
         y = curve.dimension_values(1)
         assert np.all(np.diff(y) <= 1e-9)
     assert plots.figure(tmp_path / "s") is not None  # auto: the path-vs-grid figure
+
+
+def test_cli_sweep_on_an_existing_scheduler(client, tmp_path):
+    from gaplab.cli import main
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'name = "sched"\ndatasets = ["ocr-small[:{WORDS}]"]\nlams = [0.1]\nseeds = [3]\n'
+                    '[budget]\nmax_passes = 2\n[methods.bcfw]\nsampling = "uniform"\n')
+    address = client.scheduler.address
+    assert address.startswith("tcp://")
+    assert main(["sweep", str(spec), "--store", str(tmp_path / "st"), "--scheduler", address, "--quiet"]) == 0
+    (entry,) = Store(tmp_path / "st").manifest["runs"].values()
+    assert entry["status"] == "done" and entry["pid"] != os.getpid()
