@@ -317,6 +317,12 @@ class SweepSpec:
         if not isinstance(methods_raw, dict) or not methods_raw:
             raise _err("methods", f"expected a non-empty table of methods, got {methods_raw!r}")
         methods = {str(k): _check_method(str(k), v) for k, v in methods_raw.items()}
+        seen = {}
+        for mname, m in methods.items():
+            same = _canonical({k: v for k, v in m.items() if k != "label"})
+            if same in seen:
+                raise _err(f"methods.{mname}", f"has the same settings as methods.{seen[same]}")
+            seen[same] = mname
         needs_lam = any(m["kind"] not in ("path", "grid") for m in methods.values())
         lams_raw = d.get("lams")
         if lams_raw is None:
@@ -419,10 +425,14 @@ def _canonical(obj) -> str:
     return json.dumps(fix(obj), sort_keys=True, separators=(",", ":"))
 
 
+_NOT_KEYED = ("label", "run_id", "data_home")
+
+
 def run_id(config: dict) -> str:
     """Hash of a run's config (the store key): sha256 of its canonical JSON, 16 hex digits.
-    The method's display name (``label``) is not part of it."""
-    key = {k: v for k, v in config.items() if k not in ("label", "run_id")}
+    The method's name is part of it; its display ``label`` and where the data lives
+    (``data_home``) are not."""
+    key = {k: v for k, v in config.items() if k not in _NOT_KEYED}
     return hashlib.sha256(_canonical(key).encode()).hexdigest()[:16]
 
 
@@ -430,7 +440,7 @@ def expand_runs(spec) -> list[dict]:
     """The runs of a spec: datasets × λ × methods × seeds for solve runs, datasets × methods ×
     seeds for path/grid runs. Each run is a plain dict (its config) with a ``run_id``."""
     spec = load_spec(spec)
-    runs, seen = [], {}
+    runs = []
     for ds in spec.datasets:
         for mname, m in spec.methods.items():
             lams = [None] if m["kind"] in ("path", "grid") else spec.lams[ds]
@@ -443,12 +453,7 @@ def expand_runs(spec) -> list[dict]:
                            "metrics": sorted(spec.metrics)}
                     if lam is not None:
                         cfg["lam"] = lam
-                    rid = run_id(cfg)
-                    if rid in seen:
-                        raise _err(f"methods.{mname}", f"gives the same runs as methods.{seen[rid]} "
-                                                       "(identical settings)")
-                    seen[rid] = mname
-                    cfg["run_id"] = rid
+                    cfg["run_id"] = run_id(cfg)
                     runs.append(cfg)
     return runs
 
@@ -912,14 +917,9 @@ def _run_dask(todo, st, rep, attempts, workers, scheduler, client, handle_ok, ha
         for fut in ac:
             cfg = by_key.pop(fut.key)
             if fut.status == "finished":
-                try:
-                    out = fut.result()
-                except Exception as exc:  # pragma: no cover - finished futures do not raise
-                    out, exc_ = None, exc
-                else:
-                    handle_ok(cfg, out)
-                    fut.release()
-                    continue
+                handle_ok(cfg, fut.result())
+                fut.release()
+                continue
             try:
                 exc = fut.exception()
                 tb = fut.traceback()

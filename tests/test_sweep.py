@@ -170,6 +170,8 @@ def test_serial_mode_and_run_ids():
     assert [r["run_id"] for r in expand_runs(relabeled)] == [r["run_id"] for r in runs]
     cfg = dict(runs[0])
     assert run_id(cfg) == cfg["run_id"]
+    cfg["data_home"] = "/elsewhere"   # where the data lives is not part of the key
+    assert run_id(cfg) == runs[0]["run_id"]
     cfg["max_passes"] = 7.0
     assert run_id(cfg) != runs[0]["run_id"]
 
@@ -283,6 +285,7 @@ sampling = "uniform"
     (lambda s: s.update(metrics=["exact_gap", "happiness"]), "metrics"),
     (lambda s: s.update(colour="red"), "colour"),
     (lambda s: s.pop("name"), "name"),
+    (lambda s: s["methods"].update(again={"sampling": "uniform", "step": "fw", "label": "same"}), "methods.again"),
 ])
 def test_bad_spec_names_the_field(change, field):
     spec = tiny_spec()
