@@ -210,6 +210,8 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_commands(sub)
+    from gaplab.cli_sweep import add_commands as add_sweep_commands  # gaplab sweep / gaplab figure
+    add_sweep_commands(sub)
     return parser
 
 

@@ -25,7 +25,7 @@ from .views import (AnatomyView, BlockGapsView, CacheView, GapView, PrimalDualVi
 __all__ = ["GapLabApp", "build_app", "REFRESH_MS"]
 
 # tab indices (in TAB_NAMES order)
-STEP, CONVERGENCE, CACHE, PATH, TOY, LESSONS = range(6)
+STEP, CONVERGENCE, CACHE, PATH, TOY, LESSONS, SWEEPS = range(7)
 
 REFRESH_MS = 100   # the UI pulls a snapshot at most 10 times per second; while a run goes the
 #                    heavier views redraw less often (RUNNING_MIN_INTERVAL_S of each view)
@@ -199,7 +199,8 @@ class GapLabApp(pn.viewable.Viewer):
     def __panel__(self):
         return self._layout
 
-    TAB_NAMES = ("Step", "Convergence", "Cache & active sets", "Regularization path", "Toy example", "Lessons")
+    TAB_NAMES = ("Step", "Convergence", "Cache & active sets", "Regularization path", "Toy example", "Lessons",
+                 "Sweeps")
 
     def _on_tab(self, event):
         self._ensure_tab(event.new)
@@ -230,6 +231,10 @@ class GapLabApp(pn.viewable.Viewer):
         elif tab == LESSONS:
             self._lessons = LessonPanel(self.session, self._lesson_view, on_page=self._lesson_page)
             self._boxes[LESSONS].objects = [self._lessons.panel]
+        elif tab == SWEEPS:  # a stored sweep's figures (gaplab.app.sweeps_tab)
+            from .sweeps_tab import SweepsView
+            self._sweeps_view = SweepsView()
+            self._boxes[SWEEPS].objects = [self._sweeps_view.panel]
 
     def _tab_attr(self, tab, name):
         self._ensure_tab(tab)
@@ -243,6 +248,7 @@ class GapLabApp(pn.viewable.Viewer):
     path_view = property(lambda self: self._tab_attr(PATH, "_path_view"))
     toy_view = property(lambda self: self._tab_attr(TOY, "_toy_view"))
     lessons = property(lambda self: self._tab_attr(LESSONS, "_lessons"))
+    sweeps_view = property(lambda self: self._tab_attr(SWEEPS, "_sweeps_view"))
 
     # ------------------------------------------------------------------ actions (buttons)
     def _timed(self, fn):
@@ -298,6 +304,8 @@ class GapLabApp(pn.viewable.Viewer):
             return [self.path_view]
         if tab == TOY:
             return [_ToyAdapter(self.toy_view)]
+        if tab == SWEEPS:
+            return []
         return self.lessons.views()
 
     def _on_page_load(self):

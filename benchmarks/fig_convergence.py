@@ -8,6 +8,13 @@
 --preset conll         (issue 7) the 8 combinations on CoNLL-2000 at λ ∈ {0.01, 1/n, 0.0001},
                        3 seeds (data from --data-home or $GAPLAB_DATA).
 
+The same experiments as sweep specs (run on Dask into a resumable store, drawn by gaplab.plots):
+benchmarks/specs/convergence_{sampling,combinations,conll}.toml, e.g.
+
+    gaplab sweep benchmarks/specs/convergence_combinations.toml --store out/combinations
+    gaplab figure out/combinations --out convergence_combinations.png
+
+This script stays for its JSON comparisons (time to a common gap, gap ratios at equal time).
 Writes PNG and JSON to benchmarks/out/. The exact gap is measured at the gap checks (every
 --gap-check passes, counted as passes as in the paper).
 """

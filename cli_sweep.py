@@ -1,0 +1,103 @@
+"""``gaplab sweep`` and ``gaplab figure``: experiment sweeps on Dask and their figures (Paper:
+Sec. 5, App. J/K). Registered by ``gaplab.cli.build_parser``.
+
+    gaplab sweep benchmarks/specs/ocr_small.toml --store out/ocr_small            # LocalCluster
+    gaplab sweep SPEC --store DIR --budget paper --scheduler tcp://host:8786     # a real cluster
+    gaplab sweep SPEC --store DIR --dry-run                                       # list the runs
+    gaplab figure out/ocr_small --out fig.png          # or .svg (matplotlib) / .html (bokeh)
+
+``sweep`` shows a progress bar over runs and ends with a summary (done, skipped, failed with
+their errors); re-running the same command skips finished runs and re-runs failed ones.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["add_commands", "cmd_sweep", "cmd_figure"]
+
+
+def _nonneg_int(text):
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return v
+
+
+def cmd_sweep(args) -> int:
+    from gaplab.core.sweep import Store, expand_runs, load_spec, run_sweep
+    spec = load_spec(args.spec, budget=args.budget)
+    runs = expand_runs(spec)
+    if args.dry_run:
+        done = set()
+        try:
+            st = Store(args.store)
+            done = {rid for rid in st.manifest["runs"] if st.is_done(rid)}
+        except ValueError:
+            pass
+        todo = [r for r in runs if r["run_id"] not in done]
+        print(f"gaplab sweep: spec {spec.name!r} v{spec.version}, budget {spec.budget_name!r}: {len(runs)} runs, "
+              f"{len(runs) - len(todo)} done, {len(todo)} to run")
+        for r in todo:
+            lam = r.get("lam", "")
+            print(f"  {r['run_id']}  {r['dataset']:<16} λ={lam!s:<8} {r['method']:<22} seed={r['seed']}")
+        return 0
+    show = not args.quiet and (sys.stderr.isatty() or args.progress)
+    rep = run_sweep(spec, args.store, workers=args.workers, scheduler=args.scheduler, retries=args.retries,
+                    progress=show)
+    if not args.quiet:
+        print(f"gaplab sweep: spec {spec.name!r} v{spec.version}, budget {spec.budget_name!r} -> {args.store}")
+        print(f"  runs {rep.total}: {rep.skipped} already done, {rep.done} done now, {rep.failed} failed "
+              f"({rep.submitted} tasks, {rep.retried} retries) on {rep.workers} worker(s) in {rep.elapsed_s:.1f} s")
+        for rid, msg in rep.failures.items():
+            print(f"  failed {rid}: {msg}")
+    return 1 if rep.failed else 0
+
+
+def cmd_figure(args) -> int:
+    from gaplab import plots
+    kw = {}
+    if args.dataset:
+        kw["datasets"] = args.dataset
+    if args.method:
+        kw["methods"] = args.method
+    if args.lam:
+        if args.kind not in ("auto", "comparison", "convergence"):
+            raise ValueError("--lam selects panels of the convergence figures only")
+        kw["lams"] = [v if v == "1/n" else float(v) for v in args.lam]
+    if args.kind == "convergence":
+        kw["x"] = args.x
+    fig = plots.figure(args.store, kind=args.kind, **kw)
+    out = plots.save(fig, args.out)
+    if not args.quiet:
+        print(f"gaplab figure: wrote {out}")
+    return 0
+
+
+def add_commands(sub) -> None:
+    p = sub.add_parser("sweep", help="run an experiment spec (TOML) on Dask into a resumable store")
+    p.add_argument("spec", help="the spec file (TOML; see benchmarks/specs/)")
+    p.add_argument("--store", required=True, help="store directory (created; re-running resumes)")
+    p.add_argument("--budget", default=None, help="which [budgets.NAME] of the spec (default: laptop)")
+    p.add_argument("--workers", type=_nonneg_int, default=None,
+                   help="worker processes of the local cluster (default: CPU count; 0: serial, in this process)")
+    p.add_argument("--scheduler", default=None, help="address of a running Dask scheduler (tcp://host:port)")
+    p.add_argument("--retries", type=_nonneg_int, default=1, help="extra attempts of a failed run (default 1)")
+    p.add_argument("--dry-run", action="store_true", help="list the runs still to do and exit")
+    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--progress", action="store_true", help="show the progress bar even without a terminal")
+    p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("figure", help="the comparison figures of a sweep store (PNG/SVG/HTML)")
+    p.add_argument("store", help="store directory written by gaplab sweep")
+    p.add_argument("--out", required=True, help="output file: .png or .svg (matplotlib) or .html (bokeh)")
+    p.add_argument("--kind", default="auto", choices=["auto", "comparison", "convergence", "kappa", "path-grid"])
+    p.add_argument("--x", default="passes", choices=["passes", "time"], help="x axis of --kind convergence")
+    p.add_argument("--dataset", action="append", help="only this dataset (repeatable)")
+    p.add_argument("--lam", action="append", help="only this λ (repeatable)")
+    p.add_argument("--method", action="append", help="only this method (repeatable)")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_figure)

@@ -1,0 +1,72 @@
+"""The app's Sweeps tab in headless Chromium (Debian's chromium driven by Playwright): the served
+app opens a store given by $GAPLAB_SWEEP_STORE, draws the figure and the runs table, and the
+page has no console errors. Skipped with a reason when Playwright or Chromium is missing.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from gaplab.app.testing import CHROMIUM_ARGS, AppServer, find_chromium
+
+pytestmark = pytest.mark.browser
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright (PyPI) is not installed")
+CHROMIUM = find_chromium()
+if CHROMIUM is None:
+    pytest.skip("no Chromium executable (apt-get install chromium, or set GAPLAB_CHROMIUM)",
+                allow_module_level=True)
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "artifacts"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    from gaplab.core.sweep import run_sweep
+    path = tmp_path_factory.mktemp("sweep_browser") / "store"
+    spec = {"name": "browser", "datasets": ["ocr-small[:12]"], "lams": [0.1], "seeds": [0, 1],
+            "budget": {"max_passes": 4, "gap_check": 2},
+            "methods": {"bcfw_uniform": {"sampling": "uniform"}, "bcfw_gap": {"sampling": "gap"}}}
+    rep = run_sweep(spec, path, workers=0)
+    assert rep.done == 4
+    return path
+
+
+def test_sweeps_tab_loads_a_store_without_console_errors(store):
+    ARTIFACTS.mkdir(exist_ok=True)
+    with AppServer(ARTIFACTS / "browser_sweeps_server.log", env={"GAPLAB_SWEEP_STORE": str(store)},
+                   timeout=240, wait_warm=True) as srv:
+        pw = sync_api.sync_playwright().start()
+        try:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=60_000)
+        except Exception as exc:  # pragma: no cover - depends on the machine
+            pw.stop()
+            pytest.skip(f"Chromium at {CHROMIUM} does not start: {exc}")
+        try:
+            ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+            page = ctx.new_page()
+            page.set_default_timeout(30_000)
+            console = []
+            page.on("console", lambda m: console.append((m.type, m.text)))
+            page.on("pageerror", lambda e: console.append(("pageerror", str(e))))
+            page.goto(srv.url, timeout=60_000)
+            page.get_by_role("button", name="Step", exact=True).wait_for()
+            page.locator(".bk-tab", has_text="Sweeps").first.click()
+            page.locator(".gaplab-sweeps-info").first.wait_for()
+            page.get_by_text("4 runs recorded: 4 done, 0 failed").wait_for()
+            # the figure (two Bokeh plots: gap vs passes, gap vs time) and the runs table
+            page.locator(".gaplab-sweeps-figure canvas").first.wait_for()
+            page.locator(".gaplab-sweeps-runs table").first.wait_for()
+            assert page.locator(".gaplab-sweeps-runs table tbody tr").count() == 4
+            assert page.locator(".gaplab-sweeps-figure canvas").count() >= 2
+            time.sleep(0.5)
+            page.screenshot(path=str(ARTIFACTS / "browser_sweeps.png"))
+            errors = [m for m in console if m[0] in ("error", "pageerror")]
+            assert errors == []
+            ctx.close()
+        finally:
+            browser.close()
+            pw.stop()
