@@ -248,7 +248,7 @@ def _dt2d(src, s0, G, ax, bx, ay, by, rx, ry, dst, d0, arg, a0, tmp, targ, v, z)
 def _check_quad(name, val):
     if not np.isfinite(val) or val < 0:
         raise ValueError(f"{name} (the quadratic deformation weight given to the distance "
-                         f"transform) must be finite and >= 0, got {val!r}")
+                         f"transform) must be finite and >= 0, got {float(val)!r}")
 
 
 def distance_transform_1d(f, a: float, b: float = 0.0, shift: float = 0.0):
@@ -666,7 +666,7 @@ class PoseModel(StructuredModel):
         neg = w[q] < 0
         if neg.any():
             j = int(q[np.flatnonzero(neg)[0]])
-            raise ValueError(f"w[{j}] = {w[j]!r} is a quadratic deformation weight and must be >= 0 "
+            raise ValueError(f"w[{j}] = {float(w[j])!r} is a quadratic deformation weight and must be >= 0 "
                              f"for the distance transform (use bounds(): lb = 0 there)")
         return w
 
