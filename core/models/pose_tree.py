@@ -488,24 +488,26 @@ def pose_oracle(M, i, h, y, scratch_f, scratch_i):
         po = M.pair_off[q]
         bv = scratch_f[o_tmp:o_tmp + GG]      # best value over the child's types (reuses tmp)
         bt = scratch_i[o_targ:o_targ + GG]    # its type
+        D0 = scratch_f[o_D:o_D + GG]
         for tp in range(Tp):
-            pb = par * TG + tp * GG
-            qb = q * TG + tp * GG
+            acc = scratch_f[par * TG + tp * GG:par * TG + (tp + 1) * GG]
+            bp = scratch_i[q * TG + tp * GG:q * TG + (tp + 1) * GG]
             wp0 = h[po + tp]
             for c in range(GG):
-                bv[c] = scratch_f[o_D + c] + wp0
+                bv[c] = D0[c] + wp0
                 bt[c] = 0
             for t in range(1, Tq):
                 wpt = h[po + t * Tp + tp]
-                dt = o_D + t * GG
-                for c in range(GG):
-                    val = scratch_f[dt + c] + wpt
-                    if val > bv[c]:
-                        bv[c] = val
-                        bt[c] = t
+                Dt = scratch_f[o_D + t * GG:o_D + (t + 1) * GG]
+                for c in range(GG):  # branch-free select: vectorizes (G = 64: 8 -> 0.5-4 ms a call)
+                    val = Dt[c] + wpt
+                    old = bv[c]
+                    bv[c] = val if val > old else old
+                    bt[c] = t if val > old else bt[c]
             for c in range(GG):
-                scratch_f[pb + c] += bv[c]
-                scratch_i[qb + c] = scratch_i[o_A + bt[c] * GG + c] * T + bt[c]
+                acc[c] += bv[c]
+                b = bt[c]
+                bp[c] = scratch_i[o_A + b * GG + c] * T + b
     # root
     r = M.order[0]
     best = _NEG
