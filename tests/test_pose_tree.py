@@ -346,3 +346,28 @@ def test_load_lsp_real_poses():
     y = model.decode(0, w)
     assert 0.0 <= model.loss(0, y) <= 1.0
     assert model.loss(0, model.ground_truth(0)) == 0.0
+
+
+def test_model_interface_describe_block_and_predict(small_model):
+    from gaplab.core.models.protocol import check_model
+    model = small_model
+    check_model(model)
+    assert model.oracle_tier == "compiled"
+    rng = np.random.default_rng(4)
+    w = random_w(model, rng)
+    y = model.max_oracle(1, w)
+    info = model.describe_block(1, y, part=2)
+    assert info["kind"] == "pose" and info["score_map"].shape == (model.G, model.G)
+    np.testing.assert_array_equal(info["score_map"], model.score_map(1, 2))
+    np.testing.assert_array_equal(info["skeleton"][:, 1] * model.G + info["skeleton"][:, 0], y[0::2])
+    assert info["edges"].shape == (model.arrays.N - 1, 2) and info["loss"] == model.loss(1, y)
+    Y = model.predict(w)
+    for i in range(model.n):
+        np.testing.assert_array_equal(Y[i], model.decode(i, w))
+    assert model.error(w) == pytest.approx(np.mean([model.loss(i, Y[i]) for i in range(model.n)]))
+    with pytest.raises(ValueError, match="shape"):
+        model.max_oracle(0, np.zeros(model.d + 1))
+    bad = model.ground_truth(0)
+    bad[1] = model.arrays.T  # a type out of range for node 0 (the root has 1 type)
+    with pytest.raises(ValueError, match="type"):
+        model.loss(0, bad)

@@ -204,22 +204,24 @@ def _dt1d(src, s0, sstep, n, a, b, shift, dst, d0, dstep, arg, a0, astep, v, z):
     ta = 2.0 * a
     for q in range(1, n):
         eq = z[e0 + q]
-        while True:
+        p = v[k]
+        num = z[e0 + p] - eq
+        den = ta * (q - p)
+        # pop while the intersection c = num / den (den > 0) lies left of the breakpoint z[k]
+        while k > 0 and num <= z[k] * den:
+            k -= 1
             p = v[k]
-            # intersection of the lines of p < q: c = (e_p - e_q) / (2a (q - p))
-            s = (z[e0 + p] - eq) / (ta * (q - p))
-            if s <= z[k]:
-                if k == 0:  # q's parabola is above everywhere
-                    v[0] = q
-                    z[1] = np.inf
-                    break
-                k -= 1
-            else:
-                k += 1
-                v[k] = q
-                z[k] = s
-                z[k + 1] = np.inf
-                break
+            num = z[e0 + p] - eq
+            den = ta * (q - p)
+        s = num / den
+        if k == 0 and s <= z[0]:  # only when s = -inf: q's parabola is above everywhere
+            v[0] = q
+            z[1] = np.inf
+        else:
+            k += 1
+            v[k] = q
+            z[k] = s
+            z[k + 1] = np.inf
     k = 0
     for j in range(n):
         c = j + shift
@@ -236,13 +238,13 @@ def _dt2d(src, s0, G, ax, bx, ay, by, rx, ry, dst, d0, arg, a0, tmp, targ, v, z)
     """dst[d0 + yp·G + xp] = max_{xq, yq} src[s0 + yq·G + xq] − ax·ddx² − bx·ddx − ay·ddy² −
     by·ddy with (ddx, ddy) = (xq − xp − rx, yq − yp − ry); arg = the maximising cell index.
     tmp (float64, G²), targ (int64, G²), v, z: work."""
-    for yq in range(G):  # along x, every row
-        _dt1d(src, s0 + yq * G, 1, G, ax, bx, rx, tmp, yq * G, 1, targ, yq * G, 1, v, z)
-    for xp in range(G):  # along y, every column
-        _dt1d(tmp, xp, G, G, ay, by, ry, dst, d0 + xp, G, arg, a0 + xp, G, v, z)
+    for yq in range(G):  # along x, every row; written transposed: tmp[xp·G + yq]
+        _dt1d(src, s0 + yq * G, 1, G, ax, bx, rx, tmp, yq, G, targ, yq, G, v, z)
+    for xp in range(G):  # along y, every column (a contiguous row of tmp)
+        _dt1d(tmp, xp * G, 1, G, ay, by, ry, dst, d0 + xp, G, arg, a0 + xp, G, v, z)
         for yp in range(G):
             yq = arg[a0 + yp * G + xp]
-            arg[a0 + yp * G + xp] = yq * G + targ[yq * G + xp]
+            arg[a0 + yp * G + xp] = yq * G + targ[xp * G + yq]
 
 
 def _check_quad(name, val):
