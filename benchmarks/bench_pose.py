@@ -71,7 +71,7 @@ print(json.dumps(dict(G=G, T=T, n=M.n, d=model.d, p_i=model.d + 1, K=M.K,
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--G", type=int, nargs="+", default=[32, 64, 128])
-    ap.add_argument("--types", type=int, default=6)
+    ap.add_argument("--types", type=int, default=4)
     ap.add_argument("--images", type=int, default=20)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--data-home", default=None)

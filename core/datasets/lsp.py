@@ -112,14 +112,10 @@ LSP_PARENT = _build_tree()
 def _build_mirror():
     names = list(NODE_NAMES)
     out = np.full(26, -1, dtype=np.int64)
-    swap = {"r_": "l_", "l_": "r_"}
-    for p, nm in enumerate(names):
-        parts = nm.split("_")
-        # swap every r/l token
-        new = "_".join({"r": "l", "l": "r"}.get(t, t) for t in parts)
+    for p, nm in enumerate(names):  # swap every r/l token of the name
+        new = "_".join({"r": "l", "l": "r"}.get(t, t) for t in nm.split("_"))
         if new != nm and new in names:
             out[p] = names.index(new)
-    del swap
     return out
 
 
@@ -201,9 +197,10 @@ class PoseData:
         Parameters of the score maps.
     seed : int
         Seed of the score maps (bumps and noise).
-    peak_pos, peak_amp, dec_pos, dec_amp : ndarray
-        Bump centres (n, N, 3, 2) float64 and amplitudes (n, N, 3) float64 of each node's
-        3 bumps (peak, mirror decoy, clutter decoy), drawn from the seed.
+    bump_pos, bump_amp : ndarray
+        Bump centres (n, N, 3, 2) float64 (x, y in cells) and amplitudes (n, N, 3) float64 of
+        each node's 3 bumps (peak, mirror decoy, clutter decoy), drawn from the seed when not
+        given.
     node_names : tuple of str
     name : str
     """
@@ -364,7 +361,7 @@ def _to_grid(xy, G, margin):
     return (xy - c[:, None, :]) * s[:, None, None] + (G - 1) / 2.0
 
 
-def make_pose_data(xy, occluded, G: int, *, n_types: int = 6, seed: int = 0, margin: float = 0.1,
+def make_pose_data(xy, occluded, G: int, *, n_types: int = 4, seed: int = 0, margin: float = 0.1,
                    train=None, spec: ScoreMapSpec | None = None, img_id=None, name: str = "lsp"):
     """Build :class:`PoseData` from 14-joint poses (see the module docstring).
 
@@ -470,7 +467,7 @@ def locate_lsp(data_home: Any = None) -> Path:
         f"environment variable GAPLAB_DATA to such a directory, or copy it to {_cache_root() / 'lsp'}.")
 
 
-def load_lsp(G: int = 64, *, n_types: int = 6, seed: int = 0, data_home: Any = None,
+def load_lsp(G: int = 64, *, n_types: int = 4, seed: int = 0, data_home: Any = None,
              verify: bool = True, n_train: int = 1000, spec: ScoreMapSpec | None = None,
              margin: float = 0.1) -> tuple[PoseData, PoseData]:
     """Load LSP's poses on a G×G grid: (train, test) = first ``n_train`` of the first 1,000

@@ -19,7 +19,8 @@ Joint feature map ψ(x_i, y) ∈ R^d (layout; offsets in :class:`PoseArrays`)
       a_y dy²), concave in the displacement when the quadratic weights a_x, a_y are >= 0,
       which is what the distance transform needs; :meth:`PoseModel.bounds` keeps them >= 0
       (Paper: App. H).
-    LSP with T = 6 types: d = 26 + (3·6 + 22·36) + 25·24 = 1,436.
+    LSP with T = 4 types (the loader's default): d = 26 + (3·4 + 22·16) + 25·16 = 790;
+    with T = 6: d = 26 + (3·6 + 22·36) + 25·24 = 1,436.
 
 Loss
     L_i(y) = (1/N) Σ_p min(1, ‖l_p − l*_p‖² / s_i²) over all N nodes (the paper's 1/|V| Σ_{p∈V};
@@ -31,7 +32,8 @@ Statistics space (what the solver stores per block)
     The score vector is h = (w, 1): ⟨m(y), h⟩ = ⟨w, ψ⟩ + L_i(y) (c_i = 0). The other choice,
     one-hot positions per node (p_i >= 26·G²), would make the solver's per-block statistics
     μ (n × p_i float64) 1,000 × 26 × 128² × 8 B = 3.4 GB at G = 128 (0.85 GB at G = 64), and
-    its atoms as many again; with p_i = d + 1 = 1,437 they are 11.5 MB at every G.
+    its atoms as many again; with p_i = d + 1 (791 for T = 4, 1,437 for T = 6) μ takes 6.3 MB
+    (11.5 MB) at every G.
     The oracle reads h as (w, loss coefficient): h[d] = 0 is plain decoding.
 
 Max oracle (:func:`pose_oracle`)
@@ -46,7 +48,8 @@ Scratch (sizes in :class:`PoseArrays` fields ``scr_f``, ``scr_i``; T = max types
     one child, the first-pass buffer and the envelope's breakpoints.
     int64 ``scr_i = (N + 1)·T·GG + GG + G``: the back-pointers per node (best child position and
     type per parent position and type), the transforms' arg-max, the first-pass arg-max and the
-    envelope's parabola list. LSP at G = 128, T = 6: 2.66 M entries each, 21 MB each.
+    envelope's parabola list. LSP at G = 128: T = 4, 1.79 M entries each (14 MB each); T = 6,
+    2.66 M entries each (21 MB each).
 
 Paper: App. I (LSP model), App. H (box constraints), Eq. (2) (max oracle).
 """
