@@ -371,3 +371,29 @@ def test_model_interface_describe_block_and_predict(small_model):
     bad[1] = model.arrays.T  # a type out of range for node 0 (the root has 1 type)
     with pytest.raises(ValueError, match="type"):
         model.loss(0, bad)
+
+
+def test_oracle_on_the_26_node_tree_beats_every_single_node_change():
+    """On the full LSP tree (synthetic poses, G = 8, 3 types), no change of one node's position
+    and type improves the oracle's loss-augmented score (a necessary condition of optimality
+    that brute force cannot check at this size), and the score exceeds the truth's."""
+    rng = np.random.default_rng(0)
+    xy = rng.normal(0, 1, size=(12, 14, 2)) + np.array([[0, 3], [0, 1.5], [0, 0], [1, 0], [1, 1.5], [1, 3],
+                                                         [-1, -1], [-0.5, -1.5], [0, -2], [1, -2], [1.5, -1.5],
+                                                         [2, -1], [0.5, -2.3], [0.5, -3]]) * 4
+    data = lsp.make_pose_data(xy, np.zeros((12, 14), bool), G=8, n_types=3, seed=1)
+    model = PoseModel(data.subset(np.arange(3)))
+    M = model.arrays
+    for i in range(model.n):
+        w = random_w(model, rng, scale=0.5)
+        y = model.max_oracle(i, w)
+        h = np.empty(model.d + 1)
+        pose_scores(M, i, w, h)
+        best = pose_label_dot(M, i, y, h)
+        assert best >= pose_label_dot(M, i, model.ground_truth(i), h) - 1e-9
+        for p in range(M.N):
+            for c in range(M.K):
+                for t in range(M.ntype[p]):
+                    y2 = y.copy()
+                    y2[2 * p], y2[2 * p + 1] = c, t
+                    assert pose_label_dot(M, i, y2, h) <= best + 1e-9
