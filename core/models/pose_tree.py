@@ -1,0 +1,822 @@
+"""Pose estimation on a tree of parts with mixture types (Paper: App. I, LSP; Chen and Yuille,
+NIPS 2014; Yang and Ramanan's flexible mixtures of parts), with a loss-augmented max oracle by
+max-sum on the tree and generalized distance transforms (Felzenszwalb and Huttenlocher 2005).
+
+Labelling
+    y of block (image) i is int64 of shape (2N,): ``y[2p]`` the position index ``row·G + col``
+    of node p (0 <= . < G²), ``y[2p+1]`` its mixture type (0 <= . < T_p; T_root = 1).
+    N = 26 for LSP (see :mod:`gaplab.core.datasets.lsp` for the tree).
+
+Joint feature map ψ(x_i, y) ∈ R^d (layout; offsets in :class:`PoseArrays`)
+    * unary, N entries: ψ_U,p = φ_p(l_p), the generated part-score map of node p of image i at
+      the node's position (weight w_U,p: one per node, as the paper);
+    * type pairs, Σ_q T_q·T_parent(q) entries: indicator [t_q = a, t_parent(q) = b] for each edge
+      (q, parent(q)) (the pairwise type weights: co-occurrence of mixture types);
+    * deformation, Σ_q 4·T_q entries: for the child q's type t, with the displacement
+      (dx, dy) = (l_q − l_parent(q) − r_q^t)/u (u = G/32 cells, so the features do not grow
+      with G), the features −(dx, dx², dy, dy²) in slot t and 0 in the other types' slots.
+      The minus sign makes the term a penalty: ⟨w_P,q,t, ψ⟩ = −(b_x dx + a_x dx² + b_y dy +
+      a_y dy²), concave in the displacement when the quadratic weights a_x, a_y are >= 0,
+      which is what the distance transform needs; :meth:`PoseModel.bounds` keeps them >= 0
+      (Paper: App. H).
+    LSP with T = 4 types (the loader's default): d = 26 + (3·4 + 22·16) + 25·16 = 790;
+    with T = 6: d = 26 + (3·6 + 22·36) + 25·24 = 1,436.
+
+Loss
+    L_i(y) = (1/N) Σ_p min(1, ‖l_p − l*_p‖² / s_i²) over all N nodes (the paper's 1/|V| Σ_{p∈V};
+    min, as the authors' code; the text's max is a typo), s_i the left-shoulder to right-hip
+    distance of the ground truth (grid units). L_i(y_i) = 0 and L_i <= 1.
+
+Statistics space (what the solver stores per block)
+    m(y) = (ψ(x_i, y), L_i(y)) ∈ R^{d+1}, so p_i = d + 1 and ψ = B_i m(y) with B_i = [I_d 0].
+    The score vector is h = (w, 1): ⟨m(y), h⟩ = ⟨w, ψ⟩ + L_i(y) (c_i = 0). The other choice,
+    one-hot positions per node (p_i >= 26·G²), would make the solver's per-block statistics
+    μ (n × p_i float64) 1,000 × 26 × 128² × 8 B = 3.4 GB at G = 128 (0.85 GB at G = 64), and
+    its atoms as many again; with p_i = d + 1 (791 for T = 4, 1,437 for T = 6) μ takes 6.3 MB
+    (11.5 MB) at every G.
+    The oracle reads h as (w, loss coefficient): h[d] = 0 is plain decoding.
+
+Max oracle (:func:`pose_oracle`)
+    Max-sum on the tree, leaves first. Node q's table S_q(l, t) (T_q × G²) is w_U,q φ_q(l) +
+    h[d]·loss_q(l) plus the messages of its children. Its message to the parent p is
+    M(l_p, t_p) = max_{t_q} [w_pair(t_q, t_p) + max_{l_q} S_q(l_q, t_q) − def_{q,t_q}(l_q − l_p)],
+    the inner max a separable 2-D generalized distance transform per type (two 1-D passes over
+    the upper envelope of parabolas, O(G²)), with the arg-max kept for back-tracking. Cost
+    O(N·T·G² + N·T²·G²) per call. Measured (benchmarks/bench_pose.py, LSP, shared 2-core
+    machine, CPU-time medians): T = 4: 4.5 / 20.5 / 78 ms at G = 32 / 64 / 128; T = 6: 7.4 / 32 /
+    124 ms; T = 3: 3.4 / 15 / 57 ms.
+
+Differences from the paper's model
+    The paper (after Chen and Yuille) has a type t_pq ∈ {1..13} per *arc* (both orientations of
+    every edge) and a CNN score φ^P_pq(I, l_p, t_pq) of each type, weighted by w_T,pq. Without
+    images there is no type evidence, so here a type belongs to each non-root *node* (its
+    displacement cluster relative to its parent, as in Yang and Ramanan) and the "pairwise type
+    weights" are biases of the (child type, parent type) pairs; the unary and deformation terms
+    are as in the paper.
+
+Scratch (sizes in :class:`PoseArrays` fields ``scr_f``, ``scr_i``; T = max types, GG = G²)
+    float64 ``scr_f = (N + 1)·T·GG + GG + 2G + 1``: the node tables, the per-type transforms of
+    one child, the first-pass buffer and the envelope's breakpoints.
+    int64 ``scr_i = (N + 1)·T·GG + GG + G``: the back-pointers per node (best child position and
+    type per parent position and type), the transforms' arg-max, the first-pass arg-max and the
+    envelope's parabola list. LSP at G = 128: T = 4, 1.79 M entries each (14 MB each); T = 6,
+    2.66 M entries each (21 MB each).
+
+Paper: App. I (LSP model), App. H (box constraints), Eq. (2) (max oracle).
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit, uint64
+
+from .protocol import StructuredModel, check_labelling
+
+__all__ = [
+    "PoseArrays", "PoseModel", "build_pose_arrays", "pose_scores", "pose_oracle", "pose_decode",
+    "pose_label_dot", "pose_label_add", "pose_label_loss", "pose_gt_label", "pose_sqnorm",
+    "pose_axpy", "pose_score_map", "pose_unary_value", "distance_transform_1d",
+    "distance_transform_2d",
+]
+
+PoseArrays = namedtuple(
+    "PoseArrays",
+    [
+        "n", "d", "K",       # blocks (images), dim of w, positions per node (G²)
+        "stat_off",          # int64 (n+1): block i's statistics m(y) = (ψ, L) at [i(d+1), (i+1)(d+1))
+        "lab_off",           # int64 (n+1): labelling of block i: 2N entries (position, type) per node
+        "gt",                # int64 (2N·n): ground-truth labellings
+        "G", "N", "T",       # grid side, nodes, max types
+        "parent",            # int64 (N,): parent node (-1 root)
+        "order",             # int64 (N,): breadth-first order from the root
+        "ntype",             # int64 (N,): types of each node (root: 1)
+        "anchors",           # float64 (N·T·2,): r_q^t (grid units), [q, t, (x, y)]
+        "pair_off",          # int64 (N,): start of edge (q, parent)'s type-pair weights (T_q × T_parent)
+        "def_off",           # int64 (N,): start of node q's deformation weights (T_q × 4)
+        "unit",              # float: deformation unit u (cells)
+        "scale2",            # float64 (n,): s_i²
+        "img_id",            # int64 (n,): image identity in the noise hash
+        "seed",              # int: score-map seed
+        "noise",             # float: noise standard deviation
+        "sigma",             # float: bump width (cells)
+        "bump_pos",          # float64 (n·N·3·2,): bump centres (x, y)
+        "bump_amp",          # float64 (n·N·3,): bump amplitudes
+        "scr_f", "scr_i",    # oracle scratch sizes (float64, int64)
+    ],
+)
+
+_GOLD = uint64(0x9E3779B97F4A7C15)
+_NEG = -np.inf
+
+
+# ============================================================================ score maps
+@njit(cache=True, nogil=True, inline="always")
+def _mix(z):
+    z = (z ^ (z >> uint64(30))) * uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> uint64(27))) * uint64(0x94D049BB133111EB)
+    return z ^ (z >> uint64(31))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _map_key(M, i, p):
+    a = _mix(uint64(M.seed) * _GOLD + uint64(0x5DEECE66D))
+    b = _mix(uint64(M.img_id[i]) * uint64(0xD1B54A32D192ED03) + uint64(p) + uint64(1))
+    return _mix(a ^ b)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _noise(key, cell):
+    z = _mix(key + uint64(cell + 1) * _GOLD)
+    s = float(z & uint64(0xFFFF)) + float((z >> uint64(16)) & uint64(0xFFFF)) \
+        + float((z >> uint64(32)) & uint64(0xFFFF)) + float(z >> uint64(48))
+    return ((s + 2.0) / 65536.0 - 2.0) * 1.7320508075688772  # Irwin-Hall(4), mean 0, variance 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _bump(M, i, p, k, x, y):
+    """Bump k of node p's map at cell (x, y) (0 outside its window of radius 4σ)."""
+    b = (i * M.N + p) * 3 + k
+    amp = M.bump_amp[b]
+    if amp == 0.0:
+        return 0.0
+    dx = x - M.bump_pos[2 * b]
+    dy = y - M.bump_pos[2 * b + 1]
+    r2 = dx * dx + dy * dy
+    s = M.sigma
+    if r2 > 16.0 * s * s:
+        return 0.0
+    return amp * np.exp(-r2 / (2.0 * s * s))
+
+
+@njit(cache=True, nogil=True)
+def pose_unary_value(M, i, p, cell):
+    """φ_p(cell) of image i: the generated part-score map of node p at one cell (index
+    row·G + col); bit-identical to :func:`pose_score_map` at that cell."""
+    G = M.G
+    x = cell % G
+    y = cell // G
+    v = M.noise * _noise(_map_key(M, i, p), cell)
+    for k in range(3):
+        v += _bump(M, i, p, k, x, y)
+    return v
+
+
+@njit(cache=True, nogil=True)
+def pose_score_map(M, i, p, out):
+    """Fill out[:G²] with node p's part-score map φ_p of image i (row-major, float64)."""
+    G = M.G
+    key = _map_key(M, i, p)
+    nz = M.noise
+    for c in range(G * G):
+        out[c] = nz * _noise(key, c)
+    s = M.sigma
+    rad = 4.0 * s
+    for k in range(3):
+        b = (i * M.N + p) * 3 + k
+        if M.bump_amp[b] == 0.0:
+            continue
+        cx = M.bump_pos[2 * b]
+        cy = M.bump_pos[2 * b + 1]
+        x0 = max(0, int(np.floor(cx - rad)))
+        x1 = min(G - 1, int(np.ceil(cx + rad)))
+        y0 = max(0, int(np.floor(cy - rad)))
+        y1 = min(G - 1, int(np.ceil(cy + rad)))
+        for y in range(y0, y1 + 1):
+            for x in range(x0, x1 + 1):
+                out[y * G + x] += _bump(M, i, p, k, x, y)
+
+
+# ============================================================================ distance transform
+@njit(cache=True, nogil=True)
+def _dt1d(src, s0, sstep, n, a, b, shift, dst, d0, dstep, arg, a0, astep, v, z):
+    """dst[d0 + j·dstep] = max_x src[s0 + x·sstep] − a (x − c_j)² − b (x − c_j), c_j = j + shift,
+    for j, x in [0, n); arg[a0 + j·astep] = the maximising x (a >= 0). Felzenszwalb and
+    Huttenlocher (2005): upper envelope of the parabolas (lines e_x + 2a·x·c in c, with
+    e_x = f_x − a x² − b x), O(n). v (int64, n), z (float64, 2n + 1): work (z[n+1:] holds e)."""
+    if a == 0.0:  # linear: the maximiser does not depend on c_j
+        best = _NEG
+        bx = 0
+        for x in range(n):
+            val = src[s0 + x * sstep] - b * x
+            if val > best:
+                best = val
+                bx = x
+        fb = src[s0 + bx * sstep]
+        for j in range(n):
+            c = j + shift
+            dst[d0 + j * dstep] = fb - b * (bx - c)
+            arg[a0 + j * astep] = bx
+        return
+    e0 = n + 1
+    for x in range(n):
+        z[e0 + x] = src[s0 + x * sstep] - (a * x + b) * x
+    k = 0
+    v[0] = 0
+    z[0] = _NEG
+    z[1] = np.inf
+    ta = 2.0 * a
+    for q in range(1, n):
+        eq = z[e0 + q]
+        p = v[k]
+        num = z[e0 + p] - eq
+        den = ta * (q - p)
+        # pop while the intersection c = num / den (den > 0) lies left of the breakpoint z[k]
+        while k > 0 and num <= z[k] * den:
+            k -= 1
+            p = v[k]
+            num = z[e0 + p] - eq
+            den = ta * (q - p)
+        s = num / den
+        if k == 0 and s <= z[0]:  # only when s = -inf: q's parabola is above everywhere
+            v[0] = q
+            z[1] = np.inf
+        else:
+            k += 1
+            v[k] = q
+            z[k] = s
+            z[k + 1] = np.inf
+    k = 0
+    for j in range(n):
+        c = j + shift
+        while z[k + 1] < c:
+            k += 1
+        x = v[k]
+        dd = x - c
+        dst[d0 + j * dstep] = src[s0 + x * sstep] - (a * dd + b) * dd
+        arg[a0 + j * astep] = x
+
+
+@njit(cache=True, nogil=True)
+def _dt2d(src, s0, G, ax, bx, ay, by, rx, ry, dst, d0, arg, a0, tmp, targ, v, z):
+    """dst[d0 + yp·G + xp] = max_{xq, yq} src[s0 + yq·G + xq] − ax·ddx² − bx·ddx − ay·ddy² −
+    by·ddy with (ddx, ddy) = (xq − xp − rx, yq − yp − ry); arg = the maximising cell index.
+    tmp (float64, G²), targ (int64, G²), v, z: work."""
+    for yq in range(G):  # along x, every row; written transposed: tmp[xp·G + yq]
+        _dt1d(src, s0 + yq * G, 1, G, ax, bx, rx, tmp, yq, G, targ, yq, G, v, z)
+    for xp in range(G):  # along y, every column (a contiguous row of tmp)
+        _dt1d(tmp, xp * G, 1, G, ay, by, ry, dst, d0 + xp, G, arg, a0 + xp, G, v, z)
+        for yp in range(G):
+            yq = arg[a0 + yp * G + xp]
+            arg[a0 + yp * G + xp] = yq * G + targ[xp * G + yq]
+
+
+def _check_quad(name, val):
+    if not np.isfinite(val) or val < 0:
+        raise ValueError(f"{name} (the quadratic deformation weight given to the distance "
+                         f"transform) must be finite and >= 0, got {float(val)!r}")
+
+
+def distance_transform_1d(f, a: float, b: float = 0.0, shift: float = 0.0):
+    """Generalized distance transform (max form) of a 1-D score array.
+
+    out[j] = max_x f[x] − a (x − j − shift)² − b (x − j − shift), x, j ∈ [0, n).
+
+    Parameters
+    ----------
+    f : array (n,) float
+        Scores (finite).
+    a : float >= 0
+        Quadratic penalty (a negative value raises ValueError: the transform needs a concave
+        penalty).
+    b, shift : float
+        Linear penalty and offset of the centre.
+
+    Returns
+    -------
+    out : ndarray float64 (n,), arg : ndarray int64 (n,)
+    """
+    f = np.ascontiguousarray(f, dtype=np.float64)
+    if f.ndim != 1 or f.size < 1 or not np.isfinite(f).all():
+        raise ValueError(f"f must be a finite 1-D array of length >= 1, got shape {f.shape}")
+    _check_quad("a", a)
+    n = f.size
+    out = np.empty(n)
+    arg = np.empty(n, dtype=np.int64)
+    _dt1d(f, 0, 1, n, float(a), float(b), float(shift), out, 0, 1, arg, 0, 1,
+          np.empty(n, np.int64), np.empty(2 * n + 1))
+    return out, arg
+
+
+def distance_transform_2d(f, ax: float, bx: float, ay: float, by: float, rx: float = 0.0,
+                          ry: float = 0.0):
+    """Separable 2-D generalized distance transform (max form) of a G×G score map.
+
+    out[yp, xp] = max_{yq, xq} f[yq, xq] − ax·dx² − bx·dx − ay·dy² − by·dy, with
+    (dx, dy) = (xq − xp − rx, yq − yp − ry). O(G²) (Felzenszwalb and Huttenlocher 2005).
+
+    Returns
+    -------
+    out : ndarray float64 (G, G), arg : ndarray int64 (G, G) (maximising cell yq·G + xq)
+    """
+    f = np.ascontiguousarray(f, dtype=np.float64)
+    if f.ndim != 2 or f.shape[0] != f.shape[1] or f.shape[0] < 2:
+        raise ValueError(f"f must be a square G×G map with G >= 2, got shape {f.shape}")
+    if not np.isfinite(f).all():
+        raise ValueError("f must be finite")
+    _check_quad("ax", ax)
+    _check_quad("ay", ay)
+    G = f.shape[0]
+    out = np.empty(G * G)
+    arg = np.empty(G * G, dtype=np.int64)
+    _dt2d(f.ravel(), 0, G, float(ax), float(bx), float(ay), float(by), float(rx), float(ry),
+          out, 0, arg, 0, np.empty(G * G), np.empty(G * G, np.int64), np.empty(G, np.int64),
+          np.empty(2 * G + 1))
+    return out.reshape(G, G), arg.reshape(G, G)
+
+
+# ============================================================================ primitives
+@njit(cache=True, nogil=True, inline="always")
+def _node_loss(M, i, p, cell):
+    g = M.gt[M.lab_off[i] + 2 * p]
+    G = M.G
+    dx = float(cell % G - g % G)
+    dy = float(cell // G - g // G)
+    r = (dx * dx + dy * dy) / M.scale2[i]
+    return (1.0 if r > 1.0 else r) / M.N
+
+
+@njit(cache=True, nogil=True)
+def pose_scores(M, i, w, h):
+    """Fill h[:d+1] with the loss-augmented score vector of block i in statistics space:
+    h = (w, 1), so ⟨m(y), h⟩ = ⟨w, ψ(x_i, y)⟩ + L_i(y) (c_i = 0)."""
+    for j in range(M.d):
+        h[j] = w[j]
+    h[M.d] = 1.0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _def_feats(M, q, tq, cq, cp):
+    """Displacement (dx, dy) in units u of child cell cq from parent cell cp for type tq."""
+    G = M.G
+    ab = (q * M.T + tq) * 2
+    dx = (float(cq % G - cp % G) - M.anchors[ab]) / M.unit
+    dy = (float(cq // G - cp // G) - M.anchors[ab + 1]) / M.unit
+    return dx, dy
+
+
+@njit(cache=True, nogil=True)
+def pose_label_dot(M, i, y, vec):
+    """⟨m(y), vec⟩ = Σ_j ψ_j(x_i, y)·vec[j] + L_i(y)·vec[d] for a labelling y of block i."""
+    N = M.N
+    s = 0.0
+    loss = 0.0
+    for p in range(N):
+        c = y[2 * p]
+        s += vec[p] * pose_unary_value(M, i, p, c)
+        loss += _node_loss(M, i, p, c)
+        par = M.parent[p]
+        if par >= 0:
+            tq = y[2 * p + 1]
+            s += vec[M.pair_off[p] + tq * M.ntype[par] + y[2 * par + 1]]
+            dx, dy = _def_feats(M, p, tq, c, y[2 * par])
+            o = M.def_off[p] + 4 * tq
+            s -= vec[o] * dx + vec[o + 1] * dx * dx + vec[o + 2] * dy + vec[o + 3] * dy * dy
+    return s + loss * vec[M.d]
+
+
+@njit(cache=True, nogil=True)
+def pose_label_add(M, i, y, coef, vec):
+    """vec[:d+1] += coef · m(y) (m(y) = (ψ(x_i, y), L_i(y)))."""
+    N = M.N
+    loss = 0.0
+    for p in range(N):
+        c = y[2 * p]
+        vec[p] += coef * pose_unary_value(M, i, p, c)
+        loss += _node_loss(M, i, p, c)
+        par = M.parent[p]
+        if par >= 0:
+            tq = y[2 * p + 1]
+            vec[M.pair_off[p] + tq * M.ntype[par] + y[2 * par + 1]] += coef
+            dx, dy = _def_feats(M, p, tq, c, y[2 * par])
+            o = M.def_off[p] + 4 * tq
+            vec[o] -= coef * dx
+            vec[o + 1] -= coef * (dx * dx)
+            vec[o + 2] -= coef * dy
+            vec[o + 3] -= coef * (dy * dy)
+    vec[M.d] += coef * loss
+
+
+@njit(cache=True, nogil=True)
+def pose_label_loss(M, i, y):
+    """L_i(y) = (1/N) Σ_p min(1, ‖l_p − l*_p‖²/s_i²)."""
+    loss = 0.0
+    for p in range(M.N):
+        loss += _node_loss(M, i, p, y[2 * p])
+    return loss
+
+
+@njit(cache=True, nogil=True)
+def pose_gt_label(M, i, y):
+    """Copy the ground-truth labelling of block i into y[:2N]."""
+    t0 = M.lab_off[i]
+    for t in range(M.lab_off[i + 1] - t0):
+        y[t] = M.gt[t0 + t]
+
+
+@njit(cache=True, nogil=True)
+def pose_sqnorm(M, i, dlt, zbuf):
+    """‖B_i δ‖² = ‖δ[:d]‖² (B_i = [I_d 0]; zbuf unused and left zero)."""
+    s = 0.0
+    for j in range(M.d):
+        s += dlt[j] * dlt[j]
+    return s
+
+
+@njit(cache=True, nogil=True)
+def pose_axpy(M, i, coef, dlt, v, w, lb, ub, has_box):
+    """v += coef · B_i δ (= coef · δ[:d]); with has_box, w[j] = clip(v[j], lb[j], ub[j]) on the
+    touched coordinates (δ[j] != 0)."""
+    for j in range(M.d):
+        c = dlt[j]
+        if c != 0.0:
+            v[j] += coef * c
+            if has_box:
+                x = v[j]
+                if x < lb[j]:
+                    x = lb[j]
+                elif x > ub[j]:
+                    x = ub[j]
+                w[j] = x
+
+
+@njit(cache=True, nogil=True)
+def pose_oracle(M, i, h, y, scratch_f, scratch_i):
+    """y ← argmax_y ⟨m(y), h⟩ on block i (loss-augmented decoding when h = (w, 1), plain
+    decoding when h[d] = 0) by max-sum on the tree with generalized distance transforms;
+    returns ⟨m(y), h⟩ of the returned y. Needs h's quadratic deformation weights >= 0
+    (ValueError otherwise). scratch_f: float64 of length >= M.scr_f; scratch_i: int64 of
+    length >= M.scr_i (see the module docstring)."""
+    G = M.G
+    GG = G * G
+    N = M.N
+    T = M.T
+    d = M.d
+    lc = h[d]
+    TG = T * GG
+    # scratch layout
+    o_D = N * TG
+    o_tmp = o_D + TG
+    o_z = o_tmp + GG
+    o_A = N * TG
+    o_targ = o_A + TG
+    o_v = o_targ + GG
+    for q in range(N):
+        par = M.parent[q]
+        if par >= 0:
+            for t in range(M.ntype[q]):
+                o = M.def_off[q] + 4 * t
+                if not (h[o + 1] >= 0.0 and h[o + 3] >= 0.0):
+                    raise ValueError("pose_oracle: a quadratic deformation weight is negative (or NaN); "
+                                     "the generalized distance transform needs them >= 0 "
+                                     "(use PoseModel.bounds())")
+    # node tables: unary + loss, copied to every type
+    for p in range(N):
+        base = p * TG
+        pose_score_map(M, i, p, scratch_f[o_tmp:o_tmp + GG])
+        wu = h[p]
+        if lc != 0.0:
+            for c in range(GG):
+                scratch_f[base + c] = wu * scratch_f[o_tmp + c] + lc * _node_loss(M, i, p, c)
+        else:
+            for c in range(GG):
+                scratch_f[base + c] = wu * scratch_f[o_tmp + c]
+        for t in range(1, M.ntype[p]):
+            for c in range(GG):
+                scratch_f[base + t * GG + c] = scratch_f[base + c]
+    # messages, leaves first
+    inv_u = 1.0 / M.unit
+    for k in range(N - 1, 0, -1):
+        q = M.order[k]
+        par = M.parent[q]
+        Tq = M.ntype[q]
+        Tp = M.ntype[par]
+        for t in range(Tq):
+            o = M.def_off[q] + 4 * t
+            ab = (q * T + t) * 2
+            # penalty in cells: u-units features (dx/u, (dx/u)²) -> a = w/u², b = w/u
+            _dt2d(scratch_f, q * TG + t * GG, G,
+                  h[o + 1] * inv_u * inv_u, h[o] * inv_u, h[o + 3] * inv_u * inv_u, h[o + 2] * inv_u,
+                  M.anchors[ab], M.anchors[ab + 1],
+                  scratch_f, o_D + t * GG, scratch_i, o_A + t * GG,
+                  scratch_f[o_tmp:o_tmp + GG], scratch_i[o_targ:o_targ + GG],
+                  scratch_i[o_v:o_v + G], scratch_f[o_z:o_z + 2 * G + 1])
+        po = M.pair_off[q]
+        bv = scratch_f[o_tmp:o_tmp + GG]      # best value over the child's types (reuses tmp)
+        bt = scratch_i[o_targ:o_targ + GG]    # its type
+        D0 = scratch_f[o_D:o_D + GG]
+        for tp in range(Tp):
+            acc = scratch_f[par * TG + tp * GG:par * TG + (tp + 1) * GG]
+            bp = scratch_i[q * TG + tp * GG:q * TG + (tp + 1) * GG]
+            wp0 = h[po + tp]
+            for c in range(GG):
+                bv[c] = D0[c] + wp0
+                bt[c] = 0
+            for t in range(1, Tq):
+                wpt = h[po + t * Tp + tp]
+                Dt = scratch_f[o_D + t * GG:o_D + (t + 1) * GG]
+                for c in range(GG):  # branch-free select: vectorizes (G = 64: 8 -> 0.5-4 ms a call)
+                    val = Dt[c] + wpt
+                    old = bv[c]
+                    bv[c] = val if val > old else old
+                    bt[c] = t if val > old else bt[c]
+            for c in range(GG):
+                acc[c] += bv[c]
+                b = bt[c]
+                bp[c] = scratch_i[o_A + b * GG + c] * T + b
+    # root
+    r = M.order[0]
+    best = _NEG
+    bc = 0
+    btr = 0
+    for t in range(M.ntype[r]):
+        for c in range(GG):
+            val = scratch_f[r * TG + t * GG + c]
+            if val > best:
+                best = val
+                bc = c
+                btr = t
+    y[2 * r] = bc
+    y[2 * r + 1] = btr
+    for k in range(1, N):
+        q = M.order[k]
+        par = M.parent[q]
+        code = scratch_i[q * TG + y[2 * par + 1] * GG + y[2 * par]]
+        y[2 * q] = code // T
+        y[2 * q + 1] = code % T
+    return pose_label_dot(M, i, y, h)
+
+
+@njit(cache=True, nogil=True)
+def pose_decode(M, i, w, h, y, scratch_f, scratch_i):
+    """Plain decoding argmax_y ⟨w, ψ(x_i, y)⟩ through :func:`pose_oracle` (h = (w, 0));
+    h: float64 work of length d + 1. Returns the maximum."""
+    pose_scores(M, i, w, h)
+    h[M.d] = 0.0
+    return pose_oracle(M, i, h, y, scratch_f, scratch_i)
+
+
+# ============================================================================ building
+def build_pose_arrays(data) -> PoseArrays:
+    """The flat arrays of :class:`PoseArrays` for a :class:`~gaplab.core.datasets.lsp.PoseData`."""
+    parent = np.ascontiguousarray(data.parent, dtype=np.int64)
+    N = parent.shape[0]
+    roots = np.flatnonzero(parent < 0)
+    if roots.size != 1:
+        raise ValueError(f"parent must define a tree with exactly one root, got {roots.size} roots")
+    children = [[] for _ in range(N)]
+    for q in range(N):
+        if parent[q] >= 0:
+            if not 0 <= parent[q] < N:
+                raise ValueError(f"parent[{q}] = {parent[q]} is outside [-1, {N})")
+            children[parent[q]].append(q)
+    order = [int(roots[0])]
+    for k in range(N):
+        if k >= len(order):
+            raise ValueError("parent has a cycle: not every node is reachable from the root")
+        order.extend(children[order[k]])
+    order = np.asarray(order, dtype=np.int64)
+    ntype = np.ascontiguousarray(data.n_types, dtype=np.int64)
+    anchors = np.asarray(data.anchors, dtype=np.float64)
+    T = anchors.shape[1]
+    if ntype.shape != (N,) or ntype.min() < 1 or ntype.max() > T or ntype[roots[0]] != 1:
+        raise ValueError(f"n_types must be (N,) = ({N},) in [1, {T}] with 1 for the root, got {ntype}")
+    pair_off = np.full(N, -1, dtype=np.int64)
+    def_off = np.full(N, -1, dtype=np.int64)
+    off = N
+    for q in range(N):
+        if parent[q] >= 0:
+            pair_off[q] = off
+            off += ntype[q] * ntype[parent[q]]
+    for q in range(N):
+        if parent[q] >= 0:
+            def_off[q] = off
+            off += 4 * ntype[q]
+    d = off
+    G = int(data.G)
+    n = data.n
+    y = np.empty((n, N, 2), dtype=np.int64)
+    y[:, :, 0] = data.pos[:, :, 1] * G + data.pos[:, :, 0]
+    y[:, :, 1] = data.types
+    if np.any(data.types < 0) or np.any(data.types >= ntype[None, :]):
+        raise ValueError("types must lie in [0, n_types[p]) for every node")
+    GG = G * G
+    return PoseArrays(
+        n=n, d=int(d), K=GG,
+        stat_off=np.arange(n + 1, dtype=np.int64) * (d + 1),
+        lab_off=np.arange(n + 1, dtype=np.int64) * (2 * N),
+        gt=np.ascontiguousarray(y.reshape(-1)),
+        G=G, N=N, T=int(T), parent=parent, order=order, ntype=ntype,
+        anchors=np.ascontiguousarray(anchors.reshape(-1)), pair_off=pair_off, def_off=def_off,
+        unit=G / 32.0, scale2=np.ascontiguousarray(np.asarray(data.scale, np.float64) ** 2),
+        img_id=np.ascontiguousarray(data.img_id, dtype=np.int64), seed=int(data.seed),
+        noise=float(data.spec.noise), sigma=float(data.spec.sigma * G / 32.0),
+        bump_pos=np.ascontiguousarray(data.bump_pos.reshape(-1), dtype=np.float64),
+        bump_amp=np.ascontiguousarray(data.bump_amp.reshape(-1), dtype=np.float64),
+        scr_f=int((N + 1) * T * GG + GG + 2 * G + 1), scr_i=int((N + 1) * T * GG + GG + G),
+    )
+
+
+class PoseModel(StructuredModel):
+    """The tree-structured pose SSVM over a :class:`~gaplab.core.datasets.lsp.PoseData`
+    (one dual block per image; see the module docstring for ψ, the loss and the oracle).
+
+    Parameters
+    ----------
+    data : PoseData
+        Training images (poses and generated score maps).
+    """
+
+    kind = "pose"
+    oracle_tier = "compiled"
+
+    def __init__(self, data):
+        from ..datasets.lsp import PoseData
+
+        if not isinstance(data, PoseData):
+            raise TypeError(f"data must be a PoseData, got {type(data).__name__}")
+        self.data = data
+        self.arrays = build_pose_arrays(data)
+        self.n = self.arrays.n
+        self.d = self.arrays.d
+        self.G = self.arrays.G
+        self.name = data.name
+
+    # ------------------------------------------------------------------ interface
+    def label_len(self, i: int) -> int:
+        return 2 * self.arrays.N
+
+    def n_labels(self, i: int) -> int:
+        """Entries are position indices (< G²) and types (< T)."""
+        return max(self.arrays.K, self.arrays.T)
+
+    def ground_truth(self, i: int) -> np.ndarray:
+        i = self._check_i(i)
+        M = self.arrays
+        return M.gt[M.lab_off[i]:M.lab_off[i + 1]].copy()
+
+    def _check_i(self, i):
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 0 <= i < self.n:
+            raise IndexError(f"block i must be an int in [0, {self.n}), got {i!r}")
+        return int(i)
+
+    def _check_y(self, i, y):
+        y = check_labelling(self, i, y)
+        types = y[1::2]
+        bad = types >= self.arrays.ntype
+        if bad.any():
+            p = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"model {self.name!r}, block {i}: node {p} has type {types[p]} outside "
+                             f"[0, {self.arrays.ntype[p]})")
+        if (y[0::2] >= self.arrays.K).any():
+            p = int(np.flatnonzero(y[0::2] >= self.arrays.K)[0])
+            raise ValueError(f"model {self.name!r}, block {i}: node {p} has position {y[2 * p]} "
+                             f"outside [0, G²) = [0, {self.arrays.K})")
+        return y
+
+    def _check_w(self, w):
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        if w.shape != (self.d,):
+            raise ValueError(f"w must have shape ({self.d},), got {w.shape}")
+        if not np.isfinite(w).all():
+            raise ValueError("w must be finite")
+        q = self.quadratic_index()
+        neg = w[q] < 0
+        if neg.any():
+            j = int(q[np.flatnonzero(neg)[0]])
+            raise ValueError(f"w[{j}] = {float(w[j])!r} is a quadratic deformation weight and must be >= 0 "
+                             f"for the distance transform (use bounds(): lb = 0 there)")
+        return w
+
+    def quadratic_index(self) -> np.ndarray:
+        """Indices of w's quadratic deformation weights (the dx², dy² coefficients), int64."""
+        M = self.arrays
+        out = []
+        for q in range(M.N):
+            if M.parent[q] >= 0:
+                for t in range(M.ntype[q]):
+                    o = M.def_off[q] + 4 * t
+                    out += [o + 1, o + 3]
+        return np.asarray(out, dtype=np.int64)
+
+    def bounds(self):
+        """lb = 0 on the quadratic deformation weights (so the distance transform applies;
+        Paper: App. H, App. I), −inf elsewhere; ub = +inf. Float64 arrays of shape (d,)."""
+        lb = np.full(self.d, -np.inf)
+        lb[self.quadratic_index()] = 0.0
+        return lb, np.full(self.d, np.inf)
+
+    def loss(self, i: int, y) -> float:
+        """L_i(y) = (1/N) Σ_p min(1, ‖l_p − l*_p‖²/s_i²) (numpy; Paper: App. I)."""
+        i = self._check_i(i)
+        y = self._check_y(i, y)
+        G = self.G
+        gt = self.ground_truth(i)[0::2]
+        c = y[0::2]
+        d2 = (c % G - gt % G) ** 2 + (c // G - gt // G) ** 2
+        return float(np.mean(np.minimum(1.0, d2 / self.arrays.scale2[i])))
+
+    def score_map(self, i: int, p: int) -> np.ndarray:
+        """Node p's generated part-score map φ_p of image i, float64 (G, G) (row = y)."""
+        i = self._check_i(i)
+        if not 0 <= int(p) < self.arrays.N:
+            raise IndexError(f"part p must lie in [0, {self.arrays.N}), got {p!r}")
+        out = np.empty(self.arrays.K)
+        pose_score_map(self.arrays, i, int(p), out)
+        return out.reshape(self.G, self.G)
+
+    def joint_feature(self, i: int, y) -> np.ndarray:
+        """Dense ψ(x_i, y), float64 of shape (d,) (numpy, from the whole score maps; for tests
+        and display)."""
+        i = self._check_i(i)
+        y = self._check_y(i, y)
+        M = self.arrays
+        G, T = self.G, M.T
+        psi = np.zeros(self.d)
+        A = M.anchors.reshape(M.N, T, 2)
+        for p in range(M.N):
+            c = int(y[2 * p])
+            psi[p] = self.score_map(i, p).ravel()[c]
+            par = int(M.parent[p])
+            if par < 0:
+                continue
+            t, cp = int(y[2 * p + 1]), int(y[2 * par])
+            psi[M.pair_off[p] + t * M.ntype[par] + y[2 * par + 1]] = 1.0
+            dx = ((c % G - cp % G) - A[p, t, 0]) / M.unit
+            dy = ((c // G - cp // G) - A[p, t, 1]) / M.unit
+            psi[M.def_off[p] + 4 * t: M.def_off[p] + 4 * t + 4] = [-dx, -dx * dx, -dy, -dy * dy]
+        return psi
+
+    def scratch(self):
+        """Fresh oracle scratch arrays (float64 (scr_f,), int64 (scr_i,))."""
+        return np.empty(self.arrays.scr_f), np.empty(self.arrays.scr_i, dtype=np.int64)
+
+    def _oracle(self, i, w, loss_augmented):
+        i = self._check_i(i)
+        w = self._check_w(w)
+        M = self.arrays
+        h = np.empty(self.d + 1)
+        pose_scores(M, i, w, h)
+        if not loss_augmented:
+            h[self.d] = 0.0
+        y = np.empty(2 * M.N, dtype=np.int64)
+        sf, si = self.scratch()
+        val = pose_oracle(M, i, h, y, sf, si)
+        return y, float(val)
+
+    def max_oracle(self, i: int, w) -> np.ndarray:
+        """Loss-augmented decoding argmax_y L_i(y) + ⟨w, ψ(x_i, y)⟩ of image i (Paper: Eq. (2)),
+        int64 (2N,). w's quadratic deformation weights must be >= 0 (ValueError)."""
+        return self._oracle(i, w, True)[0]
+
+    def decode(self, i: int, w) -> np.ndarray:
+        """Plain decoding argmax_y ⟨w, ψ(x_i, y)⟩ of training image i, int64 (2N,)."""
+        return self._oracle(i, w, False)[0]
+
+    def describe_block(self, i: int, y, part: int = 6) -> dict:
+        """What the app draws: the score map of one part (default node 6, the right wrist) and
+        the skeleton of y.
+
+        Returns a dict with ``kind`` = ``"pose"``, ``text``, ``G``, ``part`` (index),
+        ``part_name``, ``score_map`` (float64 (G, G)), ``skeleton`` (int64 (N, 2) cells (x, y)),
+        ``types`` (int64 (N,)), ``edges`` (int64 (N − 1, 2) child-parent pairs), ``loss``.
+        """
+        i = self._check_i(i)
+        y = self._check_y(i, y)
+        M = self.arrays
+        c = y[0::2]
+        sk = np.stack([c % self.G, c // self.G], 1)
+        names = self.data.node_names or tuple(str(p) for p in range(M.N))
+        edges = np.array([(q, M.parent[q]) for q in range(M.N) if M.parent[q] >= 0], dtype=np.int64)
+        loss = self.loss(i, y)
+        return {"kind": "pose", "text": f"image {int(self.data.img_id[i])}, loss {loss:.3f}",
+                "G": self.G, "part": int(part), "part_name": names[int(part)],
+                "score_map": self.score_map(i, part), "skeleton": sk, "types": y[1::2].copy(),
+                "edges": edges, "loss": loss}
+
+    # ------------------------------------------------------------------ data-set level
+    def predict(self, w, data=None) -> np.ndarray:
+        """Plain decoding of every image of ``data`` (default: the training set): int64
+        (n, 2N)."""
+        from ..datasets.lsp import PoseData
+
+        w = self._check_w(w)
+        data = self.data if data is None else data
+        if not isinstance(data, PoseData):
+            raise TypeError(f"data must be a PoseData, got {type(data).__name__}")
+        M = self.arrays if data is self.data else build_pose_arrays(data)
+        if M.d != self.d or M.G != self.G:
+            raise ValueError(f"data has d = {M.d}, G = {M.G}; the model expects d = {self.d}, G = {self.G}")
+        out = np.empty((M.n, 2 * M.N), dtype=np.int64)
+        h = np.empty(self.d + 1)
+        sf, si = np.empty(M.scr_f), np.empty(M.scr_i, dtype=np.int64)
+        for k in range(M.n):
+            pose_decode(M, k, w, h, out[k], sf, si)
+        return out
+
+    def error(self, w, data=None) -> float:
+        """Mean task loss of the plain decoding over ``data`` (default: training set)."""
+        data = self.data if data is None else data
+        Y = self.predict(w, data)
+        M = self.arrays if data is self.data else build_pose_arrays(data)
+        return float(np.mean([pose_label_loss(M, k, Y[k]) for k in range(M.n)]))
