@@ -420,6 +420,18 @@ def test_cache_is_reused(tiny, monkeypatch):
                              cache_dir=cache, progress=False)
 
 
+def test_broken_cache_file_is_recomputed(tiny, tmp_path):
+    root, cache, train, _ = tiny
+    (path,) = cache.glob("weizmann_horse-*.npz")
+    cdir = tmp_path / "c"
+    cdir.mkdir()
+    (cdir / path.name).write_bytes(b"not a zip file")
+    tr2, _ = load_weizmann_horses(root, params=TINY, cache_dir=cdir, progress=False)
+    np.testing.assert_array_equal(tr2.xu, train.xu)
+    with np.load(cdir / path.name) as z:  # rewritten
+        assert "segments" in z.files
+
+
 def test_vocabulary_never_sees_a_test_image(tiny, tmp_path):
     root, _, train, test = tiny
     copy = tmp_path / "weizmann_horse"

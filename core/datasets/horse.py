@@ -54,6 +54,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,9 @@ _PHOTO_DIR, _MASK_DIR = "rgb", "figure_ground"
 _EXTS = (".jpg", ".jpeg", ".png")
 _SCALE_TOL = 0.02  # the two axes' photo/mask scale factors may differ by 2% (rounding)
 _CACHE_VERSION = 1
+_CACHE_KEYS = frozenset({"img_shape", "segments", "mask", "sp_off", "edge_off", "area", "fg_area",
+                         "edges", "colour_vocab", "texture_vocab"} |
+                        {f"{k}_{f}" for k in ("loc", "col", "tex") for f in ("row", "col", "cnt")})
 
 
 @dataclass(frozen=True)
@@ -619,8 +623,10 @@ def load_weizmann_horses(data_home: Any = None, *, params: HorseFeatureParams | 
         try:
             with np.load(cpath, allow_pickle=False) as z:
                 counts = {k: z[k] for k in z.files}
-        except (OSError, ValueError, KeyError):
-            counts = None  # unreadable cache: recompute and overwrite
+            if not _CACHE_KEYS <= set(counts):
+                counts = None  # incomplete cache file: recompute and overwrite
+        except (OSError, ValueError, zipfile.BadZipFile):
+            counts = None  # unreadable cache file: recompute and overwrite
     if counts is None:
         counts = extract_superpixel_counts(pairs, train_idx, prm, progress=progress)
         if use_cache:
