@@ -52,7 +52,7 @@ from .protocol import StructuredModel, check_labelling
 __all__ = [
     "SegArrays", "SegmentationModel", "build_seg_arrays",
     "seg_scores", "seg_label_dot", "seg_label_add", "seg_label_loss", "seg_gt_label",
-    "seg_sqnorm", "seg_axpy", "graph_cut",
+    "seg_sqnorm", "seg_axpy", "seg_potentials", "graph_cut",
 ]
 
 #: The flat arrays of a segmentation model that the numba primitives read.
