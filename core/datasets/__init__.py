@@ -1,10 +1,14 @@
-"""Sequence-labelling data sets (containers and loaders).
+"""Data sets (containers and loaders): sequence labelling and superpixel segmentation.
 
-Import-light: loaders read their bundled assets only when called.
+Import-light: loaders read their bundled assets (or the user's files) only when called;
+scikit-image and scikit-learn are imported by the horse loader only when it computes features.
 """
 from .base import SequenceData
 from .conll import conlleval, load_conll2000, parse_conll
 from .lsp import PoseData, load_lsp
+from .horse import HorseFeatureParams, load_weizmann_horses
 from .ocr import load_ocr
+from .segmentation import SegmentationData, make_synthetic_segmentation
 
-__all__ = ["SequenceData", "load_ocr", "load_conll2000", "parse_conll", "conlleval", "PoseData", "load_lsp"]
+__all__ = ["SequenceData", "load_ocr", "load_conll2000", "parse_conll", "conlleval", "PoseData", "load_lsp",
+           "SegmentationData", "make_synthetic_segmentation", "load_weizmann_horses", "HorseFeatureParams"]
