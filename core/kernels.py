@@ -141,6 +141,46 @@ def register_model_kind(arrays_cls, name: str, **primitives) -> None:
     if ls and len(ls) != len(_LABEL_SPACE):
         raise ValueError(f"model kind {name!r}: label-space steps need all of {_LABEL_SPACE}, got {ls}")
     _KINDS[arrays_cls] = dict(primitives, __name__=name)
+    _drop_stale_driver_caches(name, primitives)
+
+
+def _drop_stale_driver_caches(name, primitives) -> None:
+    """numba keys the on-disk cache of a compiled function by its own source file only. The
+    drivers here (and the kernels of state.py and regpath.py, in the same folder) inline the
+    model's primitives, so after a model's module changes their cached machine code is stale.
+    A stamp of the model's source files is kept next to the cache; when it changes, the cached
+    drivers are dropped (they recompile on next use)."""
+    import hashlib
+    import os
+    h = hashlib.sha256()
+    for f in sorted({inspect.getsourcefile(p.py_func) for p in primitives.values()}):
+        try:
+            with open(f, "rb") as fh:
+                h.update(fh.read())
+        except OSError:
+            return
+    digest = h.hexdigest()
+    try:
+        cache_dir = run_steps._cache._cache_path
+        stamp = os.path.join(cache_dir, f"gaplab-model-{name}.sha256")
+        if os.path.exists(stamp):
+            with open(stamp) as fh:
+                if fh.read().strip() == digest:
+                    return
+        if os.path.isdir(cache_dir):
+            for fn in os.listdir(cache_dir):
+                if fn.startswith(("kernels.", "state.", "regpath.")) and fn.endswith((".nbi", ".nbc")):
+                    try:
+                        os.remove(os.path.join(cache_dir, fn))
+                    except OSError:
+                        pass
+        os.makedirs(cache_dir, exist_ok=True)
+        tmp = f"{stamp}.{os.getpid()}.tmp"
+        with open(tmp, "w") as fh:
+            fh.write(digest)
+        os.replace(tmp, stamp)
+    except (OSError, AttributeError):  # a read-only install or no cache: nothing is cached to go stale
+        pass
 
 
 def model_kind_name(arrays) -> str:
