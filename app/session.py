@@ -447,7 +447,8 @@ class Session(SessionSettings):
             if self._closed:
                 return
             if solver is None:
-                solver = Solver(problem.model, cfg, test_data=problem.test)
+                from gaplab.core.problems import model_box
+                solver = Solver(problem.model, cfg, test_data=problem.test, **model_box(problem.model))
             self._origin = origin
             self._note = ""
             self._problem = problem

@@ -28,7 +28,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 __all__ = ["ProblemSpec", "ProblemOption", "Problem", "register_problem", "unregister_problem",
-           "get_problem", "problem_names", "load_problem", "warmup_plan", "WarmupJob"]
+           "get_problem", "problem_names", "load_problem", "warmup_plan", "WarmupJob", "model_box"]
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
@@ -338,6 +338,19 @@ def load_problem(name: str, data_home=None, **options) -> Problem:
     return get_problem(name).load(data_home=data_home, **options)
 
 
+def model_box(model) -> dict:
+    """The box constraints a model needs, as keyword arguments of :class:`~gaplab.core.Solver`:
+    ``{"lb": lb, "ub": ub}`` from ``model.bounds()`` (e.g. w_P >= 0 of the segmentation model,
+    Paper: App. H), or ``{}`` when the model has none. Every place that builds a Solver for a
+    registered problem (``gaplab train/path/grid``, the app, sweeps, warm-up) passes it on."""
+    bounds = getattr(model, "bounds", None)
+    b = bounds() if callable(bounds) else None
+    if b is None:
+        return {}
+    lb, ub = b
+    return {"lb": lb, "ub": ub}
+
+
 # ----------------------------------------------------------------------------- warm-up
 @dataclass(frozen=True)
 class WarmupJob:
@@ -448,3 +461,57 @@ register_problem("conll2000", _conll_loader, _chain_model, default_lam=0.01,
                              "(files needed: --data-home or $GAPLAB_DATA)",
                  bundled=False, check=_conll_check, metric="chunk F1", higher_is_better=True,
                  evaluate=_conll_evaluate, warmup=_tiny_chain)
+
+
+# ----------------------------------------------------------------------------- segmentation (App. I)
+#: default λ of horse-small (see benchmarks/README.md, "Segmentation": the best test loss of a grid)
+HORSE_SMALL_LAM = 1e-2
+
+def _seg_model(train):
+    from .models.graphcut import SegmentationModel
+    return SegmentationModel(train)
+
+
+def _seg_tiny_loader(data_home=None, n=6):
+    from .datasets.segmentation import make_synthetic_segmentation
+    train = make_synthetic_segmentation(n, grid=(3, 4), cell=4, d_u=5, d_p=3, noise=0.8, seed=0,
+                                        name="seg-tiny/train")
+    test = make_synthetic_segmentation(n, grid=(3, 4), cell=4, d_u=5, d_p=3, noise=0.8, seed=1,
+                                       name="seg-tiny/test")
+    return train, test
+
+
+def _seg_tiny_warmup():
+    from .datasets.segmentation import make_synthetic_segmentation
+    from .models.graphcut import SegmentationModel
+    return SegmentationModel(make_synthetic_segmentation(3, grid=(2, 3), cell=2, d_u=3, d_p=2, seed=0,
+                                                         name="warmup"))
+
+
+def _horse_loader(data_home=None, verify=True):
+    from .datasets.horse import load_weizmann_horses
+    return load_weizmann_horses(data_home, verify=verify, progress=False)
+
+
+def _horse_check(data_home=None):
+    from .datasets.horse import _locate
+    _locate(data_home)
+
+
+def _seg_evaluate(model, w, test):
+    """(test error = mean class-balanced loss, {"pixel_accuracy", "iou", "mean_iou"})."""
+    r = model.evaluate(w, test)
+    return r["loss"], {k: r[k] for k in ("pixel_accuracy", "iou", "mean_iou")}
+
+
+register_problem("seg-tiny", _seg_tiny_loader, _seg_model, default_lam=10.0,
+                 description="synthetic binary segmentation (3x4 superpixel grids, graph-cut oracle; "
+                             "tests and demos)",
+                 metric="test loss", evaluate=_seg_evaluate, warmup=_seg_tiny_warmup, quick=True,
+                 options={"n": ProblemOption(6, (1, 1000), "images", "number of training images")})
+register_problem("horse-small", _horse_loader, _seg_model, default_lam=HORSE_SMALL_LAM,
+                 description="Weizmann horses as HorseSeg-small (Paper: App. I): 147 training, 181 test "
+                             "images, SLIC superpixels, graph-cut oracle, w_P >= 0 "
+                             "(files needed: --data-home or $GAPLAB_DATA)",
+                 bundled=False, check=_horse_check, metric="test loss", evaluate=_seg_evaluate,
+                 warmup=_seg_tiny_warmup)
