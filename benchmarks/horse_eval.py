@@ -38,7 +38,7 @@ def solve(model, lam, *, step="pairwise", cache=True, passes=30.0, time_limit=30
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--passes", type=float, default=30.0)
-    ap.add_argument("--lams", default="1,0.1,0.01,0.001")
+    ap.add_argument("--lams", default="100,30,10,3,1,0.1,0.01")
     ap.add_argument("--time-limit", type=float, default=240.0)
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -73,11 +73,31 @@ def main(argv=None):
     for step in ("fw", "pairwise"):
         for cache in (False, True):
             s, res = solve(model, lam_best, step=step, cache=cache, passes=args.passes, time_limit=args.time_limit)
+            tr = [(r["wall_time_s"], r["effective_passes"], r["exact_gap"]) for r in res.trace
+                  if r["exact_gap"] == r["exact_gap"]]
+            to_gap = {}
+            for target in (0.2, 0.1, 0.05):
+                hit = [t for t in tr if t[2] <= target]
+                to_gap[str(target)] = {"s": hit[0][0], "passes": hit[0][1]} if hit else None
             timing.append({"step": step, "cache": cache, "gap": res.exact_gap, "passes": res.effective_passes,
                            "solver_s": res.wall_time_s, "s_per_pass": res.wall_time_s / max(res.effective_passes, 1e-9),
-                           "iterations": s.iteration, "oracle_calls": s.oracle_calls})
-            print(timing[-1], flush=True)
+                           "iterations": s.iteration, "oracle_calls": s.oracle_calls,
+                           "cache_hits": int(res.trace[-1]["cache_hits"]), "to_gap": to_gap,
+                           "trace": [{"s": a, "passes": b, "gap": c} for a, b, c in tr]})
+            print({k: v for k, v in timing[-1].items() if k != "trace"}, flush=True)
     out["timing_at_best_lam"] = timing
+    # step anatomy: n oracle calls alone vs n Python-tier block steps (oracle + compiled halves)
+    s, _ = solve(model, lam_best, step="fw", cache=False, passes=3)
+    t = time.perf_counter()
+    for i in range(model.n):
+        model.max_oracle(i, s.S.w)
+    oracle_pass = time.perf_counter() - t
+    t = time.perf_counter()
+    s.steps(model.n)
+    out["anatomy"] = {"oracle_pass_s": oracle_pass, "step_pass_s": time.perf_counter() - t}
+    print(out["anatomy"], flush=True)
+    out["load_average"] = list(__import__("os").getloadavg())
+    out["cpus"] = __import__("os").cpu_count()
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     OUT.mkdir(exist_ok=True)
     (OUT / "horse_eval.json").write_text(json.dumps(out, indent=1, default=float))
