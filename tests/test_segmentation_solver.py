@@ -221,3 +221,35 @@ def test_horse_small_trains_with_the_box():
     assert res.exact_gap >= 0 and np.all(res.w[m.d_u:] >= 0)
     r = m.evaluate(res.w, p.test)
     assert 0.5 < r["pixel_accuracy"] <= 1.0
+
+
+# ---------------------------------------------------------------------------- app
+def test_app_anatomy_shows_mask_overlays():
+    pytest.importorskip("panel")
+    from gaplab.app.session import Session
+    from gaplab.app.views import AnatomyView
+    s = Session(dataset="seg-tiny", step_kind="pairwise")
+    try:
+        assert s.wait_idle(60) and s.status == "idle", s.messages()
+        s.step_n(20)
+        assert s.wait_idle(60)
+        st = s.step().last_step
+        names = [name for name, _ in st.overlays]
+        assert names[0] == "photo and superpixels" and names[1] == "ground truth"
+        assert names[2].startswith("FW corner") and names[3].startswith("away corner")
+        model = s.problem.model
+        H, W = model.data.segment_map(st.block).shape
+        assert all(img.shape == (H, W, 3) and img.dtype == np.uint8 for _, img in st.overlays)
+        # the overlay of the FW corner is tinted exactly on the pixels its labelling calls horse
+        y = np.array([int(t) for t in st.fw_corner])
+        fg = model.data.labels_to_mask(st.block, y)
+        img = st.overlays[2][1].astype(int)
+        blue = img[..., 2] - img[..., 0]
+        if fg.any() and (~fg).any():
+            assert blue[fg].mean() > blue[~fg].mean()
+        view = AnatomyView()
+        view.update(s.snapshot)
+        assert view.word.object.count("class='gaplab-mask'") == 4
+        assert f"<span class='gaplab-block'>{st.block}</span>" in view.word.object
+    finally:
+        s.close()
