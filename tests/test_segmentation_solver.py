@@ -253,3 +253,21 @@ def test_app_anatomy_shows_mask_overlays():
         assert f"<span class='gaplab-block'>{st.block}</span>" in view.word.object
     finally:
         s.close()
+
+
+def test_path_checkpoint_restores_a_boxed_solver_exactly(tiny):
+    """A saved path solver with the box (v ≠ w) continues step for step as the original."""
+    from gaplab.core.regpath import _STATE_PREFIX, _restore_solver, _solver_state
+    s = Solver(tiny, lam=10.0, step="pairwise", max_passes=1e9, **model_box(tiny))
+    s.steps(200)
+    s.exact_gap()
+    info, arrays = _solver_state(s)
+    t = _restore_solver(tiny, info, {k[len(_STATE_PREFIX):]: v for k, v in arrays.items()}, ValueError)
+    assert np.array_equal(t.S.v, s.S.v) and np.array_equal(t.w, s.w) and t.S.v is not t.S.w
+    s.steps(60)
+    t.steps(60)
+    assert np.array_equal(s.w, t.w)
+    # a box-free model cannot take a boxed checkpoint
+    info_nobox = dict(info, has_box=False)
+    with pytest.raises(ValueError, match="box"):
+        _restore_solver(tiny, info_nobox, {k[len(_STATE_PREFIX):]: v for k, v in arrays.items()}, ValueError)
