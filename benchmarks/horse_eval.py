@@ -132,7 +132,7 @@ def figure(model, test, w, path, n_show=4):
     for a, t in zip(axes[0], ("photo + superpixels", "truth", "prediction")):
         a.set_title(t)
     fig.tight_layout()
-    fig.savefig(path, dpi=80)
+    fig.savefig(path, dpi=60)
 
 
 if __name__ == "__main__":
