@@ -1,7 +1,10 @@
 """The problem registry: every training problem gaplab offers, registered once.
 
 A *problem* is a named pair of a data loader and a model: ``ocr-small``, ``ocr-large``,
-``conll2000`` (Paper: Sec. 5, App. I) and ``toy`` (Paper: App. C). The CLI (``gaplab train/path/
+``conll2000`` (Paper: Sec. 5, App. I), ``toy`` (Paper: App. C), ``horse-small`` (binary
+segmentation of the Weizmann horses, App. I) and ``seg-tiny`` (a synthetic segmentation set).
+A model's box constraints (``model.bounds()``, e.g. w_P >= 0) reach every Solver built for a
+problem through :func:`model_box`. The CLI (``gaplab train/path/
 grid --dataset``), the app's dataset picker, ``gaplab warmup`` and :class:`gaplab.core.estimator.SSVM`
 all read this registry, so a new data set appears everywhere by one call::
 
