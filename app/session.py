@@ -108,6 +108,40 @@ class StepInfo:
     image: np.ndarray | None = field(default=None, repr=False)  # OCR: uint8 (T, 16, 8) letter images
     tokens: tuple | None = None         # CoNLL: the words of the sentence
     note: str = ""                      # toy: "hard block" / "easy block"
+    # segmentation (describe_block kind "mask"): uint8 (H, W, 3) RGB overlays of the photo with
+    # superpixel borders, the ground truth, the FW and the away corner (see _mask_overlays)
+    overlays: tuple | None = field(default=None, repr=False)
+
+
+_OVERLAY_COLORS = {"truth": (255, 200, 0), "fw": (0, 170, 255), "away": (255, 60, 160)}
+
+
+def _mask_overlays(truth, fw, away) -> tuple | None:
+    """For a segmentation block (``describe_block`` kind "mask"): (name, uint8 (H, W, 3)) pairs:
+    the photo with its superpixel borders, then the ground truth, the FW corner and the away
+    corner as coloured overlays (foreground tinted, wrong superpixels darkened). None otherwise."""
+    if truth is None or "mask" not in truth:
+        return None
+    d = truth["mask"]
+    photo = d.get("photo")
+    base = (np.asarray(photo, dtype=np.float64) if photo is not None
+            else np.full(d["superpixels"].shape + (3,), 128.0))
+    gt = np.asarray(d["truth"], dtype=bool)
+    first = base.copy()
+    first[np.asarray(d["boundaries"], dtype=bool)] = (255, 255, 0)
+    out = [("photo and superpixels", first)]
+    for name, key, desc in (("ground truth", "truth", truth), ("FW corner", "fw", fw), ("away corner", "away", away)):
+        if desc is None or "mask" not in desc:
+            continue
+        m = np.asarray(desc["mask"]["mask"], dtype=bool)
+        img = 0.55 * base
+        img[m] = 0.45 * base[m] + 0.55 * np.array(_OVERLAY_COLORS[key], dtype=np.float64)
+        if key != "truth":
+            wrong = m != gt
+            img[wrong] *= 0.5
+            name = f"{name} (loss {float(np.sum(desc['mask']['loss_per_superpixel'])):.3f})"
+        out.append((name, img))
+    return tuple((name, _frozen(np.clip(img, 0, 255).astype(np.uint8))) for name, img in out)
 
 
 @dataclass(frozen=True)
@@ -447,7 +481,8 @@ class Session(SessionSettings):
             if self._closed:
                 return
             if solver is None:
-                solver = Solver(problem.model, cfg, test_data=problem.test)
+                from gaplab.core.problems import model_box
+                solver = Solver(problem.model, cfg, test_data=problem.test, **model_box(problem.model))
             self._origin = origin
             self._note = ""
             self._problem = problem
@@ -768,6 +803,7 @@ class Session(SessionSettings):
             gap_after=s.block_gap_now(i), improvement=r.improvement,
             active_set_size=r.active_set_size, truth=truth["labels"], fw_corner=fw["labels"],
             away_corner=away["labels"] if away else None,
+            overlays=_mask_overlays(truth, fw, away),
             image=_frozen(image) if image is not None else None,
             tokens=tuple(words) if words is not None and not isinstance(words, str) else None, note=note)
 
@@ -786,6 +822,8 @@ class Session(SessionSettings):
             ys = np.asarray(d.get("labels", y)).ravel()
             labels = tuple(names[int(k)] if names is not None else str(int(k)) for k in ys)
         out = {"labels": labels, "image": d.get("image"), "words": d.get("words"), "note": d.get("note", "")}
+        if d.get("kind") == "mask":
+            out["mask"] = d
         data = getattr(model, "data", None)
         extras = getattr(data, "extras", None) or {}
         if out["image"] is None and extras.get("images") is not None:
@@ -797,7 +835,7 @@ class Session(SessionSettings):
     def _label_names(self):
         model = self._solver.model
         data = getattr(model, "data", None)
-        if data is not None:
+        if getattr(data, "label_names", None) is not None:
             return data.label_names
         return getattr(model, "label_names", None)
 

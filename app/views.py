@@ -542,16 +542,18 @@ BlockGapsView._ranges = _block_ranges
 
 # ----------------------------------------------------------------------------- one step
 def _png(gray) -> str:
-    """A data-URI PNG of a small 8-bit grayscale image (no imaging library needed)."""
+    """A data-URI PNG of a small 8-bit grayscale (H, W) or RGB (H, W, 3) image (no imaging
+    library needed)."""
     a = np.ascontiguousarray(gray, dtype=np.uint8)
-    h, w = a.shape
+    h, w = a.shape[:2]
+    color = 2 if a.ndim == 3 else 0
     raw = b"".join(b"\x00" + a[r].tobytes() for r in range(h))
 
     def chunk(tag, data):
         return (struct.pack(">I", len(data)) + tag + data
                 + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF))
 
-    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0))
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, color, 0, 0, 0))
            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
@@ -680,7 +682,9 @@ class AnatomyView(_Base):
             return
         chunks = st.tokens is not None and is_iob(st.truth)
         self._set_height(chunks)
-        if chunks:
+        if getattr(st, "overlays", None):
+            self._draw_masks(snap, st)
+        elif chunks:
             self._draw_chunks(snap, st)
         else:
             self._draw_tokens(snap, st)
@@ -710,6 +714,24 @@ class AnatomyView(_Base):
             "<div style='color:#666;font-size:11.5px;margin-top:2px'>box: a chunk (B-X starts a chunk of "
             "type X, I-X continues it); red box: not a gold chunk; red word: its tag differs from the "
             "gold tag (adds loss); hover a word for its tag</div>")
+
+    def _draw_masks(self, snap, st):
+        """A segmentation block (Paper: App. I): the photo with its superpixels, the ground truth,
+        the FW corner and the away corner as coloured overlays (darkened: superpixels whose label
+        differs from the ground truth, i.e. that add loss)."""
+        cells = "".join(
+            f"<td style='text-align:center;padding:0 4px;vertical-align:top'>"
+            f"<img class='gaplab-mask' src='{_png(img)}' style='height:150px;border:1px solid #ddd'>"
+            f"<div style='font-size:12px;color:#444'>{html.escape(name)}</div></td>"
+            for name, img in st.overlays)
+        note = f" — {st.note}" if st.note else ""
+        self.word.object = (
+            f"<div style='font-weight:600;font-size:15px;margin-bottom:6px'>Anatomy of the last step: "
+            f"block <span class='gaplab-block'>{st.block}</span>{note} "
+            f"<span style='font-weight:normal;font-size:12.5px;color:#555'>({len(st.truth)} superpixels)</span></div>"
+            f"<div style='overflow-x:auto'><table><tr>{cells}</tr></table></div>"
+            "<div style='color:#666;font-size:12px'>yellow: ground-truth horse; blue: FW corner; pink: away "
+            "corner; darkened: label differs from the ground truth (adds loss)</div>")
 
     def _draw_tokens(self, snap, st):
         T = len(st.truth)

@@ -1,7 +1,10 @@
 """The problem registry: every training problem gaplab offers, registered once.
 
 A *problem* is a named pair of a data loader and a model: ``ocr-small``, ``ocr-large``,
-``conll2000`` (Paper: Sec. 5, App. I) and ``toy`` (Paper: App. C). The CLI (``gaplab train/path/
+``conll2000`` (Paper: Sec. 5, App. I), ``toy`` (Paper: App. C), ``horse-small`` (binary
+segmentation of the Weizmann horses, App. I) and ``seg-tiny`` (a synthetic segmentation set).
+A model's box constraints (``model.bounds()``, e.g. w_P >= 0) reach every Solver built for a
+problem through :func:`model_box`. The CLI (``gaplab train/path/
 grid --dataset``), the app's dataset picker, ``gaplab warmup`` and :class:`gaplab.core.estimator.SSVM`
 all read this registry, so a new data set appears everywhere by one call::
 
@@ -28,7 +31,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 __all__ = ["ProblemSpec", "ProblemOption", "Problem", "register_problem", "unregister_problem",
-           "get_problem", "problem_names", "load_problem", "warmup_plan", "WarmupJob"]
+           "get_problem", "problem_names", "load_problem", "warmup_plan", "WarmupJob", "model_box"]
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
@@ -338,6 +341,19 @@ def load_problem(name: str, data_home=None, **options) -> Problem:
     return get_problem(name).load(data_home=data_home, **options)
 
 
+def model_box(model) -> dict:
+    """The box constraints a model needs, as keyword arguments of :class:`~gaplab.core.Solver`:
+    ``{"lb": lb, "ub": ub}`` from ``model.bounds()`` (e.g. w_P >= 0 of the segmentation model,
+    Paper: App. H), or ``{}`` when the model has none. Every place that builds a Solver for a
+    registered problem (``gaplab train/path/grid``, the app, sweeps, warm-up) passes it on."""
+    bounds = getattr(model, "bounds", None)
+    b = bounds() if callable(bounds) else None
+    if b is None:
+        return {}
+    lb, ub = b
+    return {"lb": lb, "ub": ub}
+
+
 # ----------------------------------------------------------------------------- warm-up
 @dataclass(frozen=True)
 class WarmupJob:
@@ -448,3 +464,59 @@ register_problem("conll2000", _conll_loader, _chain_model, default_lam=0.01,
                              "(files needed: --data-home or $GAPLAB_DATA)",
                  bundled=False, check=_conll_check, metric="chunk F1", higher_is_better=True,
                  evaluate=_conll_evaluate, warmup=_tiny_chain)
+
+
+# ----------------------------------------------------------------------------- segmentation (App. I)
+#: default λ of horse-small: the best test loss of the grid 100 … 0.01 in benchmarks/results/horse_eval.json
+#: (40 passes of BCPFW + gap sampling + cache per λ; the paper also reports its best-test λ)
+HORSE_SMALL_LAM = 10.0
+
+def _seg_model(train):
+    from .models.graphcut import SegmentationModel
+    return SegmentationModel(train)
+
+
+def _seg_tiny_loader(data_home=None, n=6):
+    from .datasets.segmentation import make_synthetic_segmentation
+    train = make_synthetic_segmentation(n, grid=(3, 4), cell=4, d_u=5, d_p=3, noise=0.8, seed=0,
+                                        name="seg-tiny/train")
+    test = make_synthetic_segmentation(n, grid=(3, 4), cell=4, d_u=5, d_p=3, noise=0.8, seed=1,
+                                       name="seg-tiny/test")
+    return train, test
+
+
+def _seg_tiny_warmup():
+    from .datasets.segmentation import make_synthetic_segmentation
+    from .models.graphcut import SegmentationModel
+    return SegmentationModel(make_synthetic_segmentation(3, grid=(2, 3), cell=2, d_u=3, d_p=2, seed=0,
+                                                         name="warmup"))
+
+
+def _horse_loader(data_home=None, verify=True):
+    from .datasets.horse import load_weizmann_horses
+    return load_weizmann_horses(data_home, verify=verify, progress=False)
+
+
+def _horse_check(data_home=None):
+    from .datasets.horse import _locate
+    _locate(data_home)
+
+
+def _seg_evaluate(model, w, test):
+    """(test pixel accuracy, {"iou", "mean_iou", "loss"}): pixel-level scores against the masks
+    (the test error of the solver's trace is the mean class-balanced loss, ``model.error``)."""
+    r = model.evaluate(w, test)
+    return r["pixel_accuracy"], {k: r[k] for k in ("iou", "mean_iou", "loss")}
+
+
+register_problem("seg-tiny", _seg_tiny_loader, _seg_model, default_lam=10.0,
+                 description="synthetic binary segmentation (3x4 superpixel grids, graph-cut oracle; "
+                             "tests and demos)",
+                 metric="pixel accuracy", higher_is_better=True, evaluate=_seg_evaluate, warmup=_seg_tiny_warmup, quick=True,
+                 options={"n": ProblemOption(6, (1, 1000), "images", "number of training images")})
+register_problem("horse-small", _horse_loader, _seg_model, default_lam=HORSE_SMALL_LAM,
+                 description="Weizmann horses as HorseSeg-small (Paper: App. I): 147 training, 181 test "
+                             "images, SLIC superpixels, graph-cut oracle, w_P >= 0 "
+                             "(files needed: --data-home or $GAPLAB_DATA)",
+                 bundled=False, check=_horse_check, metric="pixel accuracy", higher_is_better=True, evaluate=_seg_evaluate,
+                 warmup=_seg_tiny_warmup)

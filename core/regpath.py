@@ -61,6 +61,7 @@ from . import kernels as kr
 from .atomic import atomic_write, npz_path
 from .config import LAM_MAX, LAM_MIN, CacheConfig, SolverConfig, Status
 from .interrupt import Interrupted
+from .models.protocol import check_labelling
 from .solver import ExactGap, Solver
 
 __all__ = [
@@ -279,6 +280,34 @@ def _block_deltas(M, w, mu, h, ygt, out):
         out[i] = (s - kr.label_dot(M, i, ygt, h)) / n
 
 
+def _loss_oracle_python(model, zero_w, y_out, loss_out):
+    """:func:`_loss_oracle` for a model whose max oracle is a Python call (oracle_tier "python")."""
+    M = model.arrays
+    for i in range(M.n):
+        b = M.lab_off[i]
+        y = check_labelling(model, i, model.max_oracle(i, zero_w), "max oracle's labelling")
+        y_out[b:b + y.shape[0]] = y
+        loss_out[i] = kr.label_loss(M, i, y)
+
+
+def _theta_python(model, zero_w, psi, h0, h, ygt, y_tilde, theta_out, dot_out):
+    """:func:`_theta` for a Python max oracle: the plain decoding at w = ψ̃ is ``model.decode``."""
+    M = model.arrays
+    for i in range(M.n):
+        p = M.stat_off[i + 1] - M.stat_off[i]
+        b = M.lab_off[i]
+        L = M.lab_off[i + 1] - b
+        kr.block_scores(M, i, zero_w, h0)
+        kr.block_scores(M, i, psi, h)
+        h[:p] -= h0[:p]
+        y = check_labelling(model, i, model.decode(i, psi), "decoded labelling")
+        best = kr.label_dot(M, i, y, h)
+        kr.gt_label(M, i, ygt)
+        s_gt = kr.label_dot(M, i, ygt, h)
+        theta_out[i] = best - s_gt
+        dot_out[i] = s_gt - kr.label_dot(M, i, np.ascontiguousarray(y_tilde[b:b + L]), h)
+
+
 def _buffers(M):
     max_lab = int(np.diff(M.lab_off).max())
     max_stat = int(np.diff(M.stat_off).max())
@@ -286,12 +315,41 @@ def _buffers(M):
             np.zeros(max_lab, dtype=np.int64), np.zeros(max_lab * M.K), np.zeros(max_lab * M.K, dtype=np.int64))
 
 
+def _model_box(model) -> dict:
+    from .problems import model_box
+    return model_box(model)
+
+
+def _new_solver(model, config, **kw) -> Solver:
+    """A Solver over ``model`` with the model's own box constraints (``model.bounds()``)."""
+    return Solver(model, config, **_model_box(model), **kw)
+
+
+def check_path_box(lb, ub) -> None:
+    """The path (Alg. 6-7, Proposition 1) supports boxes whose finite bounds are all 0 (positivity
+    or negativity constraints, as the HorseSeg and LSP models need; Paper: App. H).
+
+    Why: with w = clip(v) and every finite bound 0, a clipped coordinate has w_j = 0, so
+    ⟨w, v⟩ = ‖w‖² and the box term λ(β_u·ub − β_l·lb) of the dual vanishes. Proposition 1 then
+    holds as without a box: the rescaling α ← ρα + (1 − ρ)e_{y_i} keeps v (hence w), and the gap
+    moves by (1 − ρ)Δ with Δ = ℓ − λ‖w‖² = Σ_i δ_i. Alg. 6 holds with ψ̃ replaced by clip(ψ̃)
+    (clipping at 0 is positively homogeneous, so w = clip(ψ̃)/λ for λ >= λ_∞). Other bounds raise
+    ValueError."""
+    if lb is None or np.size(lb) == 0:
+        return
+    lb, ub = np.asarray(lb), np.asarray(ub)
+    ok = np.all((lb == 0) | (lb == -np.inf)) and np.all((ub == 0) | (ub == np.inf))
+    if not ok:
+        raise ValueError("the regularization path supports box constraints only when every finite bound is 0 "
+                         "(e.g. w_P >= 0); got other finite bounds")
+
+
 def block_deltas(solver: Solver) -> np.ndarray:
     """Per-block δ_i = (1/n) Σ_y α_i(y) H_i(y; w) at the solver's current point (no oracle call;
     Paper: Alg. 7 line 4). Σ_i δ_i = Δ = ℓ − λ‖w‖² (Proposition 1). Taken from the last exact
-    gap pass when the iterate has not moved since (free), else computed (about half a pass)."""
-    if solver.S.lb.size:
-        raise ValueError("the regularization path does not support box constraints")
+    gap pass when the iterate has not moved since (free), else computed (about half a pass).
+    A box is allowed when its finite bounds are all 0 (see :func:`check_path_box`)."""
+    check_path_box(solver.S.lb, solver.S.ub)
     fresh = solver.fresh_exact_gap
     if fresh is not None:
         return fresh.block_deltas.copy()
@@ -362,21 +420,32 @@ def init_reg_path(model, eps: float = 0.1, kappa: float = 0.9) -> PathInit:
     t0 = time.perf_counter()
     M = model.arrays
     n, d = M.n, M.d
+    box = _model_box(model)
+    if box:
+        check_path_box(box["lb"], box["ub"])
+    python_oracle = getattr(model, "oracle_tier", "compiled") == "python"
     h0, h, ybuf, ygt, vit_f, vit_i = _buffers(M)
     zero = np.zeros(d)
     y_flat = np.zeros(int(M.lab_off[-1]), dtype=np.int64)
     losses = np.zeros(n)
-    _loss_oracle(M, zero, h0, ybuf, vit_f, vit_i, y_flat, losses)
+    if python_oracle:
+        _loss_oracle_python(model, zero, y_flat, losses)
+    else:
+        _loss_oracle(M, zero, h0, ybuf, vit_f, vit_i, y_flat, losses)
     y_tilde = [y_flat[M.lab_off[i]:M.lab_off[i + 1]].copy() for i in range(n)]
-    # ψ̃ = λ·w(α_∞) at any λ: a scratch solver at λ = 1 (no atoms, nothing else allocated).
-    scratch = Solver(model, SolverConfig(lam=1.0, sampling="uniform", step="fw", track_active_set=False,
-                                         max_passes=1.0), log_size=1)
+    # ψ̃ = λ·w(α_∞) at any λ: a scratch solver at λ = 1 (no atoms, nothing else allocated). With a
+    # box of zero bounds this is clip(ψ̃), which takes ψ̃'s place in Alg. 6 (see check_path_box).
+    scratch = _new_solver(model, SolverConfig(lam=1.0, sampling="uniform", step="fw", track_active_set=False,
+                                              max_passes=1.0), log_size=1)
     scratch.set_vertices(y_tilde)
     psi = scratch.S.w.copy()
     del scratch
     theta = np.zeros(n)
     dots = np.zeros(n)
-    _theta(M, zero, psi, h0, h, ybuf, ygt, vit_f, vit_i, y_flat, theta, dots)
+    if python_oracle:
+        _theta_python(model, zero, psi, h0, h, ygt, y_flat, theta, dots)
+    else:
+        _theta(M, zero, psi, h0, h, ybuf, ygt, vit_f, vit_i, y_flat, theta, dots)
     num = float(psi @ psi) + float(theta.mean())
     if num > 0:
         lam_inf = num / (kappa * eps)
@@ -974,7 +1043,7 @@ def _path_points(model, cfg: PathConfig, scfg: SolverConfig, test_data, should_s
     # ---- initialization (Alg. 6)
     t0 = time.perf_counter()
     init = init_reg_path(model, eps, kappa)
-    solver = Solver(model, scfg.replace(lam=init.lam_inf, gap_threshold=target,
+    solver = _new_solver(model, scfg.replace(lam=init.lam_inf, gap_threshold=target,
                                         max_passes=cfg.max_passes_per_breakpoint, time_limit=math.inf))
     solver.set_vertices(init.y_tilde)
     n = solver.n
@@ -1193,7 +1262,7 @@ def _grid_points(model, lams, eps, mode, scfg, test_data, max_passes_per_point, 
             return
         t0 = time.perf_counter()
         if solver is None or mode == "none":
-            solver = Solver(model, scfg.replace(lam=float(lam), gap_threshold=eps,
+            solver = _new_solver(model, scfg.replace(lam=float(lam), gap_threshold=eps,
                                                 max_passes=max_passes_per_point, time_limit=math.inf))
         elif mode == "primal":
             solver = prop1_warm_start(solver, float(lam), gap=prev_gap, batch_step=batch_step)
@@ -1325,9 +1394,10 @@ def _config_from_json(d: dict) -> SolverConfig:
 
 def _restore_solver(model, info: dict, arrays: dict, bad) -> Solver:
     """A solver over ``model`` in the saved state (see :func:`_solver_state`)."""
-    if info.get("has_box"):
-        raise bad("the saved solver has box constraints, which the path does not support")
-    solver = Solver(model, _config_from_json(info["config"]))
+    box = _model_box(model)
+    if bool(info.get("has_box")) != bool(box):
+        raise bad("the saved solver's box constraints do not match the model's bounds() (another model?)")
+    solver = _new_solver(model, _config_from_json(info["config"]))
     ref = solver.S._asdict()
     state = {}
     for k in _STATE_FIELDS:
@@ -1340,7 +1410,14 @@ def _restore_solver(model, info: dict, arrays: dict, bad) -> Solver:
         if state[k].shape != ref[k].shape:
             raise bad(f"saved solver array {k!r} has shape {state[k].shape}, expected {ref[k].shape} for this "
                       "model (another data set?)")
-    state["v"] = state["w"]  # no box: w is v (one array)
+    if box:
+        for k in ("v", "lb", "ub"):
+            if state[k].shape != ref[k].shape:
+                raise bad(f"saved solver array {k!r} has shape {state[k].shape}, expected {ref[k].shape}")
+        if not (np.array_equal(state["lb"], ref["lb"]) and np.array_equal(state["ub"], ref["ub"])):
+            raise bad("the saved solver's box constraints differ from the model's bounds()")
+    else:
+        state["v"] = state["w"]  # no box: w is v (one array)
     solver.S = kr.StateArrays(**state)
     solver.wall_time = float(info["wall_time"])
     solver.passes_since_check = int(info["passes_since_check"])

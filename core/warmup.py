@@ -35,7 +35,7 @@ def warmup(progress=None, names=None) -> float:
         Seconds spent.
     """
     from .models import max_oracle
-    from .problems import warmup_plan
+    from .problems import model_box, warmup_plan
     from .regpath import regularization_path
     from .solver import Solver
 
@@ -48,7 +48,7 @@ def warmup(progress=None, names=None) -> float:
                      f"compiling {job.model_class} ({', '.join(job.problems)}) / {step}{' + cache' if cache else ''}")
         m = job.model
         s = Solver(m, lam=0.1, step=step, sampling="gap", cache={"enabled": cache}, gap_check=1,
-                   batch_step=cache, max_passes=3)
+                   batch_step=cache, max_passes=3, **model_box(m))
         s.run()
         s.block_gap_now(0)
         s.exact_gap(count=False)

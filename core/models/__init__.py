@@ -6,10 +6,11 @@ import numpy as np
 
 from .. import kernels as kr
 from .chain import ChainArrays, ChainModel
+from .graphcut import SegArrays, SegmentationModel
 from .multiclass import MulticlassArrays, MulticlassModel
 from .protocol import StructuredModel, check_labelling, check_model
 
-__all__ = ["ChainModel", "ChainArrays", "MulticlassModel", "MulticlassArrays", "StructuredModel", "check_model",
+__all__ = ["ChainModel", "ChainArrays", "MulticlassModel", "MulticlassArrays", "SegmentationModel", "SegArrays", "StructuredModel", "check_model",
            "check_labelling", "max_oracle", "label_score"]
 
 

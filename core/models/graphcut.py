@@ -522,3 +522,20 @@ class SegmentationModel(StructuredModel):
             losses.append(seg_label_loss(m.arrays, i, yi))
         return {"pixel_accuracy": correct / d.mask.size, "iou": inter / union if union else 1.0,
                 "mean_iou": float(np.mean(ious)), "loss": float(np.mean(losses))}
+
+
+# --------------------------------------------------------------------------- solver registration
+# The statistics-space scores leave out the constant loss_const_i of the loss (⟨m(y), h⟩ =
+# ⟨w, ψ⟩ + L_i(y) − loss_const_i). The solver only uses differences of ⟨m(y), h⟩ between
+# labellings (block gaps, step sizes, cache rule; Σ_y α_i(y) = 1, so ⟨μ_i, h⟩ carries the same
+# constant), and the exact gap pass's structured hinge term val − (⟨m(y_i), h⟩ − L_i(y_i)) is a
+# difference too, because seg_label_loss returns the exact loss (L_i(y_i) = 0). Checked by
+# tests/test_segmentation_solver.py against an independent primal − dual.
+def _register():
+    from .. import kernels as kr
+    kr.register_model_kind(SegArrays, "segmentation", scores=seg_scores, label_dot=seg_label_dot,
+                           label_add=seg_label_add, label_loss=seg_label_loss, gt_label=seg_gt_label,
+                           sqnorm=seg_sqnorm, axpy=seg_axpy)
+
+
+_register()
