@@ -13,23 +13,6 @@ import time
 
 __all__ = ["main"]
 
-def _load_dataset(name: str, data_home=None):
-    """(train, test) of a registered problem (see :mod:`gaplab.core.problems`)."""
-    from gaplab.core.problems import get_problem
-    out = get_problem(name).loader(data_home=data_home)
-    return out[0], out[1]
-
-
-def _positive_float(text):
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
-    return v
-
-
 def _json_default(o):
     import numpy as np
     if isinstance(o, (np.integer,)):

@@ -174,7 +174,7 @@ class Solver:
         Settings; keyword ``overrides`` replace single fields (validated).
     lb, ub : array of float64, shape (d,), optional
         Box constraints on w (±inf allowed; Paper: App. H). The untruncated v = Aα is kept and
-        w = clip(v, lb, ub).
+        w = clip(v, lb, ub). Default: the model's own ``bounds()`` (None: no box).
     test_data : SequenceData, optional
         Evaluated (test error) at every exact gap check, outside the timed solver work.
     log_size : int
@@ -203,6 +203,8 @@ class Solver:
             if "cache" in overrides and isinstance(overrides["cache"], dict):
                 overrides["cache"] = CacheConfig(**overrides["cache"])
             config = config.replace(**overrides)
+        if lb is None and ub is None and model.bounds() is not None:
+            lb, ub = model.bounds()  # the box the model needs (App. H: e.g. w_pairwise >= 0)
         lb, ub = _check_bounds(lb, ub, model.arrays.d)
         if isinstance(log_size, bool) or not isinstance(log_size, int) or log_size < 1:
             raise ValueError(f"log_size must be an int >= 1, got {log_size!r}")
