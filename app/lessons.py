@@ -3,15 +3,18 @@ and App. C), each page with its live view of the same session.
 
 The texts are data (:data:`LESSONS`); :class:`LessonPanel` shows one page at a time with
 Previous / Next, an optional "Set up" button that applies the page's settings to the session,
-and the page's live view (a view object updated from the session's snapshots like the tabs).
+the page's live view (a view object updated from the session's snapshots like the tabs) and,
+for a page that explains an algorithm, the source of the functions of the readable reference
+solver (:mod:`gaplab.core.reference`) that implement it.
 """
 from __future__ import annotations
 
 import functools
 import html
+import inspect
 from dataclasses import dataclass, field
 
-__all__ = ["Lesson", "LESSONS", "LessonPanel"]
+__all__ = ["Lesson", "LESSONS", "LessonPanel", "lesson_code"]
 
 
 @dataclass(frozen=True)
@@ -21,6 +24,7 @@ class Lesson:
     views: tuple            # keys of live views ("anatomy", "blocks", "gap", "primal_dual", "cache", "toy", "path")
     setup: dict = field(default_factory=dict)   # Session settings applied by "Set up this page"
     try_this: str = ""
+    code: tuple = ()        # names of gaplab.core.reference functions shown next to the text
 
 
 LESSONS = (
@@ -44,6 +48,7 @@ and $w(\alpha) = A\alpha$. The solver stores only $w$ and, per block, $w_i$ and 
 """,
         views=("primal_dual", "gap"),
         setup={"dataset": "ocr-small", "sampling": "uniform", "step_kind": "fw", "cache": False},
+        code=("corner", "dual_objective"),
         try_this="Press **Run**: the dual (blue) rises, the primal (red, at gap checks) falls; "
                  "their difference is the duality gap, shown on the right in log scale.",
     ),
@@ -66,6 +71,7 @@ the oracle call that measures how far block $i$ is from optimal.
 """,
         views=("anatomy",),
         setup={"dataset": "ocr-small", "sampling": "uniform", "step_kind": "fw", "cache": False},
+        code=("fw_candidate", "block_gap", "line_search", "apply_step"),
         try_this="Press **Step** a few times. The anatomy shows the word image, its ground truth and "
                  "the FW corner $y^*$ (red letters differ from the truth), γ and the block gap "
                  "before and after the step.",
@@ -85,6 +91,7 @@ for free at every step.
 """,
         views=("blocks",),
         setup={"sampling": "uniform"},
+        code=("exact_gap", "block_gap"),
         try_this="Run a few passes, then press **Compute exact gaps**: the red dashes are the exact "
                  "$g_i$, the bars the estimates remembered from each block's last visit.",
     ),
@@ -106,6 +113,7 @@ An exact gap pass every 10 passes refreshes them all (the paper's default; never
 """,
         views=("blocks",),
         setup={"sampling": "gap", "gap_power": 1.0, "step_kind": "fw", "cache": False},
+        code=("gap_sampling_probabilities", "sample_block", "max_oracle_corner"),
         try_this="Run with gap sampling, **Add run to comparison**, switch to uniform sampling and "
                  "run again: the Convergence tab overlays both. Try the gap check 'never (Gap Inf)'.",
     ),
@@ -125,6 +133,7 @@ dual variables $\alpha_i$ explicitly (the active sets).
 """,
         views=("anatomy", "cache"),
         setup={"step_kind": "pairwise", "cache": False},
+        code=("away_corner", "pairwise_candidate", "away_candidate", "choose_step", "apply_step"),
         try_this="Step: the anatomy now shows the away corner too; watch 'drop step' and the "
                  "active-set sizes in the plot below.",
     ),
@@ -143,6 +152,7 @@ $\nu = 0.01$.
 """,
         views=("cache",),
         setup={"cache": True, "cache_factor": 0.25, "cache_nu": 0.01},
+        code=("fw_corner", "cache_corner", "cache_hit_rule", "trim_cache"),
         try_this="Run with the cache on: the hit rate climbs as the cache fills. Raise F to 2 "
                  "(hits become rare) or lower both F and ν to 1e-3 (almost always hits).",
     ),
@@ -204,6 +214,19 @@ its true gap (purple triangles) can exceed $\varepsilon$.
 )
 
 
+def lesson_code(lesson: Lesson) -> str:
+    """Markdown with the source of the reference-solver functions a lesson names (``code``),
+    each under its qualified name, so that a student reads the step next to its code; "" when
+    the lesson names none."""
+    if not lesson.code:
+        return ""
+    from gaplab.core import reference
+    parts = ["**The code** — the readable reference solver, `gaplab.core.reference`:"]
+    for name in lesson.code:
+        parts.append(f"`reference.{name}`\n\n```python\n{inspect.getsource(getattr(reference, name))}```")
+    return "\n\n".join(parts)
+
+
 def _math_renderer(content: str, opts: dict) -> str:
     """dollarmath -> the delimiters Bokeh's MathJax finds: \\( \\) inline, $$ $$ display."""
     body = html.escape(content.strip(), quote=False)
@@ -253,9 +276,14 @@ class LessonPanel:
         self.next.on_click(lambda e: self.go(self.page + 1))
         self.setup.on_click(lambda e: self.apply_setup())
         self.live = pn.Column(sizing_mode="stretch_width")
+        # the reference solver's functions for this page (plain Markdown: no math in code)
+        self.code = pn.pane.Markdown("", sizing_mode="stretch_width", styles={"font-size": "12px"})
+        self.code_card = pn.Card(self.code, title="The code of this step (gaplab.core.reference)",
+                                 collapsed=False, sizing_mode="stretch_width", visible=False)
         left = pn.Column(pn.Row(self.prev, self.next, self.pager), self.title, self.text, self.try_this,
                          self.setup, width=460, scroll=True, height=780)
-        self.panel = pn.Row(left, self.live, sizing_mode="stretch_width")
+        self.panel = pn.Row(left, pn.Column(self.live, self.code_card, sizing_mode="stretch_width"),
+                            sizing_mode="stretch_width")
         self.go(0)
 
     def views(self):
@@ -276,6 +304,8 @@ class LessonPanel:
         self.try_this.object = ("**Try this.** " + lesson.try_this) if lesson.try_this else ""
         self.try_this.visible = bool(lesson.try_this)
         self.setup.visible = bool(lesson.setup)
+        self.code.object = lesson_code(lesson)
+        self.code_card.visible = bool(lesson.code)
         self.pager.object = f"page {page + 1} of {len(LESSONS)}"
         self.prev.disabled = page == 0
         self.next.disabled = page == len(LESSONS) - 1

@@ -5,6 +5,12 @@ Optimization of Structured SVMs", ICML 2016, Sec. 2 and App. I) to cross-check t
 fast numba core.  Plain numpy / scipy, no numba, and nothing from ``gaplab.core``
 except the data container :class:`gaplab.core.datasets.base.SequenceData`.
 
+The solver algorithms themselves (every step kind, the cache, box constraints, batch steps) have
+their readable reference in the package, :mod:`gaplab.core.reference`, which works on any model
+through the model interface; this file stays as the *independent* implementation of the chain
+model (its own ψ, Viterbi, brute force and exact QP), which that reference cannot be since it
+uses the model's own ``joint_feature`` and ``max_oracle``.
+
 The chain model (the paper's OCR model)
 ---------------------------------------
 ``K`` labels; token input ``x_t`` in R^F is augmented with a constant 1, giving

@@ -1,0 +1,665 @@
+"""A readable reference solver for the structured SVM dual: plain numpy, one short function per
+algorithm of Osokin et al., "Minding the Gaps for Block Frank-Wolfe Optimization of Structured
+SVMs" (ICML 2016). It is the text a student reads next to the paper, and the tests' oracle of
+truth for the fast solver (:class:`gaplab.core.Solver`) on small problems.
+
+Storage is the classic BCFW one (Paper: Alg. 1): per block a dense ``w_i`` in R^d and a scalar
+``ℓ_i``, with ``w = Σ_i w_i`` and ``ℓ = Σ_i ℓ_i``; when a step kind or the cache needs them, per
+block the atoms ``{labelling: α_i(labelling)}`` (the active set S_i = {y : α_i(y) > 0} plus the
+cached labellings with α = 0). A labelling is kept as a tuple of ints (a dict key).
+
+With a box lb <= w <= ub (Paper: App. H, Alg. 8/9) the ``w_i`` are the untruncated ``v_i`` of
+Alg. 9 and ``v = Σ_i v_i``; the primal point is ``w = clip(v, lb, ub)``.
+
+Notation (Paper: Sec. 2). For block i and a labelling y,
+
+    w_y = ψ_i(y) / (λn),  ℓ_y = L_i(y) / n,  ψ_i(y) = ψ(x_i, y_i) − ψ(x_i, y)     (the "corner" of y)
+    H_i(y; w) / n = ℓ_y − λ⟨w_y, w⟩ = −∇_(i,y) f(α)                                 (Eq. (2))
+    block gap towards y:  λ⟨w_i − w_y, w⟩ − ℓ_i + ℓ_y                                (Alg. 1 line 6)
+
+The FW corner maximizes H_i over all labellings (the max oracle), the away corner minimizes it
+over the active set, the cache corner maximizes it over the cached labellings.
+
+Only the :class:`~gaplab.core.models.protocol.StructuredModel` interface is used: ``n``, ``d``,
+``ground_truth``, ``loss``, ``joint_feature``, ``max_oracle`` and ``bounds``.
+
+Typical use::
+
+    from gaplab.core import ChainModel, load_ocr
+    from gaplab.core import reference as ref
+    train, _ = load_ocr("small")
+    state = ref.init_state(ChainModel(train.subset(range(20))), lam=0.01, atoms=True)
+    for i in [0, 5, 3]:
+        info = ref.block_step(state, i, "pairwise")
+    print(ref.exact_gap(state).gap)
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .models.protocol import check_labelling
+
+__all__ = [
+    "RefState", "StepInfo", "GapPass", "Candidate",
+    "init_state", "truncate", "corner", "scaled_H", "block_gap", "line_search",
+    "max_oracle_corner", "cache_hit_rule", "cache_corner", "fw_corner", "away_corner",
+    "fw_candidate", "away_candidate", "pairwise_candidate", "choose_step", "apply_step",
+    "purge_small_atoms", "trim_cache", "block_step",
+    "exact_gap", "primal_objective", "dual_objective", "batch_fw_step",
+    "gap_sampling_probabilities", "sample_block", "solve",
+]
+
+STEP_KINDS = ("fw", "pairwise", "away", "combined")
+#: Two labellings whose H_i(y; w) differ by at most this are tied (see ``block_step(prefer=...)``).
+TIE_TOL = 1e-10
+
+
+# ============================================================================ state
+
+@dataclass
+class RefState:
+    """The dual point of the reference solver and what the step rules remember.
+
+    Attributes
+    ----------
+    model : StructuredModel
+    lam : float
+        Regularization λ > 0 (Paper: Eq. (1)).
+    w_i : ndarray of float64, shape (n, d)
+        Per-block primal parts w_i = Σ_y α_i(y) w_y (the untruncated v_i of Alg. 9 with a box).
+    ell_i : ndarray of float64, shape (n,)
+        Per-block losses ℓ_i = Σ_y α_i(y) ℓ_y.
+    v : ndarray of float64, shape (d,)
+        Σ_i w_i = Aα (Paper: Sec. 2, w(α) = Aα).
+    ell : float
+        Σ_i ℓ_i = bᵀα.
+    lb, ub : ndarray of float64, shape (d,), or None
+        Box constraints (Paper: App. H); None without a box.
+    atoms : list of dict or None
+        ``atoms[i]`` maps a labelling (tuple of int) to α_i(labelling) >= 0: the active set
+        (α > 0) and the cached labellings (α = 0). None for plain BCFW (Alg. 1 needs no α).
+    last_used : list of dict or None
+        ``last_used[i][y]``: the iteration at which y was last the FW corner (cache eviction).
+    gap_estimates : ndarray of float64, shape (n,)
+        g_i^(k_i), the block gap found at the last oracle call on block i (+inf: never).
+    gap_iteration : ndarray of int64, shape (n,)
+        k_i, the iteration of that call (-1: never).
+    global_gap : float
+        g^(k_0), the duality gap of the last exact gap pass (+inf before any; Paper: Alg. 5).
+    k : int
+        Block steps done.
+    cache, cache_factor, cache_nu, cache_size, drop_tol
+        Cache on/off, F, ν, the maximum number of labellings per block, and the α below which
+        an atom is purged (the fast solver's ``drop_tol``).
+    """
+
+    model: object
+    lam: float
+    w_i: np.ndarray
+    ell_i: np.ndarray
+    v: np.ndarray
+    ell: float
+    lb: np.ndarray | None = None
+    ub: np.ndarray | None = None
+    atoms: list | None = None
+    last_used: list | None = None
+    gap_estimates: np.ndarray = None
+    gap_iteration: np.ndarray = None
+    global_gap: float = math.inf
+    k: int = 0
+    cache: bool = False
+    cache_factor: float = 0.25
+    cache_nu: float = 0.01
+    cache_size: int = 100
+    drop_tol: float = 1e-12
+
+    @property
+    def n(self) -> int:
+        return self.w_i.shape[0]
+
+    @property
+    def w(self) -> np.ndarray:
+        """The primal point w = clip(v, lb, ub) (w = v without a box), float64 (d,)."""
+        return truncate(self.v, self.lb, self.ub)
+
+
+@dataclass
+class StepInfo:
+    """What one block step did: the same fields as :class:`gaplab.core.StepRecord`.
+
+    kind is "fw", "away" or "pairwise"; gamma in [0, gamma_max]; direction_gap is ⟨−∇_i f, d⟩
+    of the chosen direction; improvement is the decrease of f; block_gap_estimate is g_i^(k_i)
+    after the step (stale on a cache hit).
+    """
+
+    block: int
+    kind: str
+    gamma: float
+    gamma_max: float
+    direction_gap: float
+    improvement: float
+    fw_corner: np.ndarray
+    away_corner: np.ndarray | None
+    cache_hit: bool
+    drop: bool
+    block_gap_estimate: float
+
+
+@dataclass
+class GapPass:
+    """An exact gap pass (n oracle calls): the duality gap g = Σ_i g_i (Paper: Eq. (4)-(6)),
+    the primal and dual objectives (g = primal − dual), the block gaps (n,) and the FW corners."""
+
+    gap: float
+    primal: float
+    dual: float
+    block_gaps: np.ndarray
+    corners: list = field(default_factory=list)
+
+
+def init_state(model, lam: float, *, lb=None, ub=None, atoms: bool = False, cache: bool = False,
+               cache_factor: float = 0.25, cache_nu: float = 0.01, cache_size: int = 100,
+               drop_tol: float = 1e-12) -> RefState:
+    """The starting point α_i = e_{y_i}: all mass on the ground truth, so w_i = 0, ℓ_i = 0.
+
+    Paper: Alg. 1 line 1, Alg. 3 lines 1-3 (S_i = {y_i}), Alg. 5 lines 1-3 (C_i = {y_i},
+    g = g_i = +inf), Alg. 9 lines 1-2 (w = clip(0)).
+
+    Parameters
+    ----------
+    model : StructuredModel
+    lam : float
+        λ > 0.
+    lb, ub : array of float64, shape (d,), optional
+        Box constraints; when neither is given, ``model.bounds()`` is used (None: no box).
+    atoms : bool
+        Keep the active sets (needed by pairwise / away / combined steps; forced on by the cache).
+    cache : bool
+        Use the oracle cache of Alg. 5 with ``cache_factor`` (F), ``cache_nu`` (ν) and
+        ``cache_size`` labellings per block.
+    drop_tol : float
+        Atoms whose α falls to or below this are purged after FW / away steps.
+
+    Returns
+    -------
+    RefState
+    """
+    if not lam > 0:
+        raise ValueError(f"lam must be > 0, got {lam!r}")
+    n, d = int(model.n), int(model.d)
+    if lb is None and ub is None and model.bounds() is not None:
+        lb, ub = model.bounds()
+    if lb is not None or ub is not None:
+        lb = np.full(d, -np.inf) if lb is None else np.asarray(lb, dtype=np.float64)
+        ub = np.full(d, np.inf) if ub is None else np.asarray(ub, dtype=np.float64)
+        if lb.shape != (d,) or ub.shape != (d,):
+            raise ValueError(f"lb and ub must have shape ({d},), got {lb.shape} and {ub.shape}")
+    atoms = atoms or cache
+    state = RefState(model=model, lam=float(lam), w_i=np.zeros((n, d)), ell_i=np.zeros(n),
+                     v=np.zeros(d), ell=0.0, lb=lb, ub=ub,
+                     gap_estimates=np.full(n, np.inf), gap_iteration=np.full(n, -1, dtype=np.int64),
+                     cache=bool(cache), cache_factor=float(cache_factor), cache_nu=float(cache_nu),
+                     cache_size=int(cache_size), drop_tol=float(drop_tol))
+    if atoms:
+        state.atoms = [{_key(model.ground_truth(i)): 1.0} for i in range(n)]
+        state.last_used = [{_key(model.ground_truth(i)): -1} for i in range(n)]
+    return state
+
+
+def truncate(v, lb, ub) -> np.ndarray:
+    """w = clip(v, lb, ub), the primal point of the box-constrained dual (Paper: App. H,
+    Alg. 9 line 12, w = v − (β_u − β_l)); a copy of v without a box."""
+    v = np.asarray(v, dtype=np.float64)
+    return v.copy() if lb is None else np.clip(v, lb, ub)
+
+
+def _key(y) -> tuple:
+    return tuple(int(t) for t in np.asarray(y).ravel())
+
+
+# ============================================================================ corners and gaps
+
+def corner(state: RefState, i: int, y) -> tuple[np.ndarray, float]:
+    """The corner of labelling y in block i: w_y = ψ_i(y)/(λn) (float64 (d,)) and ℓ_y = L_i(y)/n.
+
+    Paper: Alg. 1 line 5 (w_s, ℓ_s for the FW corner)."""
+    m, n = state.model, state.n
+    y = np.asarray(y, dtype=np.int64)
+    psi = m.joint_feature(i, m.ground_truth(i)) - m.joint_feature(i, y)
+    return psi / (state.lam * n), m.loss(i, y) / n
+
+
+def scaled_H(state: RefState, i: int, y) -> float:
+    """H_i(y; w)/n = ℓ_y − λ⟨w_y, w⟩, minus the gradient entry (i, y) of f (Paper: Eq. (2), Sec. 2)."""
+    w_y, ell_y = corner(state, i, y)
+    return ell_y - state.lam * float(w_y @ state.w)
+
+
+def block_gap(state: RefState, i: int, y) -> float:
+    """The gap towards labelling y: λ⟨w_i − w_y, w⟩ − ℓ_i + ℓ_y = ⟨−∇_i f, e_y − α_i⟩. For the
+    FW corner this is the block gap g_i (Paper: Alg. 1 line 6, Eq. (6)); for a cache corner the
+    cache gap ĝ_i (Alg. 5 line 8)."""
+    w_y, ell_y = corner(state, i, y)
+    return state.lam * float((state.w_i[i] - w_y) @ state.w) - state.ell_i[i] + ell_y
+
+
+def line_search(g: float, direction, lam: float, gamma_max: float) -> tuple[float, float]:
+    """Exact line search of the quadratic dual along a direction of w.
+
+    γ = g / (λ‖d‖²) clipped to [0, γ_max]; γ = 0 when g <= 0 and γ = γ_max when d = 0.
+    Paper: Alg. 1 line 7, Alg. 3 line 11, Alg. 4 (both branches), Alg. 9 line 7.
+
+    Parameters
+    ----------
+    g : float
+        ⟨−∇_i f, direction in α⟩, the gap of the direction.
+    direction : ndarray of float64, shape (d,)
+        The change of w_i for γ = 1 (e.g. w_s − w_i for a FW step).
+    lam : float
+    gamma_max : float
+
+    Returns
+    -------
+    gamma : float
+    improvement : float
+        Decrease of f: γ g − γ² λ‖d‖²/2 (>= 0).
+    """
+    if g <= 0.0:
+        return 0.0, 0.0
+    q = lam * float(direction @ direction)
+    gamma = gamma_max if q <= 0.0 else min(g / q, gamma_max)
+    return gamma, gamma * g - 0.5 * gamma * gamma * q
+
+
+# ============================================================================ finding corners
+
+def _tied(state: RefState, i: int, y, z) -> bool:
+    """Whether labellings y and z of block i have the same H_i(·; w) up to round-off (1e-10)."""
+    return abs(scaled_H(state, i, y) - scaled_H(state, i, z)) * state.n <= TIE_TOL
+
+
+def _break_tie(state: RefState, i: int, best, prefer, candidates=None):
+    """``prefer`` instead of ``best`` when it is a candidate tied with it (the tests follow the
+    fast solver through exact ties, which round-off decides), else ``best``."""
+    if prefer is None:
+        return best
+    prefer = _key(prefer)
+    if candidates is not None and prefer not in candidates:
+        return best
+    return prefer if prefer != _key(best) and _tied(state, i, best, prefer) else best
+
+
+def max_oracle_corner(state: RefState, i: int, prefer=None) -> np.ndarray:
+    """Call the max oracle y* = argmax_y H_i(y; w) (Paper: Eq. (2), Alg. 1 line 4), remember the
+    block gap g_i^(k) it gives and k_i = k (Alg. 2 lines 5-8), and add y* to the cache / active set
+    store with α = 0 (Alg. 5 line 16). Returns y*, int64 (L_i,)."""
+    y = check_labelling(state.model, i, state.model.max_oracle(i, state.w), "max oracle answer")
+    y = np.array(_break_tie(state, i, y, prefer), dtype=np.int64)
+    state.gap_estimates[i] = block_gap(state, i, y)
+    state.gap_iteration[i] = state.k
+    if state.atoms is not None:
+        state.atoms[i].setdefault(_key(y), 0.0)
+        state.last_used[i][_key(y)] = state.k
+    return y
+
+
+def cache_hit_rule(cache_gap: float, block_gap_estimate: float, global_gap: float,
+                   F: float, nu: float, n: int) -> bool:
+    """Cache hit criterion ĝ_i >= max(F·g_i^(k_i), ν/n·g^(k_0)) (Paper: Alg. 5 line 9)."""
+    return cache_gap >= max(F * block_gap_estimate, nu / n * global_gap)
+
+
+def cache_corner(state: RefState, i: int, prefer=None):
+    """The cache corner y^c = argmax over the cached labellings of H_i(y; w) and its cache gap
+    ĝ_i (Paper: Alg. 5 lines 6-8). Returns (y^c as a tuple, ĝ_i)."""
+    best = max(state.atoms[i], key=lambda y: scaled_H(state, i, y))
+    best = _break_tie(state, i, best, prefer, state.atoms[i])
+    return best, block_gap(state, i, best)
+
+
+def fw_corner(state: RefState, i: int, prefer=None) -> tuple[np.ndarray, bool]:
+    """The FW corner of block i: the cache corner on a cache hit, else the max oracle's answer.
+
+    A hit needs a block whose gap was computed before (k_i known) and a first exact gap pass
+    (g^(k_0) < +inf): before that the threshold is +inf (Paper: Alg. 5 lines 2, 6-16).
+    ``prefer``: a labelling to take instead of a tied maximizer (see :func:`block_step`).
+
+    Returns
+    -------
+    y : ndarray of int64, shape (L_i,)
+    cache_hit : bool
+    """
+    if state.cache and state.gap_iteration[i] >= 0 and state.global_gap < math.inf:
+        y_c, g_c = cache_corner(state, i, prefer)
+        if cache_hit_rule(g_c, state.gap_estimates[i], state.global_gap, state.cache_factor,
+                          state.cache_nu, state.n):
+            state.last_used[i][y_c] = state.k
+            return np.array(y_c, dtype=np.int64), True
+    return max_oracle_corner(state, i, prefer), False
+
+
+def away_corner(state: RefState, i: int, prefer=None) -> np.ndarray:
+    """The away corner y^a = argmin over the active set S_i = {y : α_i(y) > 0} of H_i(y; w)
+    (Paper: Alg. 3 line 8, Alg. 4 line 8). Returns y^a, int64 (L_i,)."""
+    active = [y for y, a in state.atoms[i].items() if a > 0.0]
+    best = min(active, key=lambda y: scaled_H(state, i, y))
+    return np.array(_break_tie(state, i, best, prefer, active), dtype=np.int64)
+
+
+# ============================================================================ the step candidates
+
+@dataclass
+class Candidate:
+    """A candidate block step: its kind ("fw", "away", "pairwise"), step size γ in [0, γ_max],
+    the gap ⟨−∇_i f, d⟩ of its direction, the decrease of f, and the change of w_i (float64 (d,))
+    and of ℓ_i for γ = 1."""
+
+    kind: str
+    gamma: float
+    gamma_max: float
+    gap: float
+    improvement: float
+    direction: np.ndarray      # change of w_i for γ = 1
+    ell_direction: float       # change of ℓ_i for γ = 1
+
+
+def fw_candidate(state: RefState, i: int, y_s) -> Candidate:
+    """The FW step towards the corner y_s: direction w_s − w_i, gap g_i, γ in [0, 1]
+    (Paper: Alg. 1 lines 5-7; Alg. 5 line 18 with the cache gap on a hit; Alg. 9 line 7)."""
+    w_s, ell_s = corner(state, i, y_s)
+    g = block_gap(state, i, y_s)
+    direction = w_s - state.w_i[i]
+    gamma, imp = line_search(g, direction, state.lam, 1.0)
+    return Candidate("fw", gamma, 1.0, g, imp, direction, ell_s - state.ell_i[i])
+
+
+def away_candidate(state: RefState, i: int, y_a) -> Candidate:
+    """The away step from the corner y_a: direction w_i − w_a, gap
+    g_i^A = λ⟨w_a − w_i, w⟩ + ℓ_i − ℓ_a, γ in [0, α_a/(1 − α_a)] (Paper: Alg. 4 lines 11, 19).
+    With (numerically) all the mass on y_a the direction is zero and γ = 0."""
+    w_a, ell_a = corner(state, i, y_a)
+    alpha_a = state.atoms[i][_key(y_a)]
+    g = state.lam * float((w_a - state.w_i[i]) @ state.w) + state.ell_i[i] - ell_a
+    direction = state.w_i[i] - w_a
+    single = alpha_a >= 1.0 - 1e-12
+    gamma_max = 0.0 if single else alpha_a / (1.0 - alpha_a)
+    gamma, imp = (0.0, 0.0) if single or not direction.any() else line_search(g, direction, state.lam, gamma_max)
+    return Candidate("away", gamma, gamma_max, g, imp, direction, state.ell_i[i] - ell_a)
+
+
+def pairwise_candidate(state: RefState, i: int, y_s, y_a) -> Candidate:
+    """The pairwise step moving mass from the away corner y_a to the FW corner y_s: direction
+    w_s − w_a, gap λ⟨w_a − w_s, w⟩ + ℓ_s − ℓ_a, γ in [0, α_a] (Paper: Alg. 3 lines 10-11)."""
+    w_s, ell_s = corner(state, i, y_s)
+    w_a, ell_a = corner(state, i, y_a)
+    g = state.lam * float((w_a - w_s) @ state.w) + ell_s - ell_a
+    direction = w_s - w_a
+    gamma_max = state.atoms[i][_key(y_a)]
+    gamma, imp = line_search(g, direction, state.lam, gamma_max)
+    return Candidate("pairwise", gamma, gamma_max, g, imp, direction, ell_s - ell_a)
+
+
+def choose_step(kind: str, fw, away=None, pairwise=None) -> Candidate:
+    """Which candidate a step kind takes: "fw" the FW step; "pairwise" the pairwise step;
+    "away" the away step when its gap is larger (g_i^A > g_i^FW, else FW; Paper: Alg. 4 line 12,
+    which takes the away step on a tie); "combined" the candidate with the largest improvement of
+    f (FW on ties; Paper: App. G)."""
+    if kind == "fw":
+        return fw
+    if kind == "pairwise":
+        return pairwise
+    if kind == "away":
+        return away if away.gap > fw.gap else fw
+    best = fw
+    for cand in (away, pairwise):
+        if cand.improvement > best.improvement:
+            best = cand
+    return best
+
+
+def apply_step(state: RefState, i: int, step: Candidate, y_s, y_a=None) -> bool:
+    """Move block i: w_i += γ d, ℓ_i += γ d_ℓ, then w and ℓ by the change of block i
+    (Paper: Alg. 1 lines 8-11), and the atoms α_i (Alg. 3 lines 16-20, Alg. 4 lines 14-22).
+    Returns True for a drop step (the away corner's mass reached 0)."""
+    gamma = step.gamma
+    if gamma > 0.0:
+        new_w_i = state.w_i[i] + gamma * step.direction
+        new_ell_i = state.ell_i[i] + gamma * step.ell_direction
+        state.v += new_w_i - state.w_i[i]
+        state.ell += new_ell_i - state.ell_i[i]
+        state.w_i[i], state.ell_i[i] = new_w_i, new_ell_i
+    if state.atoms is None or gamma <= 0.0:
+        return False
+    alpha = state.atoms[i]
+    s = _key(y_s)
+    if step.kind == "fw":            # α_i ← (1 − γ) α_i + γ e_s
+        for y in alpha:
+            alpha[y] *= 1.0 - gamma
+        alpha[s] += gamma
+        return False
+    a = _key(y_a)
+    if step.kind == "away":          # α_i ← (1 + γ) α_i − γ e_a
+        for y in alpha:
+            alpha[y] *= 1.0 + gamma
+        drop = gamma >= step.gamma_max
+        alpha[a] = 0.0 if drop else alpha[a] - gamma
+        return drop
+    if s == a:                       # pairwise: γ e_s − γ e_a
+        return False
+    drop = gamma >= step.gamma_max
+    alpha[s] += alpha[a] if drop else gamma
+    alpha[a] = 0.0 if drop else alpha[a] - gamma
+    return drop
+
+
+# ============================================================================ active-set upkeep
+
+def purge_small_atoms(state: RefState, i: int) -> None:
+    """Set α to 0 for atoms with 0 < α <= drop_tol, renormalize α_i to the simplex and recompute
+    w_i = Σ α w_y, ℓ_i = Σ α ℓ_y from the atoms (round-off hygiene; not in the paper's pseudocode)."""
+    alpha = state.atoms[i]
+    small = [y for y, a in alpha.items() if 0.0 < a <= state.drop_tol]
+    if not small:
+        return
+    for y in small:
+        alpha[y] = 0.0
+    total = sum(alpha.values())
+    new_w_i, new_ell_i = np.zeros_like(state.v), 0.0
+    for y in alpha:
+        alpha[y] /= total
+        if alpha[y] > 0.0:
+            w_y, ell_y = corner(state, i, y)
+            new_w_i += alpha[y] * w_y
+            new_ell_i += alpha[y] * ell_y
+    state.v += new_w_i - state.w_i[i]
+    state.ell += new_ell_i - state.ell_i[i]
+    state.w_i[i], state.ell_i[i] = new_w_i, new_ell_i
+
+
+def trim_cache(state: RefState, i: int) -> None:
+    """Forget inactive labellings (α = 0), least recently used first, while block i holds more
+    than ``cache_size`` labellings (without a cache: every inactive one). Active atoms stay, so the
+    active set is always inside the cache (Paper: Sec. 3.3)."""
+    alpha, used = state.atoms[i], state.last_used[i]
+    limit = state.cache_size if state.cache else 0
+    inactive = sorted((y for y, a in alpha.items() if a == 0.0), key=lambda y: used[y])
+    while len(alpha) > limit and inactive:
+        y = inactive.pop(0)
+        del alpha[y], used[y]
+
+
+# ============================================================================ one block step
+
+def block_step(state: RefState, i: int, kind: str = "fw", *, prefer=(None, None)) -> StepInfo:
+    """One block step on block i of the given kind: FW corner (cache or max oracle), away corner,
+    candidates, the chosen step, then the active-set upkeep.
+
+    Paper: Alg. 1 (kind "fw"), Alg. 3 ("pairwise"), Alg. 4 ("away"), App. G "combined" (FW, away
+    or pairwise, whichever improves f most), Alg. 5 (the cache, when the state has one).
+
+    Parameters
+    ----------
+    state : RefState
+        Changed in place.
+    i : int
+        The block, in [0, n).
+    kind : str
+        "fw", "pairwise", "away" or "combined".
+    prefer : (labelling or None, labelling or None)
+        FW and away corners to take when they tie with the reference's own choice (the same
+        H_i up to round-off). Two labellings often tie exactly: a pairwise step that stops inside
+        the segment equalizes H_i at its two corners. Which one is "first" is then decided by
+        round-off, so the tests pass the fast solver's corners here to follow it.
+
+    Returns
+    -------
+    StepInfo
+    """
+    if kind not in STEP_KINDS:
+        raise ValueError(f"kind must be one of {STEP_KINDS}, got {kind!r}")
+    if not 0 <= i < state.n:
+        raise IndexError(f"block {i} out of range [0, {state.n})")
+    if kind != "fw" and state.atoms is None:
+        raise ValueError(f"a {kind} step needs the active sets: init_state(..., atoms=True)")
+    y_s, hit = fw_corner(state, i, prefer[0])
+    fw = fw_candidate(state, i, y_s)
+    y_a = away = pairwise = None
+    if kind != "fw":
+        y_a = away_corner(state, i, prefer[1])
+        away = away_candidate(state, i, y_a) if kind in ("away", "combined") else None
+        pairwise = pairwise_candidate(state, i, y_s, y_a) if kind in ("pairwise", "combined") else None
+    step = choose_step(kind, fw, away, pairwise)
+    drop = apply_step(state, i, step, y_s, y_a)
+    if state.atoms is not None:
+        if step.kind != "pairwise" and step.gamma > 0.0 and state.drop_tol > 0.0:
+            purge_small_atoms(state, i)
+        trim_cache(state, i)
+    state.k += 1
+    return StepInfo(block=i, kind=step.kind, gamma=step.gamma, gamma_max=step.gamma_max,
+                    direction_gap=step.gap, improvement=max(step.improvement, 0.0), fw_corner=y_s,
+                    away_corner=y_a, cache_hit=hit, drop=drop,
+                    block_gap_estimate=float(state.gap_estimates[i]))
+
+
+# ============================================================================ gaps and objectives
+
+def dual_objective(state: RefState) -> float:
+    """The dual objective (maximization form) D(α) = ℓ − λ/2‖w‖², with a box
+    − λ(β_uᵀub − β_lᵀlb) at the optimal β_u = [v − ub]_+, β_l = [lb − v]_+ (Paper: Eq. (3)
+    negated; App. H, Eq. (38))."""
+    w = state.w
+    D = state.ell - 0.5 * state.lam * float(w @ w)
+    if state.lb is not None:
+        beta_u = np.maximum(state.v - state.ub, 0.0)
+        beta_l = np.maximum(state.lb - state.v, 0.0)
+        D -= state.lam * (float(beta_u[beta_u > 0] @ state.ub[beta_u > 0])
+                          - float(beta_l[beta_l > 0] @ state.lb[beta_l > 0]))
+    return float(D)
+
+
+def primal_objective(state: RefState) -> float:
+    """λ/2‖w‖² + (1/n) Σ_i max_y H_i(y; w), n oracle calls (Paper: Eq. (1))."""
+    return exact_gap(state, count=False).primal
+
+
+def exact_gap(state: RefState, count: bool = True) -> GapPass:
+    """The exact duality gap: one max-oracle call per block at w, g = Σ_i g_i = primal − dual
+    (Paper: Eq. (4)-(6); with a box, App. H). With ``count`` it is the "update global gap" pass:
+    every gap estimate becomes exact (k_i = k) and g^(k_0) = g (Paper: Alg. 2 lines 14-20,
+    Alg. 5 "update global gap").
+
+    Returns
+    -------
+    GapPass
+        gap, primal, dual, block_gaps (n,), corners (the n FW corners, for the batch step).
+    """
+    n, w = state.n, state.w
+    block_gaps, corners, hinge = np.zeros(n), [], 0.0
+    for i in range(n):
+        y = check_labelling(state.model, i, state.model.max_oracle(i, w), "max oracle answer")
+        corners.append(y)
+        block_gaps[i] = block_gap(state, i, y)
+        hinge += scaled_H(state, i, y)      # (1/n) max_y H_i(y; w)
+    if count:
+        state.gap_estimates[:] = block_gaps
+        state.gap_iteration[:] = state.k
+        state.global_gap = float(block_gaps.sum())
+    primal = 0.5 * state.lam * float(w @ w) + hinge
+    return GapPass(gap=float(block_gaps.sum()), primal=float(primal), dual=dual_objective(state),
+                   block_gaps=block_gaps, corners=corners)
+
+
+def batch_fw_step(state: RefState, corners, gap: float) -> float:
+    """A batch FW step on all blocks at once towards the FW corners of an exact gap pass:
+    v_s = Σ_i w_s,i, γ = g / (λ‖v − v_s‖²) clipped to [0, 1], every block moved by γ
+    (Paper: Alg. 8 lines 5-11; the authors' ``do_batch_step``). Returns γ."""
+    n = state.n
+    targets = [corner(state, i, y) for i, y in enumerate(corners)]
+    v_s = sum(w_s for w_s, _ in targets)
+    gamma, _ = line_search(gap, v_s - state.v, state.lam, 1.0)
+    if gamma <= 0.0:
+        return 0.0
+    for i in range(n):
+        step = Candidate("fw", gamma, 1.0, 0.0, 0.0, targets[i][0] - state.w_i[i], targets[i][1] - state.ell_i[i])
+        if state.atoms is not None:
+            state.atoms[i].setdefault(_key(corners[i]), 0.0)
+            state.last_used[i].setdefault(_key(corners[i]), state.k)
+        apply_step(state, i, step, corners[i])
+        if state.atoms is not None:
+            trim_cache(state, i)
+    return float(gamma)
+
+
+# ============================================================================ sampling and a driver
+
+def gap_sampling_probabilities(state: RefState, power: float = 1.0) -> np.ndarray:
+    """p_i ∝ (g_i^(k_i))^p over the blocks (Paper: Alg. 2 line 4, p = 1); while some blocks were
+    never visited (g_i = +inf), uniform over those. Negative (round-off) estimates count as 0.
+    Returns float64 (n,)."""
+    g = state.gap_estimates
+    if np.isinf(g).any():
+        p = np.isinf(g).astype(float)
+    else:
+        p = np.maximum(g, 0.0) ** power
+    return p / p.sum() if p.sum() > 0 else np.full(state.n, 1.0 / state.n)
+
+
+def sample_block(state: RefState, rng: np.random.Generator, sampling: str = "gap") -> int:
+    """Pick the next block: uniformly (Alg. 1 line 3) or by gap sampling (Alg. 2 line 4)."""
+    if sampling == "uniform":
+        return int(rng.integers(state.n))
+    if sampling == "gap":
+        return int(rng.choice(state.n, p=gap_sampling_probabilities(state)))
+    raise ValueError(f"sampling must be 'uniform' or 'gap', got {sampling!r}")
+
+
+def solve(model, lam: float, *, passes: int = 10, kind: str = "fw", sampling: str = "gap",
+          gap_check: int = 1, batch: bool = False, seed: int = 0, **state_options):
+    """Run the reference solver: ``passes`` passes of n block steps, an exact gap pass every
+    ``gap_check`` passes (optionally followed by a batch FW step). Slow, for small problems.
+
+    Paper: Alg. 1-5 (block steps, gap sampling, cache), Alg. 8 (batch step).
+
+    Returns
+    -------
+    state : RefState
+    gaps : list of float
+        The duality gap of each exact gap pass.
+    """
+    if kind != "fw":
+        state_options.setdefault("atoms", True)
+    state = init_state(model, lam, **state_options)
+    rng = np.random.default_rng(seed)
+    gaps = []
+    for p in range(1, passes + 1):
+        for _ in range(state.n):
+            block_step(state, sample_block(state, rng, sampling), kind)
+        if p % gap_check == 0:
+            res = exact_gap(state)
+            gaps.append(res.gap)
+            if batch and res.gap > 0:
+                batch_fw_step(state, res.corners, res.gap)
+    return state, gaps

@@ -1,0 +1,243 @@
+"""The readable reference solver (gaplab.core.reference) against the fast solver, step by step.
+
+The reference is driven with the blocks the fast solver chose; at every step both must take the
+same FW corner (cache hit or oracle), the same away corner, the same step kind and γ, find the
+same block gap estimate and reach the same w (1e-10 relative). Gap checks and batch steps of the
+fast solver are mirrored and compared too. Exact ties (two labellings with the same H_i up to
+round-off, which an interior pairwise step creates on purpose) are followed through
+``block_step(prefer=...)``, which accepts the fast solver's corner only when it ties with the
+reference's own choice.
+"""
+import math
+
+import numpy as np
+import pytest
+
+from gaplab.core import CacheConfig, ChainModel, Solver, load_ocr
+from gaplab.core import reference as ref
+from gaplab.toy_examples.hard_easy import make_hard_easy
+
+KINDS = ["fw", "pairwise", "away", "combined"]
+LAM = 0.01
+
+
+@pytest.fixture(scope="module")
+def ocr():
+    train, _ = load_ocr("small")
+    return ChainModel(train.subset(np.arange(10), name="ocr-small[:10]"))
+
+
+@pytest.fixture(scope="module")
+def toy():
+    model, lam, _ = make_hard_easy(5, 10)  # App. C: one hard block, four easy ones
+    return model, lam
+
+
+def box(model):
+    """w_transitions >= 0 (a positivity box as in App. H) and the per-label bias weights (the
+    constant attribute's row of the emission block) <= 0.005; everything else free."""
+    lb, ub = np.full(model.d, -np.inf), np.full(model.d, np.inf)
+    lb[model.trans_off:] = 0.0
+    ub[model.F * model.K:model.first_off] = 0.005
+    return lb, ub
+
+
+def close(a, b, scale, rtol=1e-9):
+    return abs(a - b) <= rtol * (abs(a) + abs(b) + scale)
+
+
+def follow(solver, state, kind, steps, stop_gap=0.0):
+    """Drive the reference with the fast solver's blocks and compare every step. Stops early once
+    the fast solver's exact gap is <= stop_gap (at the optimum every comparison is round-off)."""
+    counts = dict(steps=0, hits=0, misses=0, drops=0, gap_checks=0, batch=0, fw=0, away=0, pairwise=0,
+                  kind_ties=0)
+    seen = solver.n_trace_records
+    last_pass = None
+    for _ in range(steps):
+        rec = solver.step()
+        info = ref.block_step(state, rec.block, kind, prefer=(rec.fw_corner, rec.away_corner))
+        scale = 1.0 / state.n
+        assert info.cache_hit == rec.cache_hit, (counts, rec, info)
+        assert np.array_equal(info.fw_corner, rec.fw_corner), (rec, info)
+        if rec.away_corner is not None:
+            assert np.array_equal(info.away_corner, rec.away_corner), (rec, info)
+        if info.kind == rec.kind:
+            assert close(info.gamma, rec.gamma, 1e-12), (rec, info)
+            assert close(info.direction_gap, rec.direction_gap, scale), (rec, info)
+            assert info.drop == rec.drop
+        else:
+            # the kinds may differ only when the candidates improve f equally: the combined step's
+            # FW, away and pairwise candidates reach the same point when the FW corner is in a
+            # two-atom active set; at the optimum every candidate is a round-off no-op
+            assert kind in ("away", "combined"), (rec, info)
+            assert close(info.improvement, rec.improvement, 1e-15), (rec, info)
+            counts["kind_ties"] += 1
+        assert close(info.improvement, rec.improvement, 1e-15), (rec, info)
+        assert close(info.block_gap_estimate, rec.block_gap_estimate, scale), (rec, info)
+        for r in solver.trace(since=seen):  # the fast solver's gap checks and batch steps
+            if r["kind"] == "gap_check":
+                last_pass = ref.exact_gap(state)
+                assert close(last_pass.gap, r["exact_gap"], scale), (last_pass.gap, r["exact_gap"])
+                assert close(last_pass.primal, r["primal"], scale)
+                counts["gap_checks"] += 1
+            elif r["kind"] == "batch":
+                assert math.isclose(ref.batch_fw_step(state, last_pass.corners, last_pass.gap), r["gamma"],
+                                    rel_tol=1e-9, abs_tol=1e-15)
+                counts["batch"] += 1
+        seen = solver.n_trace_records
+        w_fast = solver.w
+        assert np.abs(state.w - w_fast).max() <= 1e-10 * max(1.0, np.abs(w_fast).max())
+        counts["steps"] += 1
+        counts[rec.kind] += 1
+        counts["hits" if rec.cache_hit else "misses"] += 1
+        counts["drops"] += rec.drop
+        if last_pass is not None and solver.fresh_exact_gap is not None and last_pass.gap <= stop_gap:
+            break
+    # the exact duality gap of both solvers at the same point (Eq. (4)-(6))
+    mine, theirs = ref.exact_gap(state, count=False), solver.exact_gap(count=False)
+    for a, b in ((mine.gap, theirs.gap), (mine.primal, theirs.primal), (mine.dual, theirs.dual)):
+        assert close(a, b, 1.0 / state.n), (mine, theirs)
+    return counts
+
+
+def pair(model, lam, kind, *, cache=False, size=8, factor=0.25, lb=None, ub=None, batch=False,
+         sampling="gap"):
+    solver = Solver(model, lam=lam, step=kind, sampling=sampling, gap_check=1, max_passes=1e9,
+                    cache=CacheConfig(enabled=cache, size=size, factor=factor), lb=lb, ub=ub, batch_step=batch)
+    state = ref.init_state(model, lam, lb=lb, ub=ub, atoms=solver.config.needs_atoms, cache=cache,
+                           cache_size=size, cache_factor=factor)
+    return solver, state
+
+
+@pytest.mark.parametrize("cache", [False, True], ids=["nocache", "cache"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_ocr_step_by_step(ocr, kind, cache):
+    solver, state = pair(ocr, LAM, kind, cache=cache)
+    c = follow(solver, state, kind, 80)
+    assert c["steps"] == 80 and c["gap_checks"] >= 7
+    if cache:  # both hits and misses, so the Alg. 5 rule made real decisions
+        assert c["hits"] >= 10 and c["misses"] >= 10, c
+    if kind in ("away", "combined"):
+        assert c["fw"] > 0 and c["away"] + c["pairwise"] > 0, c
+    if kind == "pairwise":
+        assert c["pairwise"] == 80
+
+
+@pytest.mark.parametrize("kind,cache", [("fw", False), ("pairwise", True), ("combined", False)])
+def test_ocr_box_and_batch_step_by_step(ocr, kind, cache):
+    lb, ub = box(ocr)
+    solver, state = pair(ocr, LAM, kind, cache=cache, lb=lb, ub=ub, batch=True)
+    c = follow(solver, state, kind, 60)
+    assert c["batch"] >= 4, c
+    assert np.any(state.v < lb) and np.any(state.v > ub)  # both sides of the box are active
+    assert np.all(state.w >= lb) and np.all(state.w <= ub)
+
+
+@pytest.mark.parametrize("cache", [False, True], ids=["nocache", "cache"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_toy_step_by_step(toy, kind, cache):
+    model, lam = toy
+    # F = 0.3 rather than 0.25: the toy's gaps are dyadic rationals, and with F = 0.25 a cache gap
+    # lands exactly on the hit threshold, where round-off decides hit or miss
+    solver, state = pair(model, lam, kind, cache=cache, size=4, factor=0.3, sampling="uniform")
+    c = follow(solver, state, kind, 80, stop_gap=1e-10)
+    assert c["steps"] >= 40 and c["misses"] > 0, c
+    if cache and kind == "pairwise":  # FW steps on the toy always find a new label: no hits
+        assert c["hits"] > 0, c
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_invariants_after_many_steps(ocr, kind):
+    lb, ub = box(ocr)
+    state, gaps = ref.solve(ocr, LAM, passes=12, kind=kind, sampling="gap", gap_check=3,
+                            batch=True, seed=1, lb=lb, ub=ub, cache=kind != "fw", cache_size=6)
+    n = state.n
+    for i in range(n):
+        if state.atoms is None:
+            break
+        alpha = state.atoms[i]
+        a = np.array(list(alpha.values()))
+        assert np.all(a >= 0) and a.sum() == pytest.approx(1.0, abs=1e-12)
+        w_i = sum(al * ref.corner(state, i, y)[0] for y, al in alpha.items())
+        ell_i = sum(al * ref.corner(state, i, y)[1] for y, al in alpha.items())
+        np.testing.assert_allclose(state.w_i[i], w_i, atol=1e-12 * max(1.0, np.abs(w_i).max()))
+        assert state.ell_i[i] == pytest.approx(ell_i, abs=1e-14)
+        if kind != "fw":  # the cache (with the active set inside it) stays within its size
+            assert len(alpha) <= max(state.cache_size, int((a > 0).sum()))
+    np.testing.assert_allclose(state.v, state.w_i.sum(axis=0), atol=1e-12)  # w = Aα
+    assert state.ell == pytest.approx(state.ell_i.sum(), abs=1e-14)
+    assert np.all(state.w >= lb) and np.all(state.w <= ub)
+    res = ref.exact_gap(state, count=False)
+    assert res.gap >= 0 and np.all(res.block_gaps >= -1e-14)
+    assert res.primal >= res.dual
+    assert res.gap == pytest.approx(res.primal - res.dual, rel=1e-9, abs=1e-14)  # Eq. (4) and App. H
+    assert len(gaps) == 4 and gaps[-1] < gaps[0]
+
+
+def test_gap_sampling_probabilities_match(ocr):
+    solver, state = pair(ocr, LAM, "fw")
+    for _ in range(3):  # unvisited blocks first, then p_i ∝ g_i (Alg. 2)
+        np.testing.assert_allclose(ref.gap_sampling_probabilities(state), solver.sampling_probabilities(),
+                                   atol=1e-12)
+        follow(solver, state, "fw", 7)
+    rng = np.random.default_rng(0)
+    draws = [ref.sample_block(state, rng) for _ in range(200)]
+    assert set(draws) <= set(np.flatnonzero(ref.gap_sampling_probabilities(state) > 0))
+
+
+def test_line_search_and_cache_rule():
+    d = np.array([3.0, 4.0])  # λ‖d‖² = 2.5 at λ = 0.1
+    assert ref.line_search(1.0, d, 0.1, 1.0) == pytest.approx((0.4, 0.2))
+    assert ref.line_search(10.0, d, 0.1, 1.0)[0] == 1.0   # clipped at γ_max
+    assert ref.line_search(-1.0, d, 0.1, 1.0) == (0.0, 0.0)  # no ascent direction
+    assert ref.line_search(1.0, np.zeros(2), 0.1, 0.3)[0] == 0.3
+    assert ref.cache_hit_rule(0.3, 1.0, 10.0, F=0.25, nu=0.01, n=10)
+    assert not ref.cache_hit_rule(0.2, 1.0, 10.0, F=0.25, nu=0.01, n=10)
+    assert not ref.cache_hit_rule(1e9, 1.0, math.inf, F=0.25, nu=0.01, n=10)  # before a gap pass
+
+
+def test_bad_input(ocr):
+    state = ref.init_state(ocr, LAM)
+    with pytest.raises(ValueError, match="kind"):
+        ref.block_step(state, 0, "frank")
+    with pytest.raises(ValueError, match="active sets"):
+        ref.block_step(state, 0, "pairwise")
+    with pytest.raises(IndexError, match="block 10"):
+        ref.block_step(state, 10)
+    with pytest.raises(ValueError, match="lam"):
+        ref.init_state(ocr, 0.0)
+    with pytest.raises(ValueError, match="shape"):
+        ref.init_state(ocr, LAM, lb=np.zeros(3))
+
+
+def test_reference_solver_reaches_the_independent_qp_optimum():
+    """Independently of the fast solver: on a tiny chain problem the reference solver's gap is a
+    true duality gap of the QP that tests/reference_ssvm.py solves by enumeration (its own ψ,
+    Viterbi and dual), so P(w) − P(w*) <= gap bounds λ/2‖w − w*‖² (the primal is λ-strongly convex)."""
+    import reference_ssvm as indep
+
+    lam = 1.0  # BCPFW converges linearly here (at λ = 0.1 it needs ~1500 passes)
+    data = indep.make_random_chain_data(4, (1, 3), 3, 2, seed=0)
+    _, w_star, primal_star, _, _ = indep.solve_dual_qp(data, lam)
+    state, gaps = ref.solve(ChainModel(data), lam, passes=200, kind="pairwise", sampling="uniform", gap_check=40,
+                            seed=0)
+    res = ref.exact_gap(state, count=False)
+    assert res.gap < 1e-9 and gaps[-1] == pytest.approx(res.gap, abs=1e-15)
+    assert gaps[0] > 1e-4  # it did have work to do
+    assert res.primal == pytest.approx(indep.primal_objective(data, state.w, lam), abs=1e-12)
+    assert primal_star - 1e-12 <= res.primal <= primal_star + res.gap + 1e-12
+    assert 0.5 * lam * np.sum((state.w - w_star) ** 2) <= res.gap + 1e-12
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "fast solver: the atom pool starts with min(size, 16) + 1 slots and grows only when every slot "
+    "is active; kernels.atom_insert evicts an inactive atom from a full pool, so with "
+    "CacheConfig.size > 16 a block caches at most 17 labellings while it has inactive ones, not "
+    "`size` (Alg. 5's working set). Found by the reference solver; remove this marker when fixed."))
+def test_cache_holds_up_to_size_labellings():
+    train, _ = load_ocr("small")
+    model = ChainModel(train.subset(np.arange(3)))
+    solver, state = pair(model, 0.001, "pairwise", cache=True, size=100)
+    for _ in range(40):
+        follow(solver, state, "pairwise", 10)
+        assert list(solver.cache_sizes()) == [len(a) for a in state.atoms]
