@@ -9,15 +9,19 @@ path, Toy example and Lessons.
 from __future__ import annotations
 
 import collections
+import html
 import time
 
 import panel as pn
 import param
 from panel.io import hold
 
+from . import kernels
+from .export import figure_export_buttons, trace_csv, trace_json
 from .lessons import LessonPanel
 from .path_tab import PathView
 from .session import Session
+from .settings import missing_problems
 from .toy_tab import ToyLab, ToyView
 from .views import (AnatomyView, BlockGapsView, CacheView, GapView, PrimalDualView, StatusView,
                     TestErrorView)
@@ -44,6 +48,36 @@ _LAYOUT = (("dataset", "lam"), ("sampling", "gap_power"), ("step_kind", "gap_che
            ("cache", "cache_size"), ("cache_factor", "cache_nu"), ("seed", "max_passes"))
 
 
+#: tooltips of the buttons (what each does; Pause vs Stop)
+TOOLTIPS = {
+    "step": "One block step: draw a block with the chosen sampler, call its max oracle (or the "
+            "cache), move its dual variables towards the FW corner. Pauses a run. (Lessons, page 2)",
+    "step_n": "N block steps at the chosen speed, then pause.",
+    "run": "Run until the pass budget at the chosen speed. While running this button is Pause: "
+           "the run stops but stays resumable (Run continues it).",
+    "stop": "End the run. It stays on screen, but the next Run, Step or Step ×N starts a new run "
+            "from α⁰ with the current settings (Add run to comparison first to keep its curves).",
+    "reset": "Back to α⁰ now, same settings and seed: the same run again.",
+    "exact": "One exact gap pass: n counted oracle calls give the duality gap, the primal and "
+             "every block gap g_i (red dashes on the Step tab). (Lessons, page 3)",
+    "compare": "Freeze the current run's curves (labelled with its settings and seed) on the "
+               "Convergence and Cache plots.",
+}
+
+
+def _missing_html() -> str:
+    """A short note on the registered problems whose data is not installed (not offered in the
+    picker), with where the loader looked and how to get the data on hover."""
+    miss = missing_problems()
+    if not miss:
+        return ""
+    items = "; ".join(f"<span title='{html.escape(hint, quote=True)}' style='text-decoration:underline dotted'>"
+                      f"{html.escape(name)}</span>" for name, hint in miss.items())
+    return (f"Not installed, so not offered: {items}. Hover the name for where the loader looked "
+            "and how to get the files (e.g. $GAPLAB_DATA, or a checksummed download from Python), "
+            "then restart the app.")
+
+
 def _extension():
     """Load Panel's extensions for this document (idempotent; called by every app)."""
     pn.extension("mathjax", notifications=True)
@@ -59,11 +93,19 @@ class GapLabApp(pn.viewable.Viewer):
     periodic : bool
         Pull snapshots with a periodic callback every ``REFRESH_MS`` (off in headless tests,
         which call :meth:`refresh` themselves).
+    warm : bool
+        Compile the solver kernels in a background thread of this process (once per process;
+        ``gaplab app`` starts it with the server). Until it ends, the buttons that run the
+        solver are disabled and the page shows the progress.
     """
 
-    def __init__(self, session: Session | None = None, *, periodic: bool = True, **params):
+    def __init__(self, session: Session | None = None, *, periodic: bool = True, warm: bool = True,
+                 **params):
         super().__init__(**params)
         _extension()
+        if warm:
+            kernels.start(log=False)
+        self._kkey = None
         self.session = session if session is not None else Session()
         self.toy = ToyLab()
         self._msg_seen = 0
@@ -137,38 +179,56 @@ class GapLabApp(pn.viewable.Viewer):
         self.widgets["n_steps"] = w("n_steps", pn.widgets.IntInput, width=80, label="N")
         wd = self.widgets
         bw = 86
-        self.b_step = pn.widgets.Button(label="Step", color="primary", width=bw)
-        self.b_step_n = pn.widgets.Button(label="Step ×N", color="primary", width=bw)
-        self.b_run = pn.widgets.Button(label="▶ Run", color="success", width=bw)
-        self.b_stop = pn.widgets.Button(label="■ Stop", color="danger", width=bw)
-        self.b_reset = pn.widgets.Button(label="↺ Reset", color="warning", width=bw)
-        self.b_exact = pn.widgets.Button(label="Compute exact gaps (n oracle calls)", width=290)
-        self.b_compare = pn.widgets.Button(label="Add run to comparison", width=190)
-        self.b_clear = pn.widgets.Button(label="Clear", width=90)
+        self.widgets["speed"] = w("speed", pn.widgets.Select, width=W)
+        B = pn.widgets.Button
+        self.b_step = B(label="Step", color="primary", width=bw, description=TOOLTIPS["step"])
+        self.b_step_n = B(label="Step ×N", color="primary", width=bw, description=TOOLTIPS["step_n"])
+        self.b_run = B(label="▶ Run", color="success", width=bw, description=TOOLTIPS["run"])
+        self.b_stop = B(label="■ Stop", color="danger", width=bw, description=TOOLTIPS["stop"])
+        self.b_reset = B(label="↺ Reset", color="warning", width=bw, description=TOOLTIPS["reset"])
+        self.b_exact = B(label="Compute exact gaps (n oracle calls)", width=290, description=TOOLTIPS["exact"])
+        self.b_compare = B(label="Add run to comparison", width=190, description=TOOLTIPS["compare"])
+        self.b_clear = B(label="Clear", width=90, description="Remove every comparison run.")
+        self.d_csv = pn.widgets.FileDownload(callback=lambda: trace_csv(self.session.snapshot),
+                                             filename="gaplab_trace.csv", label="Trace CSV", width=140,
+                                             color="light", css_classes=["gaplab-export-csv"],
+                                             description="Download the current run's trace (one row per "
+                                                         "pass and per gap check) with its config and seed.")
+        self.d_json = pn.widgets.FileDownload(callback=lambda: trace_json(self.session.snapshot),
+                                              filename="gaplab_trace.json", label="Trace JSON", width=140,
+                                              color="light", css_classes=["gaplab-export-json"],
+                                              description="Download the current run (config, seed, trace, "
+                                                          "manual gap checks, comparison runs) as JSON.")
         for b, fn in [(self.b_step, self.on_step), (self.b_step_n, self.on_step_n),
                       (self.b_run, self.on_run), (self.b_stop, self.on_stop), (self.b_reset, self.on_reset),
                       (self.b_exact, self.on_exact), (self.b_compare, self.on_compare),
                       (self.b_clear, self.on_clear)]:
             b.on_click(lambda e, fn=fn: self._timed(fn))
-        self.alert = pn.pane.Alert("", alert_type="info", visible=False, width=290, margin=(5, 10))
+        self.alert = pn.pane.Alert("", alert_type="info", visible=False, width=290, margin=(5, 10),
+                                   styles={"overflow-wrap": "anywhere", "word-break": "break-word"})
+        self.missing = pn.pane.HTML(_missing_html(), width=300, margin=(0, 10),
+                                    css_classes=["gaplab-missing"], visible=bool(missing_problems()),
+                                    styles={"font-size": "12px", "color": "#666", "overflow-wrap": "anywhere"})
         self.s.param.watch(lambda e: self._sync_visibility(), ["sampling", "cache", "dataset"])
         self._sync_visibility()
         placed = [n for row in _LAYOUT for n in row]
         rest = [n for n in wd if n not in placed and n != "n_steps"]   # problem options, new settings
-        rows = [pn.Row(*(wd[n] for n in row if n in wd)) for row in _LAYOUT[:1]]
+        rows = [pn.Row(*(wd[n] for n in row if n in wd)) for row in _LAYOUT[:1]] + [self.missing]
         rows += [pn.Row(*(wd[n] for n in rest[k:k + 2])) for k in range(0, len(rest), 2)]
         rows += [pn.Row(*(wd[n] for n in row if n in wd)) for row in _LAYOUT[1:]]
-        return pn.Column(
-            pn.pane.HTML("<b>Settings</b>", margin=(5, 10, 0, 10)),
-            *rows,
-            pn.layout.Divider(margin=(5, 10)),
+        self.settings_box = pn.Column(pn.pane.HTML("<b>Settings</b>", margin=(5, 10, 0, 10)), *rows,
+                                      pn.layout.Divider(margin=(5, 10)))
+        self.run_box = pn.Column(
             pn.Row(self.b_step, self.b_step_n, wd["n_steps"]),
             pn.Row(self.b_run, self.b_stop, self.b_reset),
+            pn.Row(wd["speed"], pn.pane.HTML(
+                "<span style='font-size:11.5px;color:#666'>Pause keeps the run; Stop ends it "
+                "(the next Run starts anew)</span>", width=150, margin=(18, 5, 0, 0))),
             pn.Row(self.b_exact),
             pn.Row(self.b_compare, self.b_clear),
-            self.alert,
-            width=330,
+            pn.Row(self.d_csv, self.d_json),
         )
+        return pn.Column(self.settings_box, self.run_box, self.alert, width=330)
 
     @property
     def s(self):
@@ -191,7 +251,9 @@ class GapLabApp(pn.viewable.Viewer):
         self._boxes = [step_tab] + [pn.Column(sizing_mode="stretch_width") for _ in self.TAB_NAMES[1:]]
         self.tabs = pn.Tabs(*zip(self.TAB_NAMES, self._boxes), dynamic=True, sizing_mode="stretch_width")
         self.tabs.param.watch(self._on_tab, "active")
-        main = pn.Column(self.status.panel, self.tabs, sizing_mode="stretch_width")
+        self.banner = pn.pane.HTML("", visible=False, sizing_mode="stretch_width", margin=(0, 10),
+                                   css_classes=["gaplab-compiling"])
+        main = pn.Column(self.banner, self.status.panel, self.tabs, sizing_mode="stretch_width")
         return pn.Column(header, pn.Row(self._controls(), main, sizing_mode="stretch_width"),
                          sizing_mode="stretch_width")
 
@@ -320,19 +382,52 @@ class GapLabApp(pn.viewable.Viewer):
         label = "❚❚ Pause" if running else "▶ Run"
         if self.b_run.label != label:
             self.b_run.label = label
-        busy = snap.status == "loading"
+        ks = kernels.state()
+        busy = snap.status == "loading" or not ks.ready
         for b in (self.b_step, self.b_step_n, self.b_run, self.b_exact, self.b_reset):
             if b.disabled != busy:
                 b.disabled = busy
+        kkey = (ks.status, round(ks.fraction, 2), ks.message)
+        if kkey != self._kkey:
+            self._kkey = kkey
+            self.status.compiling = None if ks.ready else ks
+            self._draw_banner(ks)
+            force_status = True
+        else:
+            force_status = False
         now = time.perf_counter()
         with hold():  # one websocket message per refresh: all views change together
-            for v in [self.status] + self.visible_views():
+            drew = False
+            for v in self.visible_views():
                 slow = getattr(v, "RUNNING_MIN_INTERVAL_S", 0.0)
                 if running and not force and slow and now - self._drawn.get(id(v), 0.0) < slow:
                     continue  # e.g. the anatomy changes thousands of times per second: 2 Hz is enough
                 if v.update(snap, force):
                     self._drawn[id(v)] = now
+                    drew = True
+            # the status line shows the same snapshot as the views drawn in this frame (its
+            # numbers never lead or lag the plots)
+            slow = self.status.RUNNING_MIN_INTERVAL_S
+            if force or force_status or drew or not running or now - self._drawn.get(id(self.status), 0.0) >= slow:
+                if self.status.update(snap, force or force_status or drew):
+                    self._drawn[id(self.status)] = now
             self._show_messages()
+
+    def _draw_banner(self, ks):
+        if ks.ready:
+            self.banner.visible = False
+            self.banner.object = ""
+            return
+        pct = int(round(100 * ks.fraction))
+        self.banner.object = (
+            "<div style='background:#fff4d6;border:1px solid #f0c36d;border-radius:4px;padding:6px 10px;"
+            "font-size:14px'><b>⏳ " + kernels.COMPILE_NOTE + f"</b> — {pct}% · {ks.elapsed_s:.0f} s · "
+            f"<span style='color:#666'>{html.escape(ks.message)}</span><br><span style='font-size:12.5px'>"
+            "Step, Run and the other solver buttons wake up when the compile ends; the settings and "
+            "the Lessons can be read meanwhile.</span>"
+            f"<div style='background:#eee;height:6px;margin-top:4px'><div style='background:#f0a020;"
+            f"height:6px;width:{pct}%'></div></div></div>")
+        self.banner.visible = True
 
     def _show_messages(self):
         msgs = self.session.messages(self._msg_seen)
@@ -382,6 +477,11 @@ class _ToyAdapter:
 
 
 def build_app(**session_params) -> GapLabApp:
-    """A new, independent app (default: OCR-small, BCFW + gap sampling, λ = 0.01)."""
+    """A new, independent app (default: OCR-small, BCFW + gap sampling, λ = 0.01).
+
+    ``periodic`` (default True) pulls snapshots 10 times per second; ``warm`` (default: the
+    value of ``periodic``) compiles the solver kernels in the background first (buttons disabled
+    meanwhile). Other keywords are :class:`Session` settings."""
     periodic = session_params.pop("periodic", True)
-    return GapLabApp(Session(**session_params), periodic=periodic)
+    warm = session_params.pop("warm", periodic)   # headless tests compile on first use
+    return GapLabApp(Session(**session_params), periodic=periodic, warm=warm)
