@@ -23,6 +23,7 @@ from .path_tab import PathView
 from .session import Session
 from .settings import missing_problems
 from .toy_tab import ToyLab, ToyView
+from .views import fig_fonts
 from .views import (AnatomyView, BlockGapsView, CacheView, GapView, PrimalDualView, StatusView,
                     TestErrorView)
 
@@ -47,6 +48,15 @@ _WIDGET_KW = {"lam": dict(format="0.[000000]"), "cache": dict(margin=(28, 10, 5,
 _LAYOUT = (("dataset", "lam"), ("sampling", "gap_power"), ("step_kind", "gap_check"),
            ("cache", "cache_size"), ("cache_factor", "cache_nu"), ("seed", "max_passes"))
 
+
+PROJECTOR_BARS = 120
+
+#: projector mode's stylesheet for widgets, the tabs and the status line (inside their shadow roots)
+PROJECTOR_CSS = """
+.bk-btn, .bk-input, select, input, label, .bk-tab, .bk-input-group { font-size: 18px !important; }
+.bk-btn { min-height: 38px; }
+.gaplab-status { font-size: 18px !important; }
+"""
 
 #: tooltips of the buttons (what each does; Pause vs Stop)
 TOOLTIPS = {
@@ -117,6 +127,14 @@ class GapLabApp(pn.viewable.Viewer):
         self.status = StatusView()
         self.anatomy = AnatomyView()
         self.blocks = BlockGapsView(height=290, prob_height=150, name="block_gaps")
+        # projector mode's Step tab: the anatomy stacked left, the block gaps right (both above
+        # the fold at 1280×720); the bars are bins of ⌈n/120⌉ blocks (max ĝ, summed P), so a
+        # bar is ≥ 6 px wide for any n
+        self.projector = False
+        self.anatomy_p = AnatomyView(stacked=True, compact=True)
+        self.blocks_p = BlockGapsView(height=250, prob_height=165, name="block_gaps_projector",
+                                      max_bars=PROJECTOR_BARS)
+        self.blocks_p.info.height = 64
         self._built = {0}   # tabs whose views exist (the others are built when first shown)
         self._layout = self._build()
         self.refresh(force=True)
@@ -152,6 +170,8 @@ class GapLabApp(pn.viewable.Viewer):
         raise KeyError(key)
 
     def _lesson_page(self):
+        if self.projector and hasattr(self, "_lessons"):
+            self._apply_big(self._boxes[LESSONS], True)
         if LESSONS in self._built and hasattr(self, "_lessons") and self.tabs.active == LESSONS:
             self.refresh(force=True)
 
@@ -212,23 +232,26 @@ class GapLabApp(pn.viewable.Viewer):
         self.s.param.watch(lambda e: self._sync_visibility(), ["sampling", "cache", "dataset"])
         self._sync_visibility()
         placed = [n for row in _LAYOUT for n in row]
-        rest = [n for n in wd if n not in placed and n != "n_steps"]   # problem options, new settings
+        rest = [n for n in wd if n not in placed and n not in ("n_steps", "speed")]   # problem options, new settings
         rows = [pn.Row(*(wd[n] for n in row if n in wd)) for row in _LAYOUT[:1]] + [self.missing]
         rows += [pn.Row(*(wd[n] for n in rest[k:k + 2])) for k in range(0, len(rest), 2)]
         rows += [pn.Row(*(wd[n] for n in row if n in wd)) for row in _LAYOUT[1:]]
         self.settings_box = pn.Column(pn.pane.HTML("<b>Settings</b>", margin=(5, 10, 0, 10)), *rows,
                                       pn.layout.Divider(margin=(5, 10)))
-        self.run_box = pn.Column(
-            pn.Row(self.b_step, self.b_step_n, wd["n_steps"]),
-            pn.Row(self.b_run, self.b_stop, self.b_reset),
-            pn.Row(wd["speed"], pn.pane.HTML(
-                "<span style='font-size:11.5px;color:#666'>Pause keeps the run; Stop ends it "
-                "(the next Run starts anew)</span>", width=150, margin=(18, 5, 0, 0))),
-            pn.Row(self.b_exact),
-            pn.Row(self.b_compare, self.b_clear),
-            pn.Row(self.d_csv, self.d_json),
-        )
+        self._speed_note = pn.pane.HTML(
+            "<span style='font-size:11.5px;color:#666'>Pause keeps the run; Stop ends it "
+            "(the next Run starts anew)</span>", width=150, margin=(18, 5, 0, 0))
+        self.run_box = pn.Column(*self._run_rows())
         return pn.Column(self.settings_box, self.run_box, self.alert, width=330)
+
+    def _run_rows(self):
+        wd = self.widgets
+        return [pn.Row(self.b_step, self.b_step_n, wd["n_steps"]),
+                pn.Row(self.b_run, self.b_stop, self.b_reset),
+                pn.Row(wd["speed"], self._speed_note),
+                pn.Row(self.b_exact),
+                pn.Row(self.b_compare, self.b_clear),
+                pn.Row(self.d_csv, self.d_json)]
 
     @property
     def s(self):
@@ -239,22 +262,70 @@ class GapLabApp(pn.viewable.Viewer):
         for name, widget in wd.items():
             widget.visible = (s.param[name].precedence or 0) >= 0
 
+    def set_projector(self, on: bool):
+        """Projector mode: text and controls ≥ 18 px, no settings sidebar (the run buttons move
+        to a bar above the tabs), the Step tab laid out for 1280×720 with the sampling plot above
+        the fold, per-block bars binned to stay ≥ 6 px wide."""
+        on = bool(on)
+        if on == self.projector:
+            return
+        self.projector = on
+        if self.w_projector.value != on:
+            self.w_projector.value = on
+        wd = self.widgets
+        bar = [self.b_step, self.b_step_n, wd["n_steps"], self.b_run, self.b_stop, self.b_reset, wd["speed"]]
+        if on:
+            self.run_box.objects = []
+            self.topbar.objects = bar
+            self._step_tab.objects = [pn.Row(self.anatomy_p.panel, self.blocks_p.panel, sizing_mode="stretch_width")]
+        else:
+            self.topbar.objects = []
+            self.run_box.objects = self._run_rows()
+            self._step_tab.objects = [self.anatomy.panel, self.blocks.panel]
+        self.topbar.visible = on
+        self.sidebar.visible = not on
+        self.subtitle.visible = not on
+        self._apply_big(self._layout, on)
+        for extra in (self.anatomy, self.blocks, self.anatomy_p, self.blocks_p, self.sidebar):
+            self._apply_big(extra.panel if hasattr(extra, "panel") else extra, on)
+        self.refresh(force=True)
+
+    @staticmethod
+    def _apply_big(layout, on: bool):
+        """Projector sizes on or off for every widget, figure and text pane in ``layout``."""
+        css = [PROJECTOR_CSS] if on else []
+        for wdg in layout.select(pn.widgets.Widget):
+            if list(wdg.stylesheets) != css:
+                wdg.stylesheets = css
+        for tabs in layout.select(pn.Tabs):
+            tabs.stylesheets = css
+        fig_fonts(layout, on)
+
     def _build(self):
-        header = pn.pane.HTML(
-            "<div style='background:#1f3b57;color:white;padding:6px 14px;border-radius:4px'>"
-            "<span style='font-size:20px;font-weight:600'>gaplab · Minding the gaps</span>"
-            "<span style='font-size:13px;opacity:0.85;margin-left:16px'>Block-coordinate "
-            "Frank-Wolfe for structured SVMs — gap sampling, pairwise &amp; away steps, caching "
-            "(Osokin et al., ICML 2016)</span></div>",
-            sizing_mode="stretch_width", margin=(5, 10))
+        self.subtitle = pn.pane.HTML(
+            "<span style='font-size:13px;color:#dfe8f0'>Block-coordinate Frank-Wolfe for structured "
+            "SVMs — gap sampling, pairwise &amp; away steps, caching (Osokin et al., ICML 2016)</span>",
+            margin=(12, 10, 0, 0))
+        self.w_projector = pn.widgets.Toggle(name="Projector mode", value=False, width=170, height=36,
+                                             margin=(8, 10), stylesheets=[".bk-btn {font-size: 16px;}"],
+                                             css_classes=["gaplab-projector-toggle"])
+        self.w_projector.param.watch(lambda e: self.set_projector(e.new), "value")
+        title = pn.pane.HTML("<span style='font-size:20px;font-weight:600;color:white'>gaplab · Minding the gaps</span>",
+                             margin=(8, 14))
+        header = pn.Row(title, self.subtitle, pn.layout.HSpacer(), self.w_projector,
+                        styles={"background": "#1f3b57", "border-radius": "4px"},
+                        sizing_mode="stretch_width", margin=(5, 10))
+        self.topbar = pn.Row(visible=False, sizing_mode="stretch_width", css_classes=["gaplab-topbar"])
         step_tab = pn.Column(self.anatomy.panel, self.blocks.panel, sizing_mode="stretch_width")
+        self._step_tab = step_tab
         self._boxes = [step_tab] + [pn.Column(sizing_mode="stretch_width") for _ in self.TAB_NAMES[1:]]
         self.tabs = pn.Tabs(*zip(self.TAB_NAMES, self._boxes), dynamic=True, sizing_mode="stretch_width")
         self.tabs.param.watch(self._on_tab, "active")
         self.banner = pn.pane.HTML("", visible=False, sizing_mode="stretch_width", margin=(0, 10),
                                    css_classes=["gaplab-compiling"])
-        main = pn.Column(self.banner, self.status.panel, self.tabs, sizing_mode="stretch_width")
-        return pn.Column(header, pn.Row(self._controls(), main, sizing_mode="stretch_width"),
+        main = pn.Column(self.banner, self.topbar, self.status.panel, self.tabs, sizing_mode="stretch_width")
+        self.sidebar = self._controls()
+        return pn.Column(header, pn.Row(self.sidebar, main, sizing_mode="stretch_width"),
                          sizing_mode="stretch_width")
 
     def __panel__(self):
@@ -264,6 +335,8 @@ class GapLabApp(pn.viewable.Viewer):
 
     def _on_tab(self, event):
         self._ensure_tab(event.new)
+        if self.projector:
+            self._apply_big(self._boxes[event.new], True)
         self.refresh(force=True)
 
     def _ensure_tab(self, tab: int):
@@ -350,7 +423,7 @@ class GapLabApp(pn.viewable.Viewer):
         """The views drawn in the active tab (others are brought up to date when shown)."""
         tab = self.tabs.active
         if tab == STEP:
-            return [self.anatomy, self.blocks]
+            return [self.anatomy_p, self.blocks_p] if self.projector else [self.anatomy, self.blocks]
         if tab == CONVERGENCE:
             return [self.gap_passes, self.gap_time, self.primal_dual, self.test_error]
         if tab == CACHE:

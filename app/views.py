@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import html
 import math
+import re
 import struct
 import time
 import zlib
@@ -217,6 +218,57 @@ def _log_range(view, rng, values, floor=GAP_FLOOR):
         lo, hi = 1e-6, 1.0
     if rng.start != lo or rng.end != hi:
         rng.update(start=lo, end=hi)
+
+
+BIG_PX = 18.0   # projector mode: the smallest text size
+
+
+def _scale_px(html_text: str, scale: float, floor: float = 0.0) -> str:
+    """Scale every ``font-size:Npx`` of inline HTML by ``scale`` (at least ``floor`` px)."""
+    if scale == 1.0:
+        return html_text
+
+    def sub(m):
+        v = max(float(m.group(1)) * scale, floor)
+        return f"font-size:{v:.3g}px"
+    return re.sub(r"font-size:\s*([\d.]+)px", sub, html_text)
+
+
+_FIG_FONTS = {}   # id(fig) -> the figure's normal font sizes
+
+
+def fig_fonts(panel, big: bool) -> None:
+    """Projector mode on (``big``) or off for everything in a Panel layout: Bokeh figures get
+    18 px titles, axis labels and tick labels (legends 16 px); Markdown and HTML panes whose
+    ``styles`` set a font size get at least 18 px. Off restores the normal sizes."""
+    for pane in panel.select(pn.pane.Bokeh):
+        fig = pane.object
+        if fig is None or not hasattr(fig, "title"):
+            continue
+        key = id(fig)
+        if key not in _FIG_FONTS:
+            _FIG_FONTS[key] = (fig.title.text_font_size, [a.axis_label_text_font_size for a in fig.axis],
+                               [a.major_label_text_font_size for a in fig.axis],
+                               [leg.label_text_font_size for leg in fig.legend])
+        title, labels, ticks, legs = _FIG_FONTS[key]
+        fig.title.text_font_size = "19px" if big else title
+        for a, lab, tick in zip(fig.axis, labels, ticks):
+            a.axis_label_text_font_size = "18px" if big else lab
+            a.major_label_text_font_size = "18px" if big else tick
+        for leg, size in zip(fig.legend, legs):
+            leg.label_text_font_size = "16px" if big else size
+    for pane in list(panel.select(pn.pane.Markdown)) + list(panel.select(pn.pane.HTML)):
+        st = dict(pane.styles or {})
+        orig = st.get("--gaplab-font-size", st.get("font-size"))
+        if orig is None:
+            continue
+        if big:
+            st["--gaplab-font-size"] = orig
+            st["font-size"] = f"{max(float(str(orig).rstrip('px')), BIG_PX):g}px"
+        else:
+            st["font-size"] = orig
+            st.pop("--gaplab-font-size", None)
+        pane.styles = st
 
 
 class _Base:
@@ -435,8 +487,10 @@ class BlockGapsView(_Base):
     #                                 second (the browser's canvas work competes with the solver)
     MAX_BARS = 700    # more blocks than this are drawn in bins (about a bar per pixel, not per block)
 
-    def __init__(self, height=300, prob_height=160, name=None):
+    def __init__(self, height=300, prob_height=160, name=None, max_bars=None):
         super().__init__()
+        if max_bars is not None:
+            self.MAX_BARS = int(max_bars)
         self.src = ColumnDataSource(dict(x=[], w=[], top=[], bottom=[], stale=[], gap=[], lo=[], hi=[]),
                                     name=name)
         self.exact = ColumnDataSource(dict(x=[], y=[]))
@@ -548,8 +602,12 @@ class BlockGapsView(_Base):
         last = snap.last_step.block if snap.last_step is not None else -10
         self.span.location = last
         self.span2.location = last
-        self.fig.title.text = (f"Per-block gap estimates ĝᵢ, coloured by staleness ({snap.dataset}, n = {n})"
-                               f"{binned}")
+        if self.MAX_BARS < BlockGapsView.MAX_BARS:   # projector: a short title
+            self.fig.title.text = f"Block gap estimates ĝᵢ (colour: staleness) — bins of {b}" if b > 1 else \
+                "Block gap estimates ĝᵢ (colour: staleness)"
+        else:
+            self.fig.title.text = (f"Per-block gap estimates ĝᵢ, coloured by staleness ({snap.dataset}, n = {n})"
+                                   f"{binned}")
         self.pfig.title.text = (f"Sampling probabilities of the next draw ({snap.config.get('sampling', '')}"
                                 f"{' p=' + format(snap.config.get('gap_power', 1), 'g') if snap.config.get('sampling') == 'gap' else ''})")
         unvisited = int(np.sum(~known))
@@ -722,19 +780,24 @@ class AnatomyView(_Base):
     MAX_TOKENS = 16
     RUNNING_MIN_INTERVAL_S = 0.45   # while a run goes, redraw at most twice per second
 
-    def __init__(self, stacked: bool = False, name=None):
+    def __init__(self, stacked: bool = False, name=None, compact: bool = False):
         super().__init__()
         # fixed heights: content that changes 10x/s must not make the browser re-layout the page
         # (a long CoNLL sentence chunked three times may need more: the word pane then scrolls)
         self._stacked = stacked
+        # compact: projector mode (text at least 18 px, the table in two columns)
+        self._scale = 1.3 if compact else 1.0
+        self._compact = compact
         self.word = pn.pane.HTML("", sizing_mode="stretch_width", margin=(5, 10), height=self._height(False),
                                  styles={"font-size": "14px", "overflow-x": "hidden", "overflow-y": "auto"})
-        self.table = pn.pane.HTML("", width=430 if not stacked else None, margin=(5, 10), height=235,
+        self.table = pn.pane.HTML("", width=430 if not stacked else None, margin=(5, 10),
+                                  height=235 if not compact else 300,
                                   sizing_mode=None if not stacked else "stretch_width",
                                   styles={"font-size": "14px", "overflow": "hidden"})
         layout = pn.Column if stacked else pn.Row
         # "what just happened": one sentence about the last step, under it
-        self.sentence = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), height=44,
+        self.sentence = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10),
+                                     height=44 if not compact else 120,
                                      css_classes=["gaplab-sentence"],
                                      styles={"font-size": "13.5px", "overflow": "hidden",
                                              "background": "#f4f7fa", "border-left": "4px solid #1f3b57",
@@ -745,6 +808,8 @@ class AnatomyView(_Base):
     def _height(self, chunks: bool) -> int:
         """Height of the input pane: taller for a chunked sentence (three wrapped rows); it only
         changes when the kind of data changes, never from one step to the next."""
+        if self._compact:
+            return 300 if chunks else 215
         if self._stacked:
             return 250 if chunks else 190
         return 290 if chunks else 235
@@ -762,7 +827,7 @@ class AnatomyView(_Base):
     def _draw(self, snap):
         st = snap.last_step
         if st is None and snap.status == "loading" and not snap.n:
-            self.word.object = ("<div style='font-weight:600;font-size:15px'>Anatomy of the last step</div>"
+            self.word.object = self._big("<div style='font-weight:600;font-size:15px'>Anatomy of the last step</div>"
                                 f"<p style='color:#8a5a00'>Loading <b>{html.escape(snap.dataset)}</b>: "
                                 f"{html.escape(snap.note or 'reading the data')} The buttons come back when "
                                 "the solver is ready.</p>")
@@ -770,7 +835,7 @@ class AnatomyView(_Base):
             self.sentence.object = ""
             return
         if st is None:
-            self.word.object = ("<div style='font-weight:600;font-size:15px'>Anatomy of the last step</div>"
+            self.word.object = self._big("<div style='font-weight:600;font-size:15px'>Anatomy of the last step</div>"
                                 "<p style='color:#666'>No step yet. <b>Step</b> takes one block step: "
                                 "sample a block, call its max oracle, move its dual variables towards "
                                 "the FW corner.</p>")
@@ -799,7 +864,7 @@ class AnatomyView(_Base):
                        for name, cls, row in rows)
         errs = [sum(a != b for a, b in zip(y, st.truth)) for y in (st.fw_corner, st.away_corner) if y is not None]
         note = f" — {st.note}" if st.note else ""
-        self.word.object = (
+        self.word.object = self._big(
             f"<div style='font-weight:600;font-size:15px;margin-bottom:4px'>Anatomy of the last step: "
             f"block <span class='gaplab-block'>{st.block}</span>{note} "
             f"<span style='font-weight:normal;font-size:12.5px;color:#555'>({len(st.truth)} words; "
@@ -845,7 +910,7 @@ class AnatomyView(_Base):
             rows.append(row("away corner y<sup>a</sup>", st.away_corner))
         more = f" (first {show} of {T} tokens)" if show < T else ""
         note = f" — {st.note}" if st.note else ""
-        self.word.object = (
+        self.word.object = self._big(
             f"<div style='font-weight:600;font-size:15px;margin-bottom:6px'>Anatomy of the last step: "
             f"block <span class='gaplab-block'>{st.block}</span>{note}{more}</div>"
             f"<table style='border-collapse:separate;border-spacing:0 4px'>{''.join(rows)}</table>"
@@ -873,8 +938,11 @@ class AnatomyView(_Base):
             items.append(("active set |S<sub>i</sub>|", str(st.active_set_size)))
         body = "".join(f"<tr><td style='padding:0 12px 0 0;color:#555;line-height:1.45'>{k}</td>"
                        f"<td style='padding:0'><b>{v}</b></td></tr>" for k, v in items)
-        self.table.object = f"<table style='border-collapse:collapse'>{body}</table>"
-        self.sentence.object = step_sentence(snap, st)
+        self.table.object = self._big(f"<table style='border-collapse:collapse;font-size:14px'>{body}</table>")
+        self.sentence.object = self._big(f"<div style='font-size:13.5px'>{step_sentence(snap, st)}</div>")
+
+    def _big(self, text):
+        return _scale_px(text, self._scale, BIG_PX if self._compact else 0.0)
 
 
 # ----------------------------------------------------------------------------- cache & atoms
