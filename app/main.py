@@ -494,7 +494,7 @@ class GapLabApp(pn.viewable.Viewer):
         pct = int(round(100 * ks.fraction))
         self.banner.object = (
             "<div style='background:#fff4d6;border:1px solid #f0c36d;border-radius:4px;padding:6px 10px;"
-            "font-size:14px'><b>⏳ " + kernels.COMPILE_NOTE + f"</b> — {pct}% · {ks.elapsed_s:.0f} s · "
+            "font-size:14px'><b>" + kernels.COMPILE_NOTE + f"</b> — {pct}% · {ks.elapsed_s:.0f} s · "
             f"<span style='color:#666'>{html.escape(ks.message)}</span><br><span style='font-size:12.5px'>"
             "Step, Run and the other solver buttons wake up when the compile ends; the settings and "
             "the Lessons can be read meanwhile.</span>"

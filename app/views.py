@@ -840,7 +840,8 @@ class AnatomyView(_Base):
                                 "sample a block, call its max oracle, move its dual variables towards "
                                 "the FW corner.</p>")
             self.table.object = ""
-            self.sentence.object = ""
+            self.sentence.object = self._big("<div style='font-size:13.5px;color:#666'><b>What just happened:</b> "
+                                             "a sentence about each step appears here.</div>")
             return
         chunks = st.tokens is not None and is_iob(st.truth)
         self._set_height(chunks)
