@@ -461,3 +461,25 @@ def test_buttons_disabled_until_kernels_compiled(browser, tmp_path):
             p.shot("cold_compiling")
         finally:
             p.close()
+
+
+def test_toy_sweep_plots_speedup_against_n(page):
+    page.page.locator(".bk-tab", has_text="Toy example").first.click()
+    page.button("Sweep n").click()
+    deadline = time.time() + 90
+    data = None
+    while time.time() < deadline:
+        data = page.page.evaluate("""() => { const s = window.Bokeh.documents[0].get_model_by_name('toy_sweep');
+            return s ? {n: Array.from(s.data.n), m: Array.from(s.data.measured),
+                        r: Array.from(s.data.ratio_nt)} : null; }""")
+        if data and len(data["n"]) >= 6:
+            break
+        time.sleep(0.2)
+    assert data and len(data["n"]) >= 6, data
+    m, r = data["m"], data["r"]
+    assert all(x > 1 for x in m) and m[3] > m[0]         # gap sampling wins more as n grows (K, ε fixed)
+    assert all(0.5 < a / b < 1.5 for a, b in zip(m, r))  # and follows n·t/(n+t)
+    page.page.get_by_text("Speed-up vs n.").wait_for()
+    time.sleep(0.4)
+    page.shot("toy_sweep")
+    assert page.errors() == [], page.failed_requests
