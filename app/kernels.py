@@ -30,7 +30,10 @@ class KernelState:
     ----------
     status : str
         "not started" (nobody asked for a compile: the buttons compile on first use),
-        "compiling", "ready" or "failed".
+        "compiling" (the kernels of the default settings: Step, Run and exact gaps with FW
+        steps and gap sampling), "background" (those are ready; the other step kinds, the cache,
+        box constraints and the path still compile: choosing them may make the first step
+        wait), "ready" or "failed".
     fraction : float
         Progress in [0, 1] (counts warm-up jobs, not seconds).
     message : str
@@ -48,7 +51,7 @@ class KernelState:
     def ready(self) -> bool:
         """The buttons may run the solver without a compile pause ("not started" counts as
         ready: nobody is compiling in the background, a first Step compiles what it needs)."""
-        return self.status in ("ready", "not started", "failed")
+        return self.status in ("ready", "background", "not started", "failed")
 
 
 class _Warmup:
@@ -80,9 +83,31 @@ class _Warmup:
             self._fraction = float(fraction)
             self._message = str(message)
 
+    def _first(self):
+        """The kernels of the default settings on a tiny chain model (OCR's model class)."""
+        from gaplab.core import Solver
+        from gaplab.core.models import max_oracle
+        from gaplab.core.problems import warmup_plan
+        job = warmup_plan(["ocr-small"])[0]
+        self._progress(0.0, f"compiling {job.model_class} (ocr-small, ocr-large) / fw, gap sampling")
+        s = Solver(job.model, lam=0.1, step="fw", sampling="gap", gap_check=1, max_passes=3)
+        s.run()
+        s.block_gap_now(0)
+        s.exact_gap(count=True)
+        s.sampling_probabilities()
+        max_oracle(job.model, 0, s.w)
+        job.model.predict(s.w)
+
     def _job(self, log, extra):
         try:
             from gaplab.core.warmup import warmup
+            self._first()
+            with self._lock:
+                self._status = "background"
+                self._t_first = time.perf_counter()
+            if log:
+                print(f"gaplab app: default solver kernels ready in {self._t_first - self._t0:.1f} s",
+                      file=sys.stderr, flush=True)
             warmup(progress=self._progress)
             if extra is not None:
                 self._progress(1.0, "loading the default dataset")

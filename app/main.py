@@ -131,10 +131,7 @@ class GapLabApp(pn.viewable.Viewer):
         # the fold at 1280×720); the bars are bins of ⌈n/120⌉ blocks (max ĝ, summed P), so a
         # bar is ≥ 6 px wide for any n
         self.projector = False
-        self.anatomy_p = AnatomyView(stacked=True, compact=True)
-        self.blocks_p = BlockGapsView(height=250, prob_height=165, name="block_gaps_projector",
-                                      max_bars=PROJECTOR_BARS)
-        self.blocks_p.info.height = 64
+        self.anatomy_p = self.blocks_p = None   # made when projector mode is first switched on
         self._built = {0}   # tabs whose views exist (the others are built when first shown)
         self._layout = self._build()
         self.refresh(force=True)
@@ -270,6 +267,11 @@ class GapLabApp(pn.viewable.Viewer):
         if on == self.projector:
             return
         self.projector = on
+        if on and self.anatomy_p is None:
+            self.anatomy_p = AnatomyView(stacked=True, compact=True)
+            self.blocks_p = BlockGapsView(height=250, prob_height=165, name="block_gaps_projector",
+                                          max_bars=PROJECTOR_BARS)
+            self.blocks_p.info.height = 64
         if self.w_projector.value != on:
             self.w_projector.value = on
         wd = self.widgets
@@ -287,6 +289,8 @@ class GapLabApp(pn.viewable.Viewer):
         self.subtitle.visible = not on
         self._apply_big(self._layout, on)
         for extra in (self.anatomy, self.blocks, self.anatomy_p, self.blocks_p, self.sidebar):
+            if extra is None:
+                continue
             self._apply_big(extra.panel if hasattr(extra, "panel") else extra, on)
         self.refresh(force=True)
 
@@ -487,6 +491,13 @@ class GapLabApp(pn.viewable.Viewer):
             self._show_messages()
 
     def _draw_banner(self, ks):
+        if ks.status == "background":
+            self.banner.object = (
+                "<div style='color:#8a5a00;font-size:12.5px'>Solver ready. Still compiling in the "
+                f"background: {html.escape(ks.message)} ({100 * ks.fraction:.0f}%) — the first step with "
+                "another step kind, the cache or the path may wait for it.</div>")
+            self.banner.visible = True
+            return
         if ks.ready:
             self.banner.visible = False
             self.banner.object = ""
