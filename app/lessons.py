@@ -294,10 +294,16 @@ class LessonPanel:
         self.nav = pn.Row(self.prev, self.next, self.pager, css_classes=["gaplab-lesson-nav"])
         self.body = pn.Column(self.title, self.text, self.try_this, self.setup, width=480, scroll=True,
                               height=720, css_classes=["gaplab-lesson-body"])
-        left = pn.Column(self.nav, self.body, width=490)
+        left = self.left = pn.Column(self.nav, self.body, width=490)
         self.panel = pn.Row(left, pn.Column(self.live, self.code_card, sizing_mode="stretch_width"),
                             sizing_mode="stretch_width")
         self.go(0)
+
+    def set_width(self, width: int):
+        """Width of the text column (projector mode widens it for its larger text)."""
+        if self.body.width != width:
+            self.body.width = width
+            self.left.width = width + 10
 
     def views(self):
         """The live views of the current page."""

@@ -18,7 +18,7 @@ from panel.io import hold
 
 from . import kernels
 from .export import figure_export_buttons, trace_csv, trace_json
-from .lessons import LessonPanel
+from .lessons import LESSONS as LESSON_PAGES, LessonPanel
 from .path_tab import PathView
 from .session import Session
 from .settings import missing_problems
@@ -50,6 +50,12 @@ _LAYOUT = (("dataset", "lam"), ("sampling", "gap_power"), ("step_kind", "gap_che
 
 
 PROJECTOR_BARS = 120
+
+LESSON_TITLES = [lesson.title.split("·", 1)[-1].strip() for lesson in LESSON_PAGES]
+
+#: the lesson page (1-based) that explains a setting (named in the setting's tooltip)
+LESSON_OF = {"dataset": 1, "lam": 1, "sampling": 4, "gap_power": 4, "gap_check": 4, "step_kind": 5,
+             "cache": 6, "cache_factor": 6, "cache_nu": 6, "cache_size": 6}
 
 #: projector mode's stylesheet for widgets, the tabs and the status line (inside their shadow roots)
 PROJECTOR_CSS = """
@@ -167,6 +173,8 @@ class GapLabApp(pn.viewable.Viewer):
         raise KeyError(key)
 
     def _lesson_page(self):
+        if hasattr(self, "_lessons"):
+            self._lessons.set_width(620 if self.projector else 480)
         if self.projector and hasattr(self, "_lessons"):
             self._apply_big(self._boxes[LESSONS], True)
         if LESSONS in self._built and hasattr(self, "_lessons") and self.tabs.active == LESSONS:
@@ -194,6 +202,11 @@ class GapLabApp(pn.viewable.Viewer):
                 kw.setdefault("step", p.step)
             self.widgets[pname] = w(pname, cls, **kw)
         self.widgets["n_steps"] = w("n_steps", pn.widgets.IntInput, width=80, label="N")
+        for pname, page in LESSON_OF.items():   # tooltips say where the lessons explain a setting
+            wdg = self.widgets.get(pname)
+            if wdg is not None and "description" in wdg.param:
+                wdg.description = (f"{wdg.description or ''} — explained in the Lessons tab, page {page}: "
+                                   f"“{LESSON_TITLES[page - 1]}”.").lstrip(" —")
         wd = self.widgets
         bw = 86
         self.widgets["speed"] = w("speed", pn.widgets.Select, width=W)
@@ -288,6 +301,8 @@ class GapLabApp(pn.viewable.Viewer):
         self.sidebar.visible = not on
         self.subtitle.visible = not on
         self._apply_big(self._layout, on)
+        if hasattr(self, "_lessons"):
+            self._lessons.set_width(620 if on else 480)
         for extra in (self.anatomy, self.blocks, self.anatomy_p, self.blocks_p, self.sidebar):
             if extra is None:
                 continue

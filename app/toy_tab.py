@@ -181,7 +181,7 @@ class ToyView:
 
     def __init__(self, lab: ToyLab, session=None, compact: bool = False):
         import panel as pn
-        from bokeh.models import ColumnDataSource, HoverTool
+        from bokeh.models import ColumnDataSource, HoverTool, Legend, LegendItem, Range1d
         from bokeh.plotting import figure
 
         self.lab = lab
@@ -189,7 +189,6 @@ class ToyView:
         self._version = None
         self.bsrc = ColumnDataSource(dict(name=[], calls=[], color=[], label=[]),
                                      name=None if compact else "toy_bars")
-        from bokeh.models import Legend, LegendItem, Range1d
         b = figure(height=300, x_range=[], y_axis_type="log", title="Oracle calls to reach ε",
                    y_range=Range1d(1, 10),
                    tools="save", toolbar_location=None, sizing_mode="stretch_width",
@@ -200,7 +199,9 @@ class ToyView:
         b.add_tools(HoverTool(tooltips=[("sampler", "@name"), ("oracle calls", "@calls")]))
         b.title.text_font_size = "14px"
         self.bars = b
+        # explicit ranges (set from the data): an empty auto-ranged log axis warns on every redraw
         c = figure(height=300, x_axis_type="log", y_axis_type="log", sizing_mode="stretch_width",
+                   x_range=Range1d(1, 1e4), y_range=Range1d(1e-6, 1),
                    title="Exact duality gap vs oracle calls", x_axis_label="oracle calls (counted)",
                    y_axis_label="duality gap", tools="pan,wheel_zoom,box_zoom,reset,save")
         c.title.text_font_size = "14px"
@@ -246,11 +247,13 @@ class ToyView:
                 legend_label="n·t/(n+t)")
         sw.line("n", "measured", source=self.ssrc, color=COLORS["gap"], line_width=2.5)
         sw.scatter("n", "measured", source=self.ssrc, color=COLORS["gap"], size=9, legend_label="measured")
+        sw.xaxis.ticker = list(SWEEP_NS)
         sw.legend.location = "top_left"
         sw.legend.label_text_font_size = "11px"
         self.sweep_fig = sw
         self.headline = pn.pane.HTML("", sizing_mode="stretch_width", styles={"font-size": "16px"})
         self.explain = pn.pane.HTML("", sizing_mode="stretch_width", styles={"font-size": "13px", "color": "#333"})
+        self.sampler_info = pn.pane.HTML("", sizing_mode="stretch_width", styles={"font-size": "13px", "color": "#333"})
         self.table = pn.pane.HTML("", sizing_mode="stretch_width", styles={"font-size": "13px"})
         wd = dict(
             n=pn.widgets.IntInput.from_param(lab.param.n, width=150),
@@ -296,7 +299,8 @@ class ToyView:
             b.height = c.height = bl.height = sw.height = 230
             intro = None
         self.panel = pn.Column(*[x for x in (intro, controls, pn.Row(*buttons), self.headline, self.explain,
-                                             plots, self.table, self.sweep_info, self.sweep_pane) if x is not None],
+                                             plots, self.sampler_info, self.table, self.sweep_info,
+                                             self.sweep_pane) if x is not None],
                                sizing_mode="stretch_width")
 
     def _scale(self):
@@ -383,6 +387,11 @@ class ToyView:
                 self.csrc[k].data = dict(x=[], y=[])
         xs = [1, max([c for c in shown if np.isfinite(c)] + [10.0])]
         self.eps_src.data = dict(x=xs, y=[s["eps"], s["eps"]])
+        ys = [v for k in names for v in self.csrc[k].data["y"]] + [s["eps"]]
+        xmax = max([v for k in names for v in self.csrc[k].data["x"]] + [xs[1]])
+        self.curves.x_range.update(start=1, end=10 ** math.ceil(math.log10(xmax * 1.2)))
+        self.curves.y_range.update(start=10 ** math.floor(math.log10(max(min(ys), 1e-12))),
+                                   end=10 ** math.ceil(math.log10(max(ys))))
         sp = s["speedup"]
         sp_txt = f"{sp:.1f}×" if math.isfinite(sp) else "–"
         self.headline.object = (
@@ -398,7 +407,8 @@ class ToyView:
                f"block), an expected speed-up of {s['expected_speedup']:.1f}×: the n easy visits and the "
                "counted exact gap passes are paid by gap sampling too." if s.get("expected_speedup") else "")
         lines = "".join(f"<li>{SAMPLER_LINES[k]}</li>" for k in names if k in SAMPLER_LINES)
-        self.explain.object = f"{why}<ul style='margin:4px 0'>{lines}</ul>"
+        self.explain.object = why
+        self.sampler_info.object = f"<b>The samplers.</b><ul style='margin:4px 0'>{lines}</ul>"
         rows = "".join(
             f"<tr><td style='padding:1px 12px 1px 0'>{k}</td><td style='text-align:right'>{_int(s['calls'][k])}</td>"
             f"<td style='padding-left:12px;color:#666'>{'' if s['reached'][k] else 'budget hit before ε'}"

@@ -190,9 +190,9 @@ def bench_start(browser, cold: bool) -> dict:
         first_step = time.perf_counter() - t0
         ctx.close()
         deadline = time.perf_counter() + 600
-        while "ready in" not in srv.log() and time.perf_counter() < deadline:
+        while "solver kernels and default dataset ready" not in srv.log() and time.perf_counter() < deadline:
             time.sleep(0.2)
-        warm_done = time.perf_counter() - t0 if "ready in" in srv.log() else float("nan")
+        warm_done = time.perf_counter() - t0 if "solver kernels and default dataset ready" in srv.log() else float("nan")
     if tmp is not None:
         tmp.cleanup()
     return {"server_ready_s": server_ready, "page_open_s": page_open, "interactive_s": interactive,
