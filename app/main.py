@@ -325,7 +325,7 @@ class GapLabApp(pn.viewable.Viewer):
             "<span style='font-size:13px;color:#dfe8f0'>Block-coordinate Frank-Wolfe for structured "
             "SVMs — gap sampling, pairwise &amp; away steps, caching (Osokin et al., ICML 2016)</span>",
             margin=(12, 10, 0, 0))
-        self.w_projector = pn.widgets.Toggle(name="Projector mode", value=False, width=170, height=36,
+        self.w_projector = pn.widgets.Toggle(label="Projector mode", value=False, width=170, height=36,
                                              margin=(8, 10), stylesheets=[".bk-btn {font-size: 16px;}"],
                                              css_classes=["gaplab-projector-toggle"])
         self.w_projector.param.watch(lambda e: self.set_projector(e.new), "value")
