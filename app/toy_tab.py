@@ -38,6 +38,35 @@ COLORS = {"uniform": "#7570b3", "curvature": "#1b9e77", "lipschitz": "#e7298a", 
           "exact_gap": "#666666"}
 
 
+MAX_REPLAY_STEPS = 50_000   # visit counts are replayed step by step up to this many steps
+
+
+def block_visits(result, problem, gap_check, seed) -> dict:
+    """``{sampler: int64 (n,)}``: how often each block was stepped on in the run that
+    :func:`~gaplab.toy_examples.hard_easy.compare_samplers` measured, replayed with the same
+    solver settings and seed for the same number of steps (the draws are deterministic), one
+    step at a time. Runs longer than ``MAX_REPLAY_STEPS`` are left out."""
+    from gaplab.core import Solver
+    model, lam, info = problem
+    out = {}
+    for name in result["sampler_names"]:
+        r = result[name]
+        steps = int(r["steps"])
+        if steps > MAX_REPLAY_STEPS or name == "exact_gap":
+            continue
+        kw = {"uniform": dict(sampling="uniform"),
+              "curvature": dict(sampling="weights", sampling_weights=info.get("curvature_constants")),
+              "lipschitz": dict(sampling="weights", sampling_weights=info.get("lipschitz_constants")),
+              "gap": dict(sampling="gap", gap_check=gap_check)}[name]
+        s = Solver(model, lam=lam, seed=seed, max_passes=1e12, **kw)
+        counts = np.zeros(model.arrays.n, dtype=np.int64)
+        for _ in range(steps):
+            s.step()
+            counts[s.last_steps(1)[-1].block] += 1
+        out[name] = counts
+    return out
+
+
 class ToyLab(param.Parameterized):
     """Settings and results of the hard/easy comparison for one session."""
 
@@ -81,11 +110,13 @@ class ToyLab(param.Parameterized):
         def job():
             t0 = time.perf_counter()
             try:
-                from gaplab.toy_examples.hard_easy import compare_samplers
+                from gaplab.toy_examples.hard_easy import compare_samplers, make_hard_easy
                 n, K, eps, seed, gc, samplers = args
+                problem = make_hard_easy(n, K)
                 res = compare_samplers(n, K, eps, seed=seed, gap_check=gc, samplers=samplers,
                                        max_calls={"lipschitz": max(200_000, 40 * n * min(K, 1000))}
-                                       if "lipschitz" in samplers else None)
+                                       if "lipschitz" in samplers else None, problem=problem)
+                res["visits"] = block_visits(res, problem, gc, seed)
                 err = None
             except Exception as exc:  # shown in the tab, never a server traceback
                 res, err = None, f"{type(exc).__name__}: {exc}"
@@ -251,6 +282,23 @@ class ToyView:
         sw.legend.location = "top_left"
         sw.legend.label_text_font_size = "11px"
         self.sweep_fig = sw
+        # per-block visit counts of each sampler (the hard block 0 vs the easy ones)
+        self.vsrc = {k: ColumnDataSource(dict(x=[], top=[])) for k in SAMPLER_CHOICES}
+        v = figure(height=260, sizing_mode="stretch_width", y_axis_type="log", y_range=Range1d(0.5, 1e4),
+                   title="Visits per block until ε (block 0 is the hard one)", x_axis_label="block i",
+                   y_axis_label="steps on the block", tools="save,reset,xwheel_zoom,xpan")
+        v.toolbar.logo = None
+        v.title.text_font_size = "14px"
+        self._vr = {}
+        for j, k in enumerate(SAMPLER_CHOICES):
+            self._vr[k] = v.vbar(x="x", top="top", bottom=0.5, width=0.25, source=self.vsrc[k], color=COLORS[k],
+                                 legend_label=k, alpha=0.85 if k != "curvature" else 0.5,
+                                 line_color=COLORS[k], line_dash="dashed" if k == "curvature" else "solid")
+        v.legend.location = "top_right"
+        v.legend.label_text_font_size = "11px"
+        v.legend.orientation = "horizontal"
+        self.visits_fig = v
+        self.visits_info = pn.pane.HTML("", sizing_mode="stretch_width", styles={"font-size": "13px"})
         self.headline = pn.pane.HTML("", sizing_mode="stretch_width", styles={"font-size": "16px"})
         self.explain = pn.pane.HTML("", sizing_mode="stretch_width", styles={"font-size": "13px", "color": "#333"})
         self.sampler_info = pn.pane.HTML("", sizing_mode="stretch_width", styles={"font-size": "13px", "color": "#333"})
@@ -299,9 +347,44 @@ class ToyView:
             b.height = c.height = bl.height = sw.height = 230
             intro = None
         self.panel = pn.Column(*[x for x in (intro, controls, pn.Row(*buttons), self.headline, self.explain,
-                                             plots, self.sampler_info, self.table, self.sweep_info,
+                                             plots, self.visits_info,
+                                             pn.pane.Bokeh(v, sizing_mode="stretch_width"),
+                                             self.sampler_info, self.table, self.sweep_info,
                                              self.sweep_pane) if x is not None],
                                sizing_mode="stretch_width")
+
+    def _draw_visits(self, s, names):
+        visits = (self.lab.result or {}).get("visits") or {}
+        shown = [k for k in names if k in visits]
+        m = len(shown)
+        width = 0.8 / max(m, 1)
+        top = 1.0
+        for k in SAMPLER_CHOICES:
+            if k in shown:
+                c = visits[k]
+                j = shown.index(k)
+                x = np.arange(len(c)) + (j - (m - 1) / 2) * width
+                keep = c > 0
+                self.vsrc[k].data = dict(x=x[keep], top=c[keep].astype(float))
+                self._vr[k].glyph.width = width
+                self._vr[k].visible = True
+                top = max(top, float(c.max()))
+            else:
+                self.vsrc[k].data = dict(x=[], top=[])
+                self._vr[k].visible = False
+        self.visits_fig.y_range.update(start=0.5, end=10 ** math.ceil(math.log10(top * 2)))
+        if not shown:
+            self.visits_info.object = ""
+            return
+        parts = []
+        for k in shown:
+            c = visits[k]
+            easy = c[1:]
+            parts.append(f"<b>{k}</b>: hard block {int(c[0]):,} steps, easy blocks {easy.mean():.1f} on average "
+                         f"({int(easy.sum()):,} in all, {100 * easy.sum() / max(c.sum(), 1):.0f}% of the steps)")
+        self.visits_info.object = ("<b>Where the steps went.</b> " + "; ".join(parts) + ". Uniform (and "
+                                   "curvature) sampling keeps drawing easy blocks that one step already "
+                                   "solved; gap sampling spends its steps on the hard block.")
 
     def _scale(self):
         self._bars_lin.visible = bool(self.linear.value)
@@ -408,6 +491,7 @@ class ToyView:
                "counted exact gap passes are paid by gap sampling too." if s.get("expected_speedup") else "")
         lines = "".join(f"<li>{SAMPLER_LINES[k]}</li>" for k in names if k in SAMPLER_LINES)
         self.explain.object = why
+        self._draw_visits(s, names)
         self.sampler_info.object = f"<b>The samplers.</b><ul style='margin:4px 0'>{lines}</ul>"
         rows = "".join(
             f"<tr><td style='padding:1px 12px 1px 0'>{k}</td><td style='text-align:right'>{_int(s['calls'][k])}</td>"

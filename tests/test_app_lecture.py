@@ -163,3 +163,20 @@ def test_projector_mode_bins_bars_and_enlarges_text(fresh):
 def test_every_setting_tooltip_names_its_lesson(app):
     for name in ("sampling", "step_kind", "gap_check", "lam"):
         assert "Lessons tab, page" in app.widgets[name].description
+
+
+def test_toy_visit_counts_show_where_the_steps_went():
+    from gaplab.app.toy_tab import ToyLab, ToyView
+    lab = ToyLab(n=10, K=30, eps=1e-3)
+    view = ToyView(lab)
+    assert lab.start() and lab.wait(120) and lab.error is None
+    view.update(force=True)
+    visits = lab.result["visits"]
+    for k in ("uniform", "curvature", "gap"):
+        assert visits[k].sum() == lab.result[k]["steps"]          # every step counted once
+    t = lab.result["prediction"]["hard_steps_needed"]
+    assert visits["gap"][0] >= t and visits["gap"][1:].max() <= 2   # gap: the hard block, easy ones ~once
+    assert visits["uniform"][1:].mean() > 0.5 * visits["uniform"][0]  # uniform: easy blocks as often
+    np.testing.assert_array_equal(visits["uniform"], visits["curvature"])  # equal curvatures: same draws
+    assert "Where the steps went" in view.visits_info.object
+    assert "Why " in view.explain.object and "curvature" in view.sampler_info.object
