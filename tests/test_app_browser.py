@@ -483,3 +483,41 @@ def test_toy_sweep_plots_speedup_against_n(page):
     time.sleep(0.4)
     page.shot("toy_sweep")
     assert page.errors() == [], page.failed_requests
+
+
+def test_panel_serve_script_at_panel_app(browser, tmp_path):
+    """``panel serve app/panel_app.py`` serves the same app at /panel_app (README)."""
+    import subprocess
+    import sys
+
+    from gaplab.app.testing import free_port
+    port = free_port()
+    log = open(ARTIFACTS / "browser_panel_serve.log", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "panel", "serve", str(ROOT / "app" / "panel_app.py"),
+                             "--port", str(port), "--address", "127.0.0.1",
+                             "--allow-websocket-origin", f"127.0.0.1:{port}"],
+                            stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
+    try:
+        url = f"http://127.0.0.1:{port}/panel_app"
+        deadline = time.time() + 60
+        import urllib.request
+        while time.time() < deadline:
+            try:
+                urllib.request.urlopen(url, timeout=5)
+                break
+            except OSError:
+                time.sleep(0.3)
+        p = Page(browser, url, wait_ready=False)
+        try:
+            p.wait_status(r"● ready.*ocr-small", timeout=120)
+            p.button("Step").click()
+            p.wait_status(r"iteration 1\b")
+            p.page.locator(".gaplab-block").first.wait_for()
+            assert p.block() >= 0
+            assert p.errors() == [], p.failed_requests
+        finally:
+            p.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        log.close()
