@@ -500,7 +500,9 @@ class GapLabApp(pn.viewable.Viewer):
             # the status line shows the same snapshot as the views drawn in this frame (its
             # numbers never lead or lag the plots)
             slow = self.status.RUNNING_MIN_INTERVAL_S
-            if force or force_status or drew or not running or now - self._drawn.get(id(self.status), 0.0) >= slow:
+            throttled = any(getattr(v, "RUNNING_MIN_INTERVAL_S", 0.0) for v in self.visible_views())
+            if force or force_status or drew or not running or (
+                    not throttled and now - self._drawn.get(id(self.status), 0.0) >= slow):
                 if self.status.update(snap, force or force_status or drew):
                     self._drawn[id(self.status)] = now
             self._show_messages()
