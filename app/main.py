@@ -109,19 +109,23 @@ class GapLabApp(pn.viewable.Viewer):
     periodic : bool
         Pull snapshots with a periodic callback every ``REFRESH_MS`` (off in headless tests,
         which call :meth:`refresh` themselves).
-    warm : bool
+    warm : bool, optional
         Compile the solver kernels in a background thread of this process (once per process;
         ``gaplab app`` starts it with the server). Until it ends, the buttons that run the
-        solver are disabled and the page shows the progress.
+        solver are disabled and the page shows the progress. The served entry points
+        (``gaplab app``, ``app/panel_app.py``) turn it on; off by default because in a notebook
+        the background compile's page updates broke the rendering in JupyterLab (BokehJS
+        "reference ... isn't known") — there the first Step compiles what it needs.
     """
 
-    def __init__(self, session: Session | None = None, *, periodic: bool = True, warm: bool = True,
+    def __init__(self, session: Session | None = None, *, periodic: bool = True, warm: bool = False,
                  **params):
         super().__init__(**params)
         _extension()
         if warm:
             kernels.start(log=False)
         self._kkey = None
+        self._unloaded_force = 0.0
         self.session = session if session is not None else Session()
         self.toy = ToyLab()
         self._msg_seen = 0
@@ -458,10 +462,20 @@ class GapLabApp(pn.viewable.Viewer):
         self.refresh(force=True)
 
     def _tick(self):
-        if self._closed or not self._page_loaded:
+        if self._closed:
             return
+        force = False
+        if not self._page_loaded:
+            # Until the page says it has loaded, resend everything once a second (changes made
+            # before its websocket connected may be lost). In JupyterLab the onload callback may
+            # never come: the app must refresh anyway (it stayed on "loading" before).
+            now = time.perf_counter()
+            if now - self._unloaded_force < 1.0:
+                return
+            self._unloaded_force = now
+            force = True
         try:
-            self.refresh()
+            self.refresh(force=force)
         except Exception as exc:  # a drawing bug must not kill the periodic callback
             self.session.notify(f"Display error: {type(exc).__name__}: {exc}", "error")
 
@@ -580,9 +594,9 @@ class _ToyAdapter:
 def build_app(**session_params) -> GapLabApp:
     """A new, independent app (default: OCR-small, BCFW + gap sampling, λ = 0.01).
 
-    ``periodic`` (default True) pulls snapshots 10 times per second; ``warm`` (default: the
-    value of ``periodic``) compiles the solver kernels in the background first (buttons disabled
-    meanwhile). Other keywords are :class:`Session` settings."""
+    ``periodic`` (default True) pulls snapshots 10 times per second; ``warm`` (default False;
+    ``gaplab app`` and ``app/panel_app.py`` pass True) compiles the solver kernels in the
+    background first (buttons disabled meanwhile). Other keywords are :class:`Session` settings."""
     periodic = session_params.pop("periodic", True)
-    warm = session_params.pop("warm", periodic)   # headless tests compile on first use
+    warm = session_params.pop("warm", False)   # the served entry points pass True
     return GapLabApp(Session(**session_params), periodic=periodic, warm=warm)

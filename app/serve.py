@@ -16,7 +16,7 @@ def app_factory():
     import panel as pn
 
     from .main import build_app
-    app = build_app()
+    app = build_app(warm=True)
     sid = app.session.session_id
     print(f"gaplab app: session {sid} opened", file=sys.stderr, flush=True)
 

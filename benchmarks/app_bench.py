@@ -45,7 +45,7 @@ class InProcessServer:
 
     def factory(self):
         from gaplab.app.main import build_app
-        app = build_app()
+        app = build_app(warm=True)
         self.apps.append(app)
         return app
 

@@ -29,7 +29,7 @@ if CHROMIUM is None:
                 allow_module_level=True)
 
 if not os.environ.get("GAPLAB_JUPYTERLAB_TEST"):
-    # a known failure (see the xfail below) that costs about a minute: run it on request
+    # a known failure (see the xfail below) that costs about 2.5 minutes: run it on request
     pytest.skip("live JupyterLab test: set GAPLAB_JUPYTERLAB_TEST=1 to run it (known failure, issue 16 "
                 "item 10)", allow_module_level=True)
 
@@ -87,11 +87,10 @@ def lab(tmp_path_factory):
 
 @pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason=(
-    "issue 16 item 10, open: in JupyterLab the app cell's output stays empty — BokehJS reports "
-    "\"reference ... isn't known\" while decoding the app's document (with main's app of 2026-11-23 "
-    "the same notebook renders without console errors; not the export buttons, tooltips, trace "
-    "downloads or the extension call). Offline, Panel also needs pn.extension(inline=True), which "
-    "the notebook now uses."))
+    "issue 16 item 10, open: in JupyterLab 4 the app renders but stays on 'loading ocr-small': "
+    "the session's snapshots never reach the page (the periodic callback's updates, or the "
+    "callback itself, do not run there). The app used to render nothing at all: the background "
+    "kernel compile is now off in notebooks (BokehJS 'reference ... isn't known')."))
 def test_app_runs_live_in_jupyterlab(lab):
     pw = sync_api.sync_playwright().start()
     try:
