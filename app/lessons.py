@@ -82,8 +82,9 @@ the oracle call that measures how far block $i$ is from optimal.
 The Frank-Wolfe gap equals the Lagrange duality gap between primal and dual, and it splits over
 blocks (Eq. (4)-(6)):
 
-$$g(\alpha) = \sum_{i=1}^n g_i(\alpha), \qquad
-g_i(\alpha) = \frac1n\Big(\max_{y} H_i(y; w) - \sum_y \alpha_i(y) H_i(y; w)\Big) \ge 0 .$$
+$$g(\alpha) = \sum_{i=1}^n g_i(\alpha),$$
+
+$$g_i(\alpha) = \frac1n\Big(\max_{y} H_i(y; w) - \sum_y \alpha_i(y) H_i(y; w)\Big) \ge 0 .$$
 
 $g_i = 0$ exactly when every support labelling of block $i$ is a tied solution of the max
 oracle. Computing all $g_i$ costs a full pass of $n$ oracle calls; BCFW gets **one** of them
@@ -227,6 +228,12 @@ def lesson_code(lesson: Lesson) -> str:
     return "\n\n".join(parts)
 
 
+_MATH_CSS = """
+mjx-container[display="true"], mjx-container[jax="CHTML"][display="true"], .MathJax_Display {
+  overflow-x: auto; overflow-y: hidden; max-width: 100%; }
+"""
+
+
 def _math_renderer(content: str, opts: dict) -> str:
     """dollarmath -> the delimiters Bokeh's MathJax finds: \\( \\) inline, $$ $$ display."""
     body = html.escape(content.strip(), quote=False)
@@ -280,11 +287,23 @@ class LessonPanel:
         self.code = pn.pane.Markdown("", sizing_mode="stretch_width", styles={"font-size": "12px"})
         self.code_card = pn.Card(self.code, title="The code of this step (gaplab.core.reference)",
                                  collapsed=False, sizing_mode="stretch_width", visible=False)
-        left = pn.Column(pn.Row(self.prev, self.next, self.pager), self.title, self.text, self.try_this,
-                         self.setup, width=460, scroll=True, height=780)
+        # the navigation stays above the scrolling text (visible on long pages); equations wider
+        # than the column scroll sideways instead of being cut off
+        self.text.stylesheets = [_MATH_CSS]
+        self.try_this.stylesheets = [_MATH_CSS]
+        self.nav = pn.Row(self.prev, self.next, self.pager, css_classes=["gaplab-lesson-nav"])
+        self.body = pn.Column(self.title, self.text, self.try_this, self.setup, width=480, scroll=True,
+                              height=720, css_classes=["gaplab-lesson-body"])
+        left = self.left = pn.Column(self.nav, self.body, width=490)
         self.panel = pn.Row(left, pn.Column(self.live, self.code_card, sizing_mode="stretch_width"),
                             sizing_mode="stretch_width")
         self.go(0)
+
+    def set_width(self, width: int):
+        """Width of the text column (projector mode widens it for its larger text)."""
+        if self.body.width != width:
+            self.body.width = width
+            self.left.width = width + 10
 
     def views(self):
         """The live views of the current page."""
@@ -319,11 +338,14 @@ class LessonPanel:
             self._on_page()
 
     def apply_setup(self):
+        """Apply the page's settings and start the solver afresh with them (a run that had used
+        its pass budget, or was stopped, never leaves the next page stuck)."""
         lesson = LESSONS[self.page]
-        changes = {k: v for k, v in lesson.setup.items() if getattr(self.session, k) != v}
+        sess = self.session
+        changes = {k: v for k, v in lesson.setup.items() if getattr(sess, k) != v}
         if changes:
-            self.session.param.update(**changes)
-            self.session.notify(f"Lesson set-up applied: {', '.join(f'{k}={v}' for k, v in changes.items())}.",
-                                "info")
-        else:
-            self.session.notify("This page's settings are already in place.", "info")
+            sess.param.update(**changes)   # a solver setting rebuilds the solver; a dataset reloads
+        if sess.status != "loading" and sess.snapshot.iteration:
+            sess.reset()
+        what = ", ".join(f"{k}={v}" for k, v in changes.items()) or "settings already in place"
+        sess.notify(f"Lesson set-up: {what}; the solver starts from α⁰.", "info")

@@ -9,16 +9,21 @@ path, Toy example and Lessons.
 from __future__ import annotations
 
 import collections
+import html
 import time
 
 import panel as pn
 import param
 from panel.io import hold
 
-from .lessons import LessonPanel
+from . import kernels
+from .export import figure_export_buttons, trace_csv, trace_json
+from .lessons import LESSONS as LESSON_PAGES, LessonPanel
 from .path_tab import PathView
 from .session import Session
+from .settings import missing_problems
 from .toy_tab import ToyLab, ToyView
+from .views import fig_fonts
 from .views import (AnatomyView, BlockGapsView, CacheView, GapView, PrimalDualView, StatusView,
                     TestErrorView)
 
@@ -44,6 +49,51 @@ _LAYOUT = (("dataset", "lam"), ("sampling", "gap_power"), ("step_kind", "gap_che
            ("cache", "cache_size"), ("cache_factor", "cache_nu"), ("seed", "max_passes"))
 
 
+PROJECTOR_BARS = 120
+
+LESSON_TITLES = [lesson.title.split("·", 1)[-1].strip() for lesson in LESSON_PAGES]
+
+#: the lesson page (1-based) that explains a setting (named in the setting's tooltip)
+LESSON_OF = {"dataset": 1, "lam": 1, "sampling": 4, "gap_power": 4, "gap_check": 4, "step_kind": 5,
+             "cache": 6, "cache_factor": 6, "cache_nu": 6, "cache_size": 6}
+
+#: projector mode's stylesheet for widgets, the tabs and the status line (inside their shadow roots)
+PROJECTOR_CSS = """
+.bk-btn, .bk-input, select, input, label, .bk-tab, .bk-input-group { font-size: 18px !important; }
+.bk-btn { min-height: 38px; }
+.gaplab-status { font-size: 18px !important; }
+"""
+
+#: tooltips of the buttons (what each does; Pause vs Stop)
+TOOLTIPS = {
+    "step": "One block step: draw a block with the chosen sampler, call its max oracle (or the "
+            "cache), move its dual variables towards the FW corner. Pauses a run. (Lessons, page 2)",
+    "step_n": "N block steps at the chosen speed, then pause.",
+    "run": "Run until the pass budget at the chosen speed. While running this button is Pause: "
+           "the run stops but stays resumable (Run continues it).",
+    "stop": "End the run. It stays on screen, but the next Run, Step or Step ×N starts a new run "
+            "from α⁰ with the current settings (Add run to comparison first to keep its curves).",
+    "reset": "Back to α⁰ now, same settings and seed: the same run again.",
+    "exact": "One exact gap pass: n counted oracle calls give the duality gap, the primal and "
+             "every block gap g_i (red dashes on the Step tab). (Lessons, page 3)",
+    "compare": "Freeze the current run's curves (labelled with its settings and seed) on the "
+               "Convergence and Cache plots.",
+}
+
+
+def _missing_html() -> str:
+    """A short note on the registered problems whose data is not installed (not offered in the
+    picker), with where the loader looked and how to get the data on hover."""
+    miss = missing_problems()
+    if not miss:
+        return ""
+    items = "; ".join(f"<span title='{html.escape(hint, quote=True)}' style='text-decoration:underline dotted'>"
+                      f"{html.escape(name)}</span>" for name, hint in miss.items())
+    return (f"Not installed, so not offered: {items}. Hover the name for where the loader looked "
+            "and how to get the files (e.g. $GAPLAB_DATA, or a checksummed download from Python), "
+            "then restart the app.")
+
+
 def _extension():
     """Load Panel's extensions for this document (idempotent; called by every app)."""
     pn.extension("mathjax", notifications=True)
@@ -59,11 +109,23 @@ class GapLabApp(pn.viewable.Viewer):
     periodic : bool
         Pull snapshots with a periodic callback every ``REFRESH_MS`` (off in headless tests,
         which call :meth:`refresh` themselves).
+    warm : bool, optional
+        Compile the solver kernels in a background thread of this process (once per process;
+        ``gaplab app`` starts it with the server). Until it ends, the buttons that run the
+        solver are disabled and the page shows the progress. The served entry points
+        (``gaplab app``, ``app/panel_app.py``) turn it on; off by default because in a notebook
+        the background compile's page updates broke the rendering in JupyterLab (BokehJS
+        "reference ... isn't known") — there the first Step compiles what it needs.
     """
 
-    def __init__(self, session: Session | None = None, *, periodic: bool = True, **params):
+    def __init__(self, session: Session | None = None, *, periodic: bool = True, warm: bool = False,
+                 **params):
         super().__init__(**params)
         _extension()
+        if warm:
+            kernels.start(log=False)
+        self._kkey = None
+        self._unloaded_force = 0.0
         self.session = session if session is not None else Session()
         self.toy = ToyLab()
         self._msg_seen = 0
@@ -75,6 +137,11 @@ class GapLabApp(pn.viewable.Viewer):
         self.status = StatusView()
         self.anatomy = AnatomyView()
         self.blocks = BlockGapsView(height=290, prob_height=150, name="block_gaps")
+        # projector mode's Step tab: the anatomy stacked left, the block gaps right (both above
+        # the fold at 1280×720); the bars are bins of ⌈n/120⌉ blocks (max ĝ, summed P), so a
+        # bar is ≥ 6 px wide for any n
+        self.projector = False
+        self.anatomy_p = self.blocks_p = None   # made when projector mode is first switched on
         self._built = {0}   # tabs whose views exist (the others are built when first shown)
         self._layout = self._build()
         self.refresh(force=True)
@@ -110,6 +177,10 @@ class GapLabApp(pn.viewable.Viewer):
         raise KeyError(key)
 
     def _lesson_page(self):
+        if hasattr(self, "_lessons"):
+            self._lessons.set_width(620 if self.projector else 480)
+        if self.projector and hasattr(self, "_lessons"):
+            self._apply_big(self._boxes[LESSONS], True)
         if LESSONS in self._built and hasattr(self, "_lessons") and self.tabs.active == LESSONS:
             self.refresh(force=True)
 
@@ -135,41 +206,67 @@ class GapLabApp(pn.viewable.Viewer):
                 kw.setdefault("step", p.step)
             self.widgets[pname] = w(pname, cls, **kw)
         self.widgets["n_steps"] = w("n_steps", pn.widgets.IntInput, width=80, label="N")
+        for pname, page in LESSON_OF.items():   # tooltips say where the lessons explain a setting
+            wdg = self.widgets.get(pname)
+            if wdg is not None and "description" in wdg.param:
+                wdg.description = (f"{wdg.description or ''} — explained in the Lessons tab, page {page}: "
+                                   f"“{LESSON_TITLES[page - 1]}”.").lstrip(" —")
         wd = self.widgets
         _explain_invalid_lam(wd["lam"], s)
         bw = 86
-        self.b_step = pn.widgets.Button(label="Step", color="primary", width=bw)
-        self.b_step_n = pn.widgets.Button(label="Step ×N", color="primary", width=bw)
-        self.b_run = pn.widgets.Button(label="▶ Run", color="success", width=bw)
-        self.b_stop = pn.widgets.Button(label="■ Stop", color="danger", width=bw)
-        self.b_reset = pn.widgets.Button(label="↺ Reset", color="warning", width=bw)
-        self.b_exact = pn.widgets.Button(label="Compute exact gaps (n oracle calls)", width=290)
-        self.b_compare = pn.widgets.Button(label="Add run to comparison", width=190)
-        self.b_clear = pn.widgets.Button(label="Clear", width=90)
+        self.widgets["speed"] = w("speed", pn.widgets.Select, width=W)
+        B = pn.widgets.Button
+        self.b_step = B(label="Step", color="primary", width=bw, description=TOOLTIPS["step"])
+        self.b_step_n = B(label="Step ×N", color="primary", width=bw, description=TOOLTIPS["step_n"])
+        self.b_run = B(label="▶ Run", color="success", width=bw, description=TOOLTIPS["run"])
+        self.b_stop = B(label="■ Stop", color="danger", width=bw, description=TOOLTIPS["stop"])
+        self.b_reset = B(label="↺ Reset", color="warning", width=bw, description=TOOLTIPS["reset"])
+        self.b_exact = B(label="Compute exact gaps (n oracle calls)", width=290, description=TOOLTIPS["exact"])
+        self.b_compare = B(label="Add run to comparison", width=190, description=TOOLTIPS["compare"])
+        self.b_clear = B(label="Clear", width=90, description="Remove every comparison run.")
+        self.d_csv = pn.widgets.FileDownload(callback=lambda: trace_csv(self.session.snapshot),
+                                             filename="gaplab_trace.csv", label="Trace CSV", width=140,
+                                             color="light", css_classes=["gaplab-export-csv"],
+                                             description="Download the current run's trace (one row per "
+                                                         "pass and per gap check) with its config and seed.")
+        self.d_json = pn.widgets.FileDownload(callback=lambda: trace_json(self.session.snapshot),
+                                              filename="gaplab_trace.json", label="Trace JSON", width=140,
+                                              color="light", css_classes=["gaplab-export-json"],
+                                              description="Download the current run (config, seed, trace, "
+                                                          "manual gap checks, comparison runs) as JSON.")
         for b, fn in [(self.b_step, self.on_step), (self.b_step_n, self.on_step_n),
                       (self.b_run, self.on_run), (self.b_stop, self.on_stop), (self.b_reset, self.on_reset),
                       (self.b_exact, self.on_exact), (self.b_compare, self.on_compare),
                       (self.b_clear, self.on_clear)]:
             b.on_click(lambda e, fn=fn: self._timed(fn))
-        self.alert = pn.pane.Alert("", alert_type="info", visible=False, width=290, margin=(5, 10))
+        self.alert = pn.pane.Alert("", alert_type="info", visible=False, width=290, margin=(5, 10),
+                                   styles={"overflow-wrap": "anywhere", "word-break": "break-word"})
+        self.missing = pn.pane.HTML(_missing_html(), width=300, margin=(0, 10),
+                                    css_classes=["gaplab-missing"], visible=bool(missing_problems()),
+                                    styles={"font-size": "12px", "color": "#666", "overflow-wrap": "anywhere"})
         self.s.param.watch(lambda e: self._sync_visibility(), ["sampling", "cache", "dataset"])
         self._sync_visibility()
         placed = [n for row in _LAYOUT for n in row]
-        rest = [n for n in wd if n not in placed and n != "n_steps"]   # problem options, new settings
-        rows = [pn.Row(*(wd[n] for n in row if n in wd)) for row in _LAYOUT[:1]]
+        rest = [n for n in wd if n not in placed and n not in ("n_steps", "speed")]   # problem options, new settings
+        rows = [pn.Row(*(wd[n] for n in row if n in wd)) for row in _LAYOUT[:1]] + [self.missing]
         rows += [pn.Row(*(wd[n] for n in rest[k:k + 2])) for k in range(0, len(rest), 2)]
         rows += [pn.Row(*(wd[n] for n in row if n in wd)) for row in _LAYOUT[1:]]
-        return pn.Column(
-            pn.pane.HTML("<b>Settings</b>", margin=(5, 10, 0, 10)),
-            *rows,
-            pn.layout.Divider(margin=(5, 10)),
-            pn.Row(self.b_step, self.b_step_n, wd["n_steps"]),
-            pn.Row(self.b_run, self.b_stop, self.b_reset),
-            pn.Row(self.b_exact),
-            pn.Row(self.b_compare, self.b_clear),
-            self.alert,
-            width=330,
-        )
+        self.settings_box = pn.Column(pn.pane.HTML("<b>Settings</b>", margin=(5, 10, 0, 10)), *rows,
+                                      pn.layout.Divider(margin=(5, 10)))
+        self._speed_note = pn.pane.HTML(
+            "<span style='font-size:11.5px;color:#666'>Pause keeps the run; Stop ends it "
+            "(the next Run starts anew)</span>", width=150, margin=(18, 5, 0, 0))
+        self.run_box = pn.Column(*self._run_rows())
+        return pn.Column(self.settings_box, self.run_box, self.alert, width=330)
+
+    def _run_rows(self):
+        wd = self.widgets
+        return [pn.Row(self.b_step, self.b_step_n, wd["n_steps"]),
+                pn.Row(self.b_run, self.b_stop, self.b_reset),
+                pn.Row(wd["speed"], self._speed_note),
+                pn.Row(self.b_exact),
+                pn.Row(self.b_compare, self.b_clear),
+                pn.Row(self.d_csv, self.d_json)]
 
     @property
     def s(self):
@@ -180,20 +277,79 @@ class GapLabApp(pn.viewable.Viewer):
         for name, widget in wd.items():
             widget.visible = (s.param[name].precedence or 0) >= 0
 
+    def set_projector(self, on: bool):
+        """Projector mode: text and controls ≥ 18 px, no settings sidebar (the run buttons move
+        to a bar above the tabs), the Step tab laid out for 1280×720 with the sampling plot above
+        the fold, per-block bars binned to stay ≥ 6 px wide."""
+        on = bool(on)
+        if on == self.projector:
+            return
+        self.projector = on
+        if on and self.anatomy_p is None:
+            self.anatomy_p = AnatomyView(stacked=True, compact=True)
+            self.blocks_p = BlockGapsView(height=250, prob_height=165, name="block_gaps_projector",
+                                          max_bars=PROJECTOR_BARS)
+            self.blocks_p.info.height = 64
+        if self.w_projector.value != on:
+            self.w_projector.value = on
+        wd = self.widgets
+        bar = [self.b_step, self.b_step_n, wd["n_steps"], self.b_run, self.b_stop, self.b_reset, wd["speed"]]
+        if on:
+            self.run_box.objects = []
+            self.topbar.objects = bar
+            self._step_tab.objects = [pn.Row(self.anatomy_p.panel, self.blocks_p.panel, sizing_mode="stretch_width")]
+        else:
+            self.topbar.objects = []
+            self.run_box.objects = self._run_rows()
+            self._step_tab.objects = [self.anatomy.panel, self.blocks.panel]
+        self.topbar.visible = on
+        self.sidebar.visible = not on
+        self.subtitle.visible = not on
+        self._apply_big(self._layout, on)
+        if hasattr(self, "_lessons"):
+            self._lessons.set_width(620 if on else 480)
+        for extra in (self.anatomy, self.blocks, self.anatomy_p, self.blocks_p, self.sidebar):
+            if extra is None:
+                continue
+            self._apply_big(extra.panel if hasattr(extra, "panel") else extra, on)
+        self.refresh(force=True)
+
+    @staticmethod
+    def _apply_big(layout, on: bool):
+        """Projector sizes on or off for every widget, figure and text pane in ``layout``."""
+        css = [PROJECTOR_CSS] if on else []
+        for wdg in layout.select(pn.widgets.Widget):
+            if list(wdg.stylesheets) != css:
+                wdg.stylesheets = css
+        for tabs in layout.select(pn.Tabs):
+            tabs.stylesheets = css
+        fig_fonts(layout, on)
+
     def _build(self):
-        header = pn.pane.HTML(
-            "<div style='background:#1f3b57;color:white;padding:6px 14px;border-radius:4px'>"
-            "<span style='font-size:20px;font-weight:600'>gaplab · Minding the gaps</span>"
-            "<span style='font-size:13px;opacity:0.85;margin-left:16px'>Block-coordinate "
-            "Frank-Wolfe for structured SVMs — gap sampling, pairwise &amp; away steps, caching "
-            "(Osokin et al., ICML 2016)</span></div>",
-            sizing_mode="stretch_width", margin=(5, 10))
+        self.subtitle = pn.pane.HTML(
+            "<span style='font-size:13px;color:#dfe8f0'>Block-coordinate Frank-Wolfe for structured "
+            "SVMs — gap sampling, pairwise &amp; away steps, caching (Osokin et al., ICML 2016)</span>",
+            margin=(12, 10, 0, 0))
+        self.w_projector = pn.widgets.Toggle(label="Projector mode", value=False, width=170, height=36,
+                                             margin=(8, 10), stylesheets=[".bk-btn {font-size: 16px;}"],
+                                             css_classes=["gaplab-projector-toggle"])
+        self.w_projector.param.watch(lambda e: self.set_projector(e.new), "value")
+        title = pn.pane.HTML("<span style='font-size:20px;font-weight:600;color:white'>gaplab · Minding the gaps</span>",
+                             margin=(8, 14))
+        header = pn.Row(title, self.subtitle, pn.layout.HSpacer(), self.w_projector,
+                        styles={"background": "#1f3b57", "border-radius": "4px"},
+                        sizing_mode="stretch_width", margin=(5, 10))
+        self.topbar = pn.Row(visible=False, sizing_mode="stretch_width", css_classes=["gaplab-topbar"])
         step_tab = pn.Column(self.anatomy.panel, self.blocks.panel, sizing_mode="stretch_width")
+        self._step_tab = step_tab
         self._boxes = [step_tab] + [pn.Column(sizing_mode="stretch_width") for _ in self.TAB_NAMES[1:]]
         self.tabs = pn.Tabs(*zip(self.TAB_NAMES, self._boxes), dynamic=True, sizing_mode="stretch_width")
         self.tabs.param.watch(self._on_tab, "active")
-        main = pn.Column(self.status.panel, self.tabs, sizing_mode="stretch_width")
-        return pn.Column(header, pn.Row(self._controls(), main, sizing_mode="stretch_width"),
+        self.banner = pn.pane.HTML("", visible=False, sizing_mode="stretch_width", margin=(0, 10),
+                                   css_classes=["gaplab-compiling"])
+        main = pn.Column(self.banner, self.topbar, self.status.panel, self.tabs, sizing_mode="stretch_width")
+        self.sidebar = self._controls()
+        return pn.Column(header, pn.Row(self.sidebar, main, sizing_mode="stretch_width"),
                          sizing_mode="stretch_width")
 
     def __panel__(self):
@@ -204,6 +360,8 @@ class GapLabApp(pn.viewable.Viewer):
 
     def _on_tab(self, event):
         self._ensure_tab(event.new)
+        if self.projector:
+            self._apply_big(self._boxes[event.new], True)
         self.refresh(force=True)
 
     def _ensure_tab(self, tab: int):
@@ -295,7 +453,7 @@ class GapLabApp(pn.viewable.Viewer):
         """The views drawn in the active tab (others are brought up to date when shown)."""
         tab = self.tabs.active
         if tab == STEP:
-            return [self.anatomy, self.blocks]
+            return [self.anatomy_p, self.blocks_p] if self.projector else [self.anatomy, self.blocks]
         if tab == CONVERGENCE:
             return [self.gap_passes, self.gap_time, self.primal_dual, self.test_error]
         if tab == CACHE:
@@ -313,10 +471,20 @@ class GapLabApp(pn.viewable.Viewer):
         self.refresh(force=True)
 
     def _tick(self):
-        if self._closed or not self._page_loaded:
+        if self._closed:
             return
+        force = False
+        if not self._page_loaded:
+            # Until the page says it has loaded, resend everything once a second (changes made
+            # before its websocket connected may be lost). In JupyterLab the onload callback may
+            # never come: the app must refresh anyway (it stayed on "loading" before).
+            now = time.perf_counter()
+            if now - self._unloaded_force < 1.0:
+                return
+            self._unloaded_force = now
+            force = True
         try:
-            self.refresh()
+            self.refresh(force=force)
         except Exception as exc:  # a drawing bug must not kill the periodic callback
             self.session.notify(f"Display error: {type(exc).__name__}: {exc}", "error")
 
@@ -329,19 +497,61 @@ class GapLabApp(pn.viewable.Viewer):
         label = "❚❚ Pause" if running else "▶ Run"
         if self.b_run.label != label:
             self.b_run.label = label
-        busy = snap.status == "loading"
+        ks = kernels.state()
+        busy = snap.status == "loading" or not ks.ready
         for b in (self.b_step, self.b_step_n, self.b_run, self.b_exact, self.b_reset):
             if b.disabled != busy:
                 b.disabled = busy
+        kkey = (ks.status, round(ks.fraction, 2), ks.message)
+        if kkey != self._kkey:
+            self._kkey = kkey
+            self.status.compiling = None if ks.ready else ks
+            self._draw_banner(ks)
+            force_status = True
+        else:
+            force_status = False
         now = time.perf_counter()
         with hold():  # one websocket message per refresh: all views change together
-            for v in [self.status] + self.visible_views():
+            drew = False
+            for v in self.visible_views():
                 slow = getattr(v, "RUNNING_MIN_INTERVAL_S", 0.0)
                 if running and not force and slow and now - self._drawn.get(id(v), 0.0) < slow:
                     continue  # e.g. the anatomy changes thousands of times per second: 2 Hz is enough
                 if v.update(snap, force):
                     self._drawn[id(v)] = now
+                    drew = True
+            # the status line shows the same snapshot as the views drawn in this frame (its
+            # numbers never lead or lag the plots)
+            slow = self.status.RUNNING_MIN_INTERVAL_S
+            throttled = any(getattr(v, "RUNNING_MIN_INTERVAL_S", 0.0) for v in self.visible_views())
+            if force or force_status or drew or not running or (
+                    not throttled and now - self._drawn.get(id(self.status), 0.0) >= slow):
+                if self.status.update(snap, force or force_status or drew):
+                    self._drawn[id(self.status)] = now
             self._show_messages()
+
+    def _draw_banner(self, ks):
+        if ks.status == "background":
+            self.banner.object = (
+                "<div style='color:#8a5a00;font-size:12.5px'>Solver ready. Still compiling in the "
+                f"background: {html.escape(ks.message)} ({100 * ks.fraction:.0f}%) — the first step with "
+                "another step kind, the cache or the path may wait for it.</div>")
+            self.banner.visible = True
+            return
+        if ks.ready:
+            self.banner.visible = False
+            self.banner.object = ""
+            return
+        pct = int(round(100 * ks.fraction))
+        self.banner.object = (
+            "<div style='background:#fff4d6;border:1px solid #f0c36d;border-radius:4px;padding:6px 10px;"
+            "font-size:14px'><b>" + kernels.COMPILE_NOTE + f"</b> — {pct}% · {ks.elapsed_s:.0f} s · "
+            f"<span style='color:#666'>{html.escape(ks.message)}</span><br><span style='font-size:12.5px'>"
+            "Step, Run and the other solver buttons wake up when the compile ends; the settings and "
+            "the Lessons can be read meanwhile.</span>"
+            f"<div style='background:#eee;height:6px;margin-top:4px'><div style='background:#f0a020;"
+            f"height:6px;width:{pct}%'></div></div></div>")
+        self.banner.visible = True
 
     def _show_messages(self):
         msgs = self.session.messages(self._msg_seen)
@@ -411,6 +621,11 @@ def _explain_invalid_lam(widget, session) -> None:
 
 
 def build_app(**session_params) -> GapLabApp:
-    """A new, independent app (default: OCR-small, BCFW + gap sampling, λ = 0.01)."""
+    """A new, independent app (default: OCR-small, BCFW + gap sampling, λ = 0.01).
+
+    ``periodic`` (default True) pulls snapshots 10 times per second; ``warm`` (default False;
+    ``gaplab app`` and ``app/panel_app.py`` pass True) compiles the solver kernels in the
+    background first (buttons disabled meanwhile). Other keywords are :class:`Session` settings."""
     periodic = session_params.pop("periodic", True)
-    return GapLabApp(Session(**session_params), periodic=periodic)
+    warm = session_params.pop("warm", False)   # the served entry points pass True
+    return GapLabApp(Session(**session_params), periodic=periodic, warm=warm)

@@ -2,4 +2,4 @@
 gets its own app)."""
 from gaplab.app.main import build_app
 
-build_app().servable(title="gaplab · Minding the gaps")
+build_app(warm=True).servable(title="gaplab · Minding the gaps")

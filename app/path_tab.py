@@ -29,7 +29,8 @@ _STATUS = {"idle": ("#555", "no path yet"), "running": ("#1a9641", "computing th
            "grid": ("#1a9641", "path done · computing the grid search"), "done": ("#2c7fb8", "done"),
            "stopped": ("#555", "stopped"), "error": ("#d7191c", "error"), "closed": ("#555", "closed")}
 
-_LAM_TICK_JS = "const v = Math.pow(10, tick); return Number(v.toPrecision(3)).toString();"
+# the slider holds −log10 λ, so that it runs the way the plots do (λ decreases to the right)
+_LAM_TICK_JS = "const v = Math.pow(10, -tick); return Number(v.toPrecision(3)).toString();"
 
 
 def _sawtooth(lam, gap, nxt, delta, lo_end):
@@ -178,7 +179,8 @@ class PathView:
         self.summary = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), height=42 if not compact else 60,
                                     styles={"font-size": "13px", "overflow": "hidden"},
                                     css_classes=["gaplab-path-summary"])
-        self.slider = pn.widgets.FloatSlider(label="Pick λ (log scale): load its model into the solver",
+        self.slider = pn.widgets.FloatSlider(label="Pick λ (log scale, decreasing to the right like the plots): "
+                                                   "load its model into the solver",
                                              start=-3, end=3, value=0, step=0.001, disabled=True,
                                              format=CustomJSTickFormatter(code=_LAM_TICK_JS),
                                              sizing_mode="stretch_width", css_classes=["gaplab-path-slider"])
@@ -221,7 +223,7 @@ class PathView:
 
     def _on_slider(self, event):
         if event.new is not None:
-            self.pick(10.0 ** float(event.new))
+            self.pick(10.0 ** -float(event.new))
 
     def pick_best(self) -> bool:
         """Load the breakpoint with the lowest test error (at its own λ_j)."""
@@ -329,7 +331,7 @@ class PathView:
             b = min(lo, float(gl.min()) if gl.size else lo) / 1.6
             b = min(b, a / 300.0)   # at least 2.5 decades: room for the breakpoints to come
             _set_range(self.x_range, a, b)
-            rng = (round(math.log10(lo), 3), round(math.log10(hi), 3))
+            rng = (round(-math.log10(hi), 3), round(-math.log10(lo), 3))
             if rng != self._range:
                 self._range = rng
                 v = min(max(self.slider.value, rng[0]), rng[1])
@@ -337,7 +339,7 @@ class PathView:
                     v = rng[0]
                 self.slider.param.update(start=rng[0], end=max(rng[1], rng[0] + 1e-3), value=v)
             if math.isfinite(ps.picked) and ps.picked > 0:
-                v = min(max(math.log10(ps.picked), self.slider.start), self.slider.end)
+                v = min(max(-math.log10(ps.picked), self.slider.start), self.slider.end)
                 if abs(v - self.slider.value) > 1e-9:
                     self.slider.value = v
             self.slider.disabled = False
@@ -359,14 +361,23 @@ class PathView:
             parts.append(f"{kind} on <b>{html.escape(ps.dataset)}</b> (ε = {ps.eps:g}, κ = {ps.kappa:g})")
             parts.append(f"<b class='gaplab-path-breakpoints'>{n}</b> breakpoints")
             parts.append(f"λ {float(cols['lam'][0]):.4g} → {float(cols['lam'][-1]):.4g}")
-            parts.append(f"{float(cols['cum_passes'][-1]):.1f} passes, {float(cols['cum_time_s'][-1]):.2f} s")
+            parts.append(f"{float(cols['cum_passes'][-1]):.1f} passes, {float(cols['cum_time_s'][-1]):.2f} s "
+                         "<span style='color:#666' title='solver time of the breakpoint solves and their exact "
+                         "gap passes; the wait also includes the test error at each breakpoint and the page updates'>"
+                         "(solver time)</span>")
             end = ps.end
             if end:
                 from .pathlab import END_REASONS
                 parts.append(f"end: <b class='gaplab-path-end'>{html.escape(end)}</b> "
                              f"<span style='color:#666'>({html.escape(END_REASONS.get(end, end))})</span>")
             if len(ps.grid["lam"]):
-                parts.append(f"grid: {len(ps.grid['lam'])} λ, {float(ps.grid['cum_passes'][-1]):.1f} passes")
+                ng = len(ps.grid["lam"])
+                parts.append(f"grid: {ng} λ, {float(ps.grid['cum_passes'][-1]):.1f} passes "
+                             f"<span style='color:#666' title='Why the certified path costs more passes: every "
+                             f"breakpoint ends with a counted exact gap pass (n oracle calls = 1 pass) that "
+                             f"certifies gap ≤ κε, and it certifies every λ in between; the warm-started grid "
+                             f"solves only its {ng} λ values and certifies nothing between them.'>"
+                             f"(why fewer? hover)</span>")
         head = " · ".join(parts)
         solver = (f"solver at each breakpoint: <i>{html.escape(ps.solver_label)}</i>" if ps.solver_label else
                   f"solver at each breakpoint: the sidebar's settings (<i>{html.escape(self._label())}</i>)")

@@ -7,8 +7,6 @@ session (``pn.state.on_session_destroyed``).
 from __future__ import annotations
 
 import sys
-import threading
-import time
 
 __all__ = ["serve", "app_factory"]
 
@@ -18,7 +16,7 @@ def app_factory():
     import panel as pn
 
     from .main import build_app
-    app = build_app()
+    app = build_app(warm=True)
     sid = app.session.session_id
     print(f"gaplab app: session {sid} opened", file=sys.stderr, flush=True)
 
@@ -51,7 +49,7 @@ def serve(port: int = 5006, address: str = "127.0.0.1", show: bool = False, *,
     import panel as pn
 
     if warmup:
-        threading.Thread(target=_warm, name="gaplab-warmup", daemon=True).start()
+        _warm()
     if not port:
         port = _free_port(address)
     origins = [f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
@@ -85,15 +83,13 @@ def _free_port(address: str) -> int:
 
 
 def _warm():
-    t0 = time.perf_counter()
-    try:
-        from gaplab.core.warmup import warmup
-        warmup()
+    """Compile every solver kernel and load the default dataset in a background thread from
+    server start; the pages keep their solver buttons disabled, with the progress shown, until
+    the compile has ended (:mod:`gaplab.app.kernels`)."""
+    from . import kernels
+
+    def load_default():
         from .session import load_problem
         load_problem("ocr-small")
-    except Exception as exc:  # the sessions will report the problem themselves
-        print(f"gaplab app: warm-up failed: {exc}", file=sys.stderr, flush=True)
-        return
-    print(f"gaplab app: solver kernels and default dataset ready in {time.perf_counter() - t0:.1f} s",
-          file=sys.stderr, flush=True)
 
+    kernels.start(extra=load_default)

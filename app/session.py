@@ -51,6 +51,11 @@ SNAPSHOT_PERIOD_S = 0.1       # the worker publishes at most 10 snapshots per se
 CHUNK_TARGET_S = 0.025        # a worker chunk of block steps takes about this long
 MAX_COMPARISON_RUNS = 8
 RECENT_STEPS = 200            # steps shown in the cache hit/miss timeline
+#: the speed control (Run and Step ×N): block steps per second, or one pass (n steps) per frame
+SPEED_CHOICES = {"unlimited": math.inf, "1 step/s": 1.0, "2 steps/s": 2.0, "5 steps/s": 5.0,
+                 "10 steps/s": 10.0, "20 steps/s": 20.0, "50 steps/s": 50.0, "100 steps/s": 100.0,
+                 "1,000 steps/s": 1000.0, "one pass per frame": "pass"}
+PASS_FRAME_S = 0.25           # "one pass per frame": a pass of n steps, then this pause
 STATUS_LABELS = {"idle": "ready", "running": "running", "paused": "paused", "stopped": "stopped",
                  "budget": "pass budget reached", "loading": "loading", "error": "error",
                  "closed": "closed"}
@@ -108,6 +113,9 @@ class StepInfo:
     image: np.ndarray | None = field(default=None, repr=False)  # OCR: uint8 (T, 16, 8) letter images
     tokens: tuple | None = None         # CoNLL: the words of the sentence
     note: str = ""                      # toy: "hard block" / "easy block"
+    probability: float = math.nan      # P(i) of the draw (known for a single Step), else NaN
+    sampling: str = ""                  # the sampler that drew the block
+    gap_prev: float = math.nan          # the block's estimate ĝᵢ before the step (NaN: unvisited)
     # segmentation (describe_block kind "mask"): uint8 (H, W, 3) RGB overlays of the photo with
     # superpixel borders, the ground truth, the FW and the away corner (see _mask_overlays)
     overlays: tuple | None = field(default=None, repr=False)
@@ -251,7 +259,12 @@ class Session(SessionSettings):
     ``param.Action`` parameters; methods with the same names can be called directly.
     """
 
-    n_steps = param.Integer(default=100, bounds=(1, 10_000_000), label="N (for Step ×N)")
+    n_steps = param.Integer(default=100, bounds=(1, 10_000_000), label="N (for Step ×N)",
+                            doc="Block steps taken by Step ×N (in the worker thread, at the chosen speed).")
+    speed = param.Selector(default=math.inf, objects=SPEED_CHOICES, label="Speed",
+                           doc="How fast Run and Step ×N go: block steps per second (slow motion: "
+                               "watch the gaps, staleness and sampling probabilities move), "
+                               "unlimited, or one pass (n steps) per frame.")
 
     step_action = param.Action(lambda self: self.step(), label="Step")
     step_n_action = param.Action(lambda self: self.step_n(), label="Step ×N")
@@ -295,6 +308,7 @@ class Session(SessionSettings):
         self._rate = (0.0, 0, 0.0)  # (time, iteration, steps per second)
         self._note = ""
         self._origin = ""
+        self._draw_p = None    # (iteration, P of the next draw) captured by a single Step
         self._snapshot = _empty_snapshot(self.session_id, self.dataset, "loading", 0, {})
         from .pathlab import PathLab
         self.path = PathLab(self)   # the regularization path of this session (own worker)
@@ -354,7 +368,7 @@ class Session(SessionSettings):
         gc = self.gap_check
         gcs = "∞" if math.isinf(gc) else f"{int(gc)}"
         cache = f" +cache(F={self.cache_factor:g},ν={self.cache_nu:g})" if self.cache else ""
-        return f"{samp} · {self.step_kind}{cache} · check {gcs} · λ={self.lam:g}"
+        return f"{samp} · {self.step_kind}{cache} · check {gcs} · λ={self.lam:g} · seed {self.seed}"
 
     # ------------------------------------------------------------------ notifications
     def notify(self, text: str, level: str = "info") -> None:
@@ -601,8 +615,11 @@ class Session(SessionSettings):
             return self._snapshot
         if self.running:
             self._halt("paused")
+        self._restart_if_stopped()
         with self._lock:
-            self._solver.step()
+            s = self._solver
+            self._draw_p = (s.iteration, s.sampling_probabilities(), np.array(s.gap_estimates, copy=True))
+            s.step()
             self._capture_last_step()
             if self._status in ("idle", "stopped", "budget"):
                 self._set_status("paused" if self._solver.iteration else "idle")
@@ -619,6 +636,7 @@ class Session(SessionSettings):
             return
         if self.running:
             self._halt("paused")
+        self._restart_if_stopped()
         self._start_run(target_steps=n)
 
     def run(self) -> None:
@@ -627,6 +645,7 @@ class Session(SessionSettings):
             return
         if self.running:
             return
+        self._restart_if_stopped()
         if self._solver.effective_passes >= self.max_passes:
             self.set_status_budget()
             self.notify(f"Pass budget of {self.max_passes:g} reached; raise it to continue.", "warning")
@@ -640,14 +659,30 @@ class Session(SessionSettings):
             self.run()
 
     def pause(self) -> None:
+        """Pause the run (within one chunk, ~25 ms): the solver keeps its state and the next
+        Run, Step or Step ×N continues it."""
         if self.running and self._status != "loading":
             self._halt("paused")
 
     def stop(self) -> None:
-        """Stop the run (takes effect between two chunks, i.e. within ~50 ms)."""
+        """End the run (within one chunk, ~25 ms). The stopped run stays on screen; the next
+        Run, Step or Step ×N starts a new run from α⁰ with the current settings (keep the
+        stopped run's curves with :meth:`add_to_comparison` first). Use :meth:`pause` to resume."""
         if self._status == "loading":
             return
         self._halt("stopped" if (self._solver is not None and self._solver.iteration) else "idle")
+
+    def _restart_if_stopped(self):
+        """After Stop, a new run starts from α⁰ (same settings and seed)."""
+        if self._status != "stopped" or self._solver is None:
+            return
+        try:
+            cfg = self.solver_config()
+        except (ValueError, TypeError):
+            return
+        self._install(self._problem, cfg)
+        self.notify("Stop had ended the previous run: a new run starts from α⁰ "
+                    "(Pause keeps a run resumable).", "info")
 
     def set_status_budget(self):
         with self._lock:
@@ -730,12 +765,31 @@ class Session(SessionSettings):
             self._publish()
         self._start_thread(lambda: self._worker(target_steps), "run")
 
+    def _pace(self):
+        """(steps per chunk limit, seconds per step) of the speed setting: (None, 0) unlimited;
+        one pass per frame: (n, PASS_FRAME_S / n)."""
+        sp = self.speed
+        if sp == "pass":
+            n = max(self._solver.n, 1)
+            return n, PASS_FRAME_S / n
+        sp = float(sp)
+        if not math.isfinite(sp) or sp <= 0:
+            return None, 0.0
+        # about 40 chunks per second at most (so slow motion stays smooth and Pause prompt)
+        return max(1, int(sp / 40)), 1.0 / sp
+
     def _worker(self, target_steps: int | None):
         last_pub = time.perf_counter()
         done = 0
         final = "paused"
+        t_start = time.perf_counter()
+        limit, dt_step = self._pace()
         try:
             while not self._stop_evt.is_set():
+                if dt_step > 0:  # slow motion: wait for the step's time slot (Pause/Stop interrupt)
+                    wait = t_start + done * dt_step - time.perf_counter()
+                    if wait > 0 and self._stop_evt.wait(wait):
+                        break
                 with self._lock:
                     s = self._solver
                     if target_steps is None:
@@ -749,7 +803,7 @@ class Session(SessionSettings):
                         if left <= 0:
                             final = "paused"
                             break
-                    k = max(1, min(self._chunk, left))
+                    k = max(1, min(self._chunk if limit is None else limit, left))
                     t0 = time.perf_counter()
                     s.steps(k)
                     dt = time.perf_counter() - t0
@@ -759,7 +813,7 @@ class Session(SessionSettings):
                         want = k * CHUNK_TARGET_S / dt
                         self._chunk = int(min(max(want, 1), 4 * self._chunk + 1, 200_000))
                     now = time.perf_counter()
-                    if now - last_pub >= SNAPSHOT_PERIOD_S:
+                    if now - last_pub >= SNAPSHOT_PERIOD_S or (dt_step > 0 and k * dt_step >= SNAPSHOT_PERIOD_S):
                         self._capture_last_step()
                         self._publish()
                         last_pub = now
@@ -796,6 +850,11 @@ class Session(SessionSettings):
         image = truth.get("image")
         words = truth.get("words")
         note = truth.get("note") or (self._problem.block_note(i) if self._problem is not None else "")
+        prob = gprev = math.nan
+        if self._draw_p is not None and self._draw_p[0] == r.iteration:
+            prob = float(self._draw_p[1][i])
+            gprev = float(self._draw_p[2][i])
+        self._draw_p = None
         self._last_step = StepInfo(
             iteration=r.iteration, block=i, kind=r.kind, cache_hit=r.cache_hit, drop=r.drop,
             oracle_called=r.oracle_called, gamma=r.gamma, gamma_max=r.gamma_max,
@@ -805,7 +864,8 @@ class Session(SessionSettings):
             away_corner=away["labels"] if away else None,
             overlays=_mask_overlays(truth, fw, away),
             image=_frozen(image) if image is not None else None,
-            tokens=tuple(words) if words is not None and not isinstance(words, str) else None, note=note)
+            tokens=tuple(words) if words is not None and not isinstance(words, str) else None, note=note,
+            probability=prob, sampling=str(self.sampling), gap_prev=gprev)
 
     @staticmethod
     def _describe(model, i, y, names) -> dict | None:
@@ -843,7 +903,7 @@ class Session(SessionSettings):
         """Make a new immutable snapshot (call with the lock held)."""
         self._version += 1
         s = self._solver
-        cfg = {k: getattr(self, k) for k in self.CONFIG_SETTINGS + ("dataset",)}
+        cfg = {k: getattr(self, k) for k in self.CONFIG_SETTINGS + ("dataset", "speed")}
         with self._msg_lock:
             mcount = len(self._messages)
         if s is None or self._problem is None:

@@ -11,7 +11,7 @@ from gaplab.core.config import settings_schema
 from gaplab.core.problems import get_problem, problem_names
 
 __all__ = ["app_settings", "solver_parameters", "dataset_parameter", "option_parameter_name",
-           "option_parameters", "sync_registry"]
+           "option_parameters", "sync_registry", "installed_problems", "missing_problems"]
 
 
 def app_settings(groups=("lam", "method", "budget")) -> tuple:
@@ -40,13 +40,26 @@ def solver_parameters() -> dict:
     return {s.app: _parameter(s) for s in app_settings()}
 
 
-def _dataset_doc() -> str:
-    return "Training problem: " + "; ".join(f"{n}: {get_problem(n).description}" for n in problem_names())
+def installed_problems() -> list:
+    """The registered problems whose data loads without a download (the picker offers these)."""
+    return [n for n in problem_names() if get_problem(n).installed()]
+
+
+def missing_problems() -> dict:
+    """``{name: install hint}`` of the registered problems whose data is not installed."""
+    return {n: get_problem(n).install_hint() for n in problem_names() if not get_problem(n).installed()}
+
+
+def _dataset_doc(names=None) -> str:
+    names = installed_problems() if names is None else names
+    return "Training problem: " + "; ".join(f"{n}: {get_problem(n).description}" for n in names)
 
 
 def dataset_parameter(default: str = "ocr-small") -> param.Selector:
-    """The dataset picker: the registered problems."""
-    return param.Selector(default=default, objects=list(problem_names()), label="Dataset", doc=_dataset_doc())
+    """The dataset picker: the registered problems whose data is installed (a problem without
+    its files is not offered: choosing it could only fail)."""
+    names = installed_problems()
+    return param.Selector(default=default, objects=names, label="Dataset", doc=_dataset_doc(names))
 
 
 def option_parameter_name(problem: str, option: str) -> str:
@@ -70,10 +83,10 @@ def sync_registry(cls) -> None:
     """Bring a Parameterized class up to date with the registry: the dataset picker lists every
     registered problem and every loader option has its parameter (problems registered after the
     class was made included). Idempotent; call before making an instance."""
-    names = list(problem_names())
+    names = installed_problems()
     if list(cls.param.dataset.objects) != names:
         cls.param.dataset.objects = names
-        cls.param.dataset.doc = _dataset_doc()
+        cls.param.dataset.doc = _dataset_doc(names)
     for pname, (_n, _k, p) in option_parameters().items():
         if pname not in cls.param:
             cls.param.add_parameter(pname, p)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import html
 import math
+import re
 import struct
 import time
 import zlib
@@ -122,6 +123,32 @@ def _set(src, data, full: bool = False) -> None:
         src.data = dict(data)
 
 
+ROUND_OFF = 1e-12   # |value| below this (relative to 1) counts as round-off of a quantity >= 0
+
+
+def _fmt_gap(v, spec=".4e", scale=1.0):
+    """A gap (>= 0 in exact arithmetic): a tiny negative value from floating-point round-off is
+    shown as 0 with the raw value in a note, not as a negative gap."""
+    try:
+        fv = float(v)
+    except (TypeError, ValueError):
+        return _fmt(v, spec)
+    if math.isfinite(fv) and fv < 0 and abs(fv) <= ROUND_OFF * max(1.0, abs(scale)):
+        return f"0 <span style='font-weight:normal;color:#777'>(round-off: {fv:.1e})</span>"
+    return _fmt(fv, spec)
+
+
+def _gap_word(v) -> str:
+    """A gap in plain text for the step sentence (0 for round-off below zero)."""
+    try:
+        fv = float(v)
+    except (TypeError, ValueError):
+        return "–"
+    if math.isfinite(fv) and fv < 0 and abs(fv) <= ROUND_OFF:
+        return "0 (round-off)"
+    return _fmt(fv, ".2g")
+
+
 def _fmt(v, spec=".3g"):
     if v is None:
         return "–"
@@ -164,6 +191,84 @@ def trace_columns(trace, manual=()):
                       gap=_pos(col(checks, "exact_gap")), primal=col(checks, "primal"),
                       dual=col(checks, "dual"), test=col(checks, "test_error")),
     }
+
+
+def _figure_pane(fig, export: bool = True):
+    """A figure with its PNG / SVG export buttons above it (right-aligned)."""
+    pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width")
+    if not export:
+        return pane
+    from .export import figure_export_buttons
+    return pn.Column(pn.Row(pn.layout.HSpacer(), figure_export_buttons(fig), sizing_mode="stretch_width",
+                            height=28, margin=0), pane, sizing_mode="stretch_width", margin=0)
+
+
+def _log_range(view, rng, values, floor=GAP_FLOOR):
+    """Set an explicit log-axis range from the finite positive values (whole decades around
+    them; [1e-6, 1] with no data): Bokeh's auto range warns on every redraw of an empty or
+    non-positive log axis and picks too few ticks."""
+    v = np.concatenate([np.asarray(x, dtype=np.float64).ravel() for x in values]) if values else np.zeros(0)
+    v = v[np.isfinite(v) & (v > floor * 0.999)]
+    if v.size:
+        lo = 10.0 ** math.floor(math.log10(v.min()))
+        hi = 10.0 ** math.ceil(math.log10(v.max()))
+        if hi <= lo:
+            hi = lo * 10
+    else:
+        lo, hi = 1e-6, 1.0
+    if rng.start != lo or rng.end != hi:
+        rng.update(start=lo, end=hi)
+
+
+BIG_PX = 18.0   # projector mode: the smallest text size
+
+
+def _scale_px(html_text: str, scale: float, floor: float = 0.0) -> str:
+    """Scale every ``font-size:Npx`` of inline HTML by ``scale`` (at least ``floor`` px)."""
+    if scale == 1.0:
+        return html_text
+
+    def sub(m):
+        v = max(float(m.group(1)) * scale, floor)
+        return f"font-size:{v:.3g}px"
+    return re.sub(r"font-size:\s*([\d.]+)px", sub, html_text)
+
+
+_FIG_FONTS = {}   # id(fig) -> the figure's normal font sizes
+
+
+def fig_fonts(panel, big: bool) -> None:
+    """Projector mode on (``big``) or off for everything in a Panel layout: Bokeh figures get
+    18 px titles, axis labels and tick labels (legends 16 px); Markdown and HTML panes whose
+    ``styles`` set a font size get at least 18 px. Off restores the normal sizes."""
+    for pane in panel.select(pn.pane.Bokeh):
+        fig = pane.object
+        if fig is None or not hasattr(fig, "title"):
+            continue
+        key = id(fig)
+        if key not in _FIG_FONTS:
+            _FIG_FONTS[key] = (fig.title.text_font_size, [a.axis_label_text_font_size for a in fig.axis],
+                               [a.major_label_text_font_size for a in fig.axis],
+                               [leg.label_text_font_size for leg in fig.legend])
+        title, labels, ticks, legs = _FIG_FONTS[key]
+        fig.title.text_font_size = "19px" if big else title
+        for a, lab, tick in zip(fig.axis, labels, ticks):
+            a.axis_label_text_font_size = "18px" if big else lab
+            a.major_label_text_font_size = "18px" if big else tick
+        for leg, size in zip(fig.legend, legs):
+            leg.label_text_font_size = "16px" if big else size
+    for pane in list(panel.select(pn.pane.Markdown)) + list(panel.select(pn.pane.HTML)):
+        st = dict(pane.styles or {})
+        orig = st.get("--gaplab-font-size", st.get("font-size"))
+        if orig is None:
+            continue
+        if big:
+            st["--gaplab-font-size"] = orig
+            st["font-size"] = f"{max(float(str(orig).rstrip('px')), BIG_PX):g}px"
+        else:
+            st["font-size"] = orig
+            st.pop("--gaplab-font-size", None)
+        pane.styles = st
 
 
 class _Base:
@@ -294,7 +399,7 @@ class GapView(_ComparisonPlot):
         self.xkey = "x" if x == "passes" else "t"
         xlabel = "effective passes (oracle calls / n)" if x == "passes" else "solver time (s)"
         self.fig = _fig(height=height, y_axis_type="log", x_axis_label=xlabel,
-                        y_axis_label="duality gap",
+                        y_axis_label="duality gap", y_range=Range1d(1e-6, 1),
                         title=title or ("Duality gap vs effective passes" if x == "passes"
                                         else "Duality gap vs time"))
         self.slots = _RunSlots(self.fig, [("heur", "line", "pass"), ("exact", "scatter", "check")])
@@ -307,8 +412,7 @@ class GapView(_ComparisonPlot):
             "Points: exact duality gap (a gap-check pass, n oracle calls). Line: heuristic gap "
             "Σᵢ ĝᵢ of the stale block-gap estimates after each pass. ★: the heuristic gap now.",
             styles={"font-size": "12px", "color": "#555"}, margin=(0, 10))
-        self.panel = pn.Column(pn.pane.Bokeh(self.fig, sizing_mode="stretch_width"), self.note,
-                               sizing_mode="stretch_width")
+        self.panel = pn.Column(_figure_pane(self.fig), self.note, sizing_mode="stretch_width")
 
     def _data(self, cols, snap, current):
         p, c = cols["pass"], cols["check"]
@@ -320,6 +424,8 @@ class GapView(_ComparisonPlot):
             self._set(self.now, dict(x=[x], y=[max(snap.heuristic_gap, GAP_FLOOR)]))
         else:
             self._set(self.now, dict(x=[], y=[]))
+        ys = [src.data.get("y", []) for slot in self.slots.slots for src in slot.values()]
+        _log_range(self, self.fig.y_range, ys + [self.now.data.get("y", [])])
 
 
 class TestErrorView(_ComparisonPlot):
@@ -327,15 +433,17 @@ class TestErrorView(_ComparisonPlot):
 
     def __init__(self, height=300):
         super().__init__()
-        self.fig = _fig(height=height, x_axis_label="effective passes", y_axis_label="test error",
+        self.fig = _fig(height=height, x_axis_label="effective passes", y_axis_label="test error (%)",
                         title="Test error at gap checks")
         self.slots = _RunSlots(self.fig, [("line", "line", "check"), ("pts", "scatter", "check")])
-        self.panel = pn.pane.Bokeh(self.fig, sizing_mode="stretch_width")
+        self.panel = _figure_pane(self.fig)
 
     def _data(self, cols, snap, current):
+        # a percentage, as in the status line and the path tab (never a fraction in one place
+        # and a percentage in another)
         c = cols["check"]
         ok = np.isfinite(c["test"])
-        return {"line": dict(x=c["x"][ok], y=c["test"][ok]), "pts": dict(x=c["x"][ok], y=c["test"][ok])}
+        return {"line": dict(x=c["x"][ok], y=100 * c["test"][ok]), "pts": dict(x=c["x"][ok], y=100 * c["test"][ok])}
 
     def _extra(self, snap, cur):
         self.fig.title.text = ("Test error at gap checks" if snap.has_test or not snap.n
@@ -359,7 +467,7 @@ class PrimalDualView(_Base):
         self.fig.scatter("x", "y", source=self.primal, color="#d62728", size=8, legend_label="primal P(w) (gap checks)")
         self.fig.legend.location = "bottom_right"
         self.fig.legend.label_text_font_size = "11px"
-        self.panel = pn.pane.Bokeh(self.fig, sizing_mode="stretch_width")
+        self.panel = _figure_pane(self.fig)
 
     def _draw(self, snap):
         cols = trace_columns(snap.trace, snap.manual_checks)
@@ -379,8 +487,10 @@ class BlockGapsView(_Base):
     #                                 second (the browser's canvas work competes with the solver)
     MAX_BARS = 700    # more blocks than this are drawn in bins (about a bar per pixel, not per block)
 
-    def __init__(self, height=300, prob_height=160, name=None):
+    def __init__(self, height=300, prob_height=160, name=None, max_bars=None):
         super().__init__()
+        if max_bars is not None:
+            self.MAX_BARS = int(max_bars)
         self.src = ColumnDataSource(dict(x=[], w=[], top=[], bottom=[], stale=[], gap=[], lo=[], hi=[]),
                                     name=name)
         self.exact = ColumnDataSource(dict(x=[], y=[]))
@@ -426,8 +536,7 @@ class BlockGapsView(_Base):
         # fixed heights: text that changes 10x/s must not make the browser re-layout the page
         self.info = pn.pane.Markdown("", styles={"font-size": "13px", "overflow": "hidden"}, margin=(0, 10),
                                      height=46, sizing_mode="stretch_width")
-        self.panel = pn.Column(self.info, pn.pane.Bokeh(f, sizing_mode="stretch_width"),
-                               pn.pane.Bokeh(g, sizing_mode="stretch_width"), sizing_mode="stretch_width")
+        self.panel = pn.Column(self.info, _figure_pane(f), _figure_pane(g), sizing_mode="stretch_width")
 
     def _draw(self, snap):
         n = snap.n
@@ -436,6 +545,9 @@ class BlockGapsView(_Base):
             self._set(self.exact, dict(x=[], y=[]))
             self._set(self.prob, dict(x=[], w=[], top=[]))
             self.info.object = ""
+            # no x range of the previous dataset is kept
+            _set_range(self.fig.x_range, -1, 1)
+            _set_range(self.pfig.y_range, 0.0, 1.0)
             self.fig.title.text = (f"Per-block gap estimates ĝᵢ ({snap.dataset}: loading…)" if snap.status == "loading"
                                    else "Per-block gap estimates ĝᵢ")
             return
@@ -490,15 +602,15 @@ class BlockGapsView(_Base):
         last = snap.last_step.block if snap.last_step is not None else -10
         self.span.location = last
         self.span2.location = last
-        self.fig.title.text = (f"Per-block gap estimates ĝᵢ, coloured by staleness ({snap.dataset}, n = {n})"
-                               f"{binned}")
+        if self.MAX_BARS < BlockGapsView.MAX_BARS:   # projector: a short title
+            self.fig.title.text = f"Block gap estimates ĝᵢ (colour: staleness) — bins of {b}" if b > 1 else \
+                "Block gap estimates ĝᵢ (colour: staleness)"
+        else:
+            self.fig.title.text = (f"Per-block gap estimates ĝᵢ, coloured by staleness ({snap.dataset}, n = {n})"
+                                   f"{binned}")
         self.pfig.title.text = (f"Sampling probabilities of the next draw ({snap.config.get('sampling', '')}"
                                 f"{' p=' + format(snap.config.get('gap_power', 1), 'g') if snap.config.get('sampling') == 'gap' else ''})")
         unvisited = int(np.sum(~known))
-        now = time.perf_counter()
-        if snap.status == "running" and now - self._info_t < 0.45:
-            return
-        self._info_t = now
         parts = [f"**heuristic gap** Σᵢ ĝᵢ = {_fmt(snap.heuristic_gap)}"]
         if math.isfinite(snap.exact_gap):
             ago = snap.iteration - snap.exact_block_gaps_iteration
@@ -534,7 +646,9 @@ def _block_ranges(view, n, b, floor, gb, pb):
     top = max(top, floor * 10)
     _set_range(view.fig.y_range, floor, top)
     pmax = float(np.max(pb)) if len(pb) else 1.0
-    _set_range(view.pfig.y_range, 0.0, _nice_up(pmax * 1.05) if pmax > 0 else 1.0)
+    # a probability never exceeds 1: the axis stops there (max-gap sampling puts all of it on
+    # one block; rounding 1.05 up had drawn the axis to 2)
+    _set_range(view.pfig.y_range, 0.0, min(_nice_up(pmax * 1.05), 1.0) if pmax > 0 else 1.0)
 
 
 BlockGapsView._ranges = _block_ranges
@@ -624,6 +738,41 @@ def chunk_row_html(words, tags, gold=None) -> str:
             + "".join(parts) + "</div>")
 
 
+SAMPLER_WORDS = {"gap": "gap sampling (P ∝ ĝᵢ)", "uniform": "uniform sampling",
+                 "permutation": "a random permutation", "maxgap": "max-gap sampling (the largest ĝᵢ)"}
+
+
+def step_sentence(snap, st) -> str:
+    """One sentence saying what the last block step did ("what just happened"), as HTML."""
+    samp = SAMPLER_WORDS.get(st.sampling or snap.config.get("sampling", ""), st.sampling or "the sampler")
+    if math.isfinite(st.probability):
+        drawn = f"was drawn with probability <b>{st.probability:.2g}</b> under {samp}"
+    else:
+        drawn = f"was drawn under {samp}"
+    if st.cache_hit:
+        how = "the cache hit: its best cached labelling served as FW corner (no oracle call)"
+    elif snap.config.get("cache"):
+        how = "the cache missed, so the max oracle was called"
+    else:
+        how = "the max oracle was called"
+    wrong = sum(a != b for a, b in zip(st.fw_corner, st.truth)) + abs(len(st.fw_corner) - len(st.truth))
+    corner = ("the FW corner is the ground truth itself" if wrong == 0 else
+              f"the FW corner differs from the ground truth in {wrong} of {len(st.truth)} position(s)")
+    g = f"γ = <b>{_fmt(st.gamma, '.2g')}</b>"
+    if st.kind == "pairwise":
+        move = f"a pairwise step with {g} moved mass from the away corner to the FW corner"
+    elif st.kind == "away":
+        move = f"an away step with {g} moved mass away from the away corner"
+    else:
+        move = f"a FW step with {g} moved the block towards the FW corner"
+    if st.drop:
+        move += " and dropped the away atom from the active set"
+    before = (f"{_gap_word(st.gap_prev)} (estimate) / {_gap_word(st.gap_before)} (at the step)"
+              if math.isfinite(st.gap_prev) else _gap_word(st.gap_before))
+    return (f"<b>What just happened:</b> block <b>{st.block}</b> {drawn}; {how}; {corner}; {move}; "
+            f"its block gap went from {before} to <b>{_gap_word(st.gap_after)}</b>.")
+
+
 class AnatomyView(_Base):
     """The last block step: the input (OCR word image), its ground truth, the FW corner and the
     away corner decoded, step kind, γ, cache hit or miss, block gap before and after.
@@ -633,23 +782,36 @@ class AnatomyView(_Base):
     MAX_TOKENS = 16
     RUNNING_MIN_INTERVAL_S = 0.45   # while a run goes, redraw at most twice per second
 
-    def __init__(self, stacked: bool = False, name=None):
+    def __init__(self, stacked: bool = False, name=None, compact: bool = False):
         super().__init__()
         # fixed heights: content that changes 10x/s must not make the browser re-layout the page
         # (a long CoNLL sentence chunked three times may need more: the word pane then scrolls)
         self._stacked = stacked
+        # compact: projector mode (text at least 18 px, the table in two columns)
+        self._scale = 1.3 if compact else 1.0
+        self._compact = compact
         self.word = pn.pane.HTML("", sizing_mode="stretch_width", margin=(5, 10), height=self._height(False),
                                  styles={"font-size": "14px", "overflow-x": "hidden", "overflow-y": "auto"})
-        self.table = pn.pane.HTML("", width=430 if not stacked else None, margin=(5, 10), height=235,
+        self.table = pn.pane.HTML("", width=430 if not stacked else None, margin=(5, 10),
+                                  height=235 if not compact else 300,
                                   sizing_mode=None if not stacked else "stretch_width",
                                   styles={"font-size": "14px", "overflow": "hidden"})
         layout = pn.Column if stacked else pn.Row
-        self.panel = layout(self.word, self.table, sizing_mode="stretch_width",
-                            css_classes=["gaplab-anatomy"])
+        # "what just happened": one sentence about the last step, under it
+        self.sentence = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10),
+                                     height=44 if not compact else 120,
+                                     css_classes=["gaplab-sentence"],
+                                     styles={"font-size": "13.5px", "overflow": "hidden",
+                                             "background": "#f4f7fa", "border-left": "4px solid #1f3b57",
+                                             "padding": "2px 8px"})
+        self.panel = pn.Column(layout(self.word, self.table, sizing_mode="stretch_width"), self.sentence,
+                               sizing_mode="stretch_width", css_classes=["gaplab-anatomy"])
 
     def _height(self, chunks: bool) -> int:
         """Height of the input pane: taller for a chunked sentence (three wrapped rows); it only
         changes when the kind of data changes, never from one step to the next."""
+        if self._compact:
+            return 300 if chunks else 215
         if self._stacked:
             return 250 if chunks else 190
         return 290 if chunks else 235
@@ -667,18 +829,21 @@ class AnatomyView(_Base):
     def _draw(self, snap):
         st = snap.last_step
         if st is None and snap.status == "loading" and not snap.n:
-            self.word.object = ("<div style='font-weight:600;font-size:15px'>Anatomy of the last step</div>"
+            self.word.object = self._big("<div style='font-weight:600;font-size:15px'>Anatomy of the last step</div>"
                                 f"<p style='color:#8a5a00'>Loading <b>{html.escape(snap.dataset)}</b>: "
                                 f"{html.escape(snap.note or 'reading the data')} The buttons come back when "
                                 "the solver is ready.</p>")
             self.table.object = ""
+            self.sentence.object = ""
             return
         if st is None:
-            self.word.object = ("<div style='font-weight:600;font-size:15px'>Anatomy of the last step</div>"
+            self.word.object = self._big("<div style='font-weight:600;font-size:15px'>Anatomy of the last step</div>"
                                 "<p style='color:#666'>No step yet. <b>Step</b> takes one block step: "
                                 "sample a block, call its max oracle, move its dual variables towards "
                                 "the FW corner.</p>")
             self.table.object = ""
+            self.sentence.object = self._big("<div style='font-size:13.5px;color:#666'><b>What just happened:</b> "
+                                             "a sentence about each step appears here.</div>")
             return
         chunks = st.tokens is not None and is_iob(st.truth)
         self._set_height(chunks)
@@ -704,7 +869,7 @@ class AnatomyView(_Base):
                        for name, cls, row in rows)
         errs = [sum(a != b for a, b in zip(y, st.truth)) for y in (st.fw_corner, st.away_corner) if y is not None]
         note = f" — {st.note}" if st.note else ""
-        self.word.object = (
+        self.word.object = self._big(
             f"<div style='font-weight:600;font-size:15px;margin-bottom:4px'>Anatomy of the last step: "
             f"block <span class='gaplab-block'>{st.block}</span>{note} "
             f"<span style='font-weight:normal;font-size:12.5px;color:#555'>({len(st.truth)} words; "
@@ -768,7 +933,7 @@ class AnatomyView(_Base):
             rows.append(row("away corner y<sup>a</sup>", st.away_corner))
         more = f" (first {show} of {T} tokens)" if show < T else ""
         note = f" — {st.note}" if st.note else ""
-        self.word.object = (
+        self.word.object = self._big(
             f"<div style='font-weight:600;font-size:15px;margin-bottom:6px'>Anatomy of the last step: "
             f"block <span class='gaplab-block'>{st.block}</span>{note}{more}</div>"
             f"<table style='border-collapse:separate;border-spacing:0 4px'>{''.join(rows)}</table>"
@@ -780,20 +945,27 @@ class AnatomyView(_Base):
                "cache miss → max oracle" if snap.config.get("cache") else "max oracle call")
         items = [
             ("block i", f"{st.block} of {snap.n}" + (f" ({st.note})" if st.note else "")),
-            ("iteration k", f"{st.iteration:,}"),
+            # StepRecord.iteration is k, the steps done before this one; the status line counts
+            # steps done, so this step took the solver from iteration k to k + 1
+            ("step", f"#{st.iteration + 1:,} &nbsp;<span style='font-weight:normal;color:#666'>(iteration "
+                     f"{st.iteration:,} → {st.iteration + 1:,})</span>"),
             ("step kind", st.kind + (" (drop step)" if st.drop else "")),
             ("γ (step size)", f"{_fmt(st.gamma, '.4g')} &nbsp;(γ<sub>max</sub> = {_fmt(st.gamma_max, '.4g')})"),
             ("oracle", hit),
-            ("block gap before g<sub>i</sub>", _fmt(st.gap_before, ".4e") + (" (stale estimate)" if st.cache_hit else "")),
-            ("direction gap ⟨−∇<sub>i</sub>f, d⟩", _fmt(st.direction_gap, ".4e")),
-            ("block gap after (diagnostic)", _fmt(st.gap_after, ".4e")),
+            ("block gap before g<sub>i</sub>", _fmt_gap(st.gap_before) + (" (stale estimate)" if st.cache_hit else "")),
+            ("direction gap ⟨−∇<sub>i</sub>f, d⟩", _fmt_gap(st.direction_gap)),
+            ("block gap after (diagnostic)", _fmt_gap(st.gap_after)),
             ("dual improvement", _fmt(st.improvement, ".3e")),
         ]
         if st.active_set_size >= 0:
             items.append(("active set |S<sub>i</sub>|", str(st.active_set_size)))
         body = "".join(f"<tr><td style='padding:0 12px 0 0;color:#555;line-height:1.45'>{k}</td>"
                        f"<td style='padding:0'><b>{v}</b></td></tr>" for k, v in items)
-        self.table.object = f"<table style='border-collapse:collapse'>{body}</table>"
+        self.table.object = self._big(f"<table style='border-collapse:collapse;font-size:14px'>{body}</table>")
+        self.sentence.object = self._big(f"<div style='font-size:13.5px'>{step_sentence(snap, st)}</div>")
+
+    def _big(self, text):
+        return _scale_px(text, self._scale, BIG_PX if self._compact else 0.0)
 
 
 # ----------------------------------------------------------------------------- cache & atoms
@@ -817,7 +989,8 @@ class CacheView(_ComparisonPlot):
         self.afig = a
         self.tsrc = ColumnDataSource(dict(x=[], top=[], color=[]))
         t = _fig(height=130, tools="", toolbar_location=None, x_axis_label="iteration",
-                 title="Last steps: cache hit (green) / oracle call (grey)", y_range=(0, 1.05))
+                 title="Last steps: cache hit (green) / oracle call (grey)", y_range=(0, 1.05),
+                 x_range=Range1d(-0.5, 0.5))
         t.vbar(x="x", top="top", width=0.9, color="color", source=self.tsrc)
         t.yaxis.visible = False
         t.ygrid.visible = False
@@ -825,8 +998,7 @@ class CacheView(_ComparisonPlot):
         self.tfig = t
         self.info = pn.pane.Markdown("", styles={"font-size": "13px", "overflow": "hidden"}, margin=(0, 10),
                                      height=48, sizing_mode="stretch_width")
-        plots = (pn.Column if stacked else pn.Row)(pn.pane.Bokeh(self.fig, sizing_mode="stretch_width"),
-                                                   pn.pane.Bokeh(a, sizing_mode="stretch_width"),
+        plots = (pn.Column if stacked else pn.Row)(_figure_pane(self.fig), _figure_pane(a),
                                                    sizing_mode="stretch_width")
         self.panel = pn.Column(self.info, plots, pn.pane.Bokeh(t, sizing_mode="stretch_width"),
                                sizing_mode="stretch_width")
@@ -846,8 +1018,11 @@ class CacheView(_ComparisonPlot):
             hit = rs[:, 1] > 0
             self._set(self.tsrc, dict(x=rs[:, 0], top=np.ones(len(rs)),
                                   color=np.where(hit, "#2ca02c", "#bbbbbb").tolist()))
+            # the strip spans exactly the steps shown (an auto range had kept 0 after a run)
+            _set_range(self.tfig.x_range, float(rs[0, 0]) - 0.5, float(rs[-1, 0]) + 0.5)
         else:
             self._set(self.tsrc, dict(x=[], top=[], color=[]))
+            _set_range(self.tfig.x_range, -0.5, 0.5)
         sc = snap.step_counts or {}
         if not snap.n:
             self.info.object = ""
@@ -870,6 +1045,8 @@ class StatusView(_Base):
     """One line of numbers about the current run (all from the snapshot)."""
 
     RUNNING_MIN_INTERVAL_S = 0.15
+    #: the background compile's KernelState while it runs (set by the app), else None
+    compiling = None
 
     def __init__(self):
         super().__init__()
@@ -881,6 +1058,10 @@ class StatusView(_Base):
         status = STATUS_LABELS.get(snap.status, snap.status)
         color = {"running": "#1a9641", "error": "#d7191c", "loading": "#fdae61",
                  "budget": "#2c7fb8"}.get(snap.status, "#555")
+        ks = self.compiling
+        if ks is not None and snap.status in ("idle", "loading"):
+            # never "ready" while the first Step would wait for the compiler
+            status, color = f"compiling kernels {100 * ks.fraction:.0f}%", "#d08000"
         note = (f" <span style='color:#8a5a00'>{html.escape(snap.note)}</span>"
                 if snap.status == "loading" and snap.note else "")
         if not snap.n:

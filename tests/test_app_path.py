@@ -191,7 +191,9 @@ def test_path_tab_draws_and_picks():
         assert "lam_min" in view.summary.object and not view.slider.disabled
         assert view.x_range.start > view.x_range.end  # flipped: λ decreases to the right
         lo, hi = ps.lam_range
-        assert view.slider.start == pytest.approx(math.log10(lo), abs=1e-3)
+        # the slider holds −log10 λ: it runs the way the plots do (λ decreases to the right)
+        assert view.slider.start == pytest.approx(-math.log10(hi), abs=1e-3)
+        assert view.slider.end == pytest.approx(-math.log10(lo), abs=1e-3)
         # a click on a plot picks the λ under the mouse
         from bokeh.events import Tap
         lam = float(np.sqrt(ps.cols["lam"][2] * ps.cols["lam"][3]))
@@ -202,7 +204,7 @@ def test_path_tab_draws_and_picks():
         assert app.session.wait_idle(60)
         loads = [m for m in app.session.messages() if m[1].startswith("Loaded the path's model")]
         assert len(loads) == 1   # moving the slider to the picked λ does not pick again
-        assert app.session.solver.lam == lam and view.slider.value == pytest.approx(math.log10(lam))
+        assert app.session.solver.lam == lam and view.slider.value == pytest.approx(-math.log10(lam))
         assert "gaplab-path-picked" in view.pick_info.object and "loaded" in view.pick_info.object
         assert view.pick_spans[0].location == lam
         assert "(from the path)" in app.status.panel.object

@@ -205,20 +205,46 @@ def test_dataset_that_cannot_load_gives_a_notification(sess, monkeypatch):
     real = session_mod.load_problem
 
     def loader(name, *a, **k):
-        if name == "conll2000":
-            raise FileNotFoundError("CoNLL-2000 not found; set GAPLAB_DATA")
+        if name == "ocr-large":
+            raise FileNotFoundError("OCR-large not found; set GAPLAB_DATA")
         return real(name, *a, **k)
 
     monkeypatch.setattr(session_mod, "load_problem", loader)
-    sess.dataset = "conll2000"
+    sess.dataset = "ocr-large"
     assert sess.wait_idle(30)
     assert sess.status == "error" and sess.messages()[-1][0] == "error"
     assert "GAPLAB_DATA" in sess.messages()[-1][1]
+    assert sess.snapshot.n == 0   # the views draw nothing of the previous dataset
     sess.step()  # nothing loaded: a warning, not an exception
     sess.run()
     assert sess.messages()[-1][0] == "warning"
     sess.dataset = "ocr-small"
     assert sess.wait_idle(60) and sess.status == "idle" and sess.snapshot.n == 626
+
+
+def test_picker_offers_only_problems_whose_data_is_installed(tmp_path, monkeypatch):
+    from gaplab.app.settings import missing_problems
+    monkeypatch.setenv("GAPLAB_DATA", str(tmp_path))
+    monkeypatch.setattr("platformdirs.user_cache_dir", lambda *a, **k: str(tmp_path / "cache"))
+    from gaplab.core.problems import get_problem
+    if get_problem("conll2000").installed():
+        pytest.skip("CoNLL-2000 is found outside $GAPLAB_DATA on this machine")
+    s = Session(load=False)
+    try:
+        assert "conll2000" not in s.param.dataset.objects
+        assert {"ocr-small", "ocr-large", "toy"} <= set(s.param.dataset.objects)
+        assert "GAPLAB_DATA" in missing_problems()["conll2000"]
+        with pytest.raises(ValueError):
+            s.dataset = "conll2000"
+    finally:
+        s.close()
+    (tmp_path / "train.txt").write_text("Confidence NN B-NP\n\n")
+    (tmp_path / "test.txt").write_text("Confidence NN B-NP\n\n")
+    s = Session(load=False)
+    try:
+        assert "conll2000" in s.param.dataset.objects   # offered once its files are there
+    finally:
+        s.close()
 
 
 def test_actions_while_loading_are_refused_politely(monkeypatch):
@@ -260,10 +286,16 @@ def test_run_stops_within_half_a_second_and_uses_one_worker_thread():
         assert it > 0 and s.snapshot.steps_per_s > 0
         time.sleep(0.2)
         assert s.solver.iteration == it == s.snapshot.iteration
+        # Stop ended the run: Run starts a new one from α⁰ (Pause would have resumed it)
+        s.run()
+        time.sleep(0.05)
+        s.pause()
+        assert s.status == "paused" and 0 < s.snapshot.iteration < it
+        it2 = s.snapshot.iteration
         s.run()
         time.sleep(0.2)
         s.pause()
-        assert s.status == "paused" and s.snapshot.iteration > it
+        assert s.status == "paused" and s.snapshot.iteration > it2
     finally:
         s.close()
 

@@ -79,7 +79,10 @@ def test_run_then_every_tab_draws(app):
     assert app.gap_passes.slots.items[1].visible and app.gap_passes.slots.items[1].label["value"].startswith("#1 gap")
     assert len(app.gap_passes.slots.items) == 2  # comparison slots are made on demand
     assert len(app.primal_dual.primal.data["x"]) == 2 and len(app.test_error.slots.slots[0]["pts"].data["y"]) == 2
-    assert np.all(np.asarray(app.test_error.slots.slots[0]["pts"].data["y"]) < 0.5)
+    # test error in percent, as in the status line (the same number in both places)
+    te = np.asarray(app.test_error.slots.slots[0]["pts"].data["y"])
+    assert np.all((te > 0.5) & (te < 50))
+    assert f"{te[-1]:.2f}%" in app.status.panel.object
     assert "budget" in app.alert.object
 
 

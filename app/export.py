@@ -1,0 +1,114 @@
+"""Export for lecturers: the current run's trace as CSV or JSON (with its settings and seed) and
+every figure as PNG or SVG from visible buttons.
+
+The trace files are made on the server from a :class:`~gaplab.app.session.Snapshot`; the
+figures are rendered by the browser (BokehJS's own export, as its toolbar's save tool does),
+so no webdriver is needed on the server.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+
+__all__ = ["TRACE_FIELDS", "trace_rows", "trace_csv", "trace_json", "figure_export_buttons",
+           "config_text"]
+
+#: CSV columns, in order (a record lacking one leaves the cell empty)
+TRACE_FIELDS = ("kind", "manual", "iteration", "effective_passes", "oracle_calls", "wall_time_s",
+                "heuristic_gap", "exact_gap", "primal", "dual", "cache_hits", "test_error")
+
+
+def _clean(v):
+    """JSON-safe value: NaN/inf become None (JSON has no NaN), numpy scalars become Python."""
+    if hasattr(v, "item") and not isinstance(v, (list, tuple, dict)):
+        try:
+            v = v.item()
+        except (ValueError, AttributeError):
+            pass
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {str(k): _clean(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_clean(x) for x in v]
+    return v
+
+
+def trace_rows(snap) -> list[dict]:
+    """The run's records in order of oracle calls: one per pass, per periodic gap check and per
+    manual exact gap pass ("manual": True)."""
+    rows = [dict(r) for r in snap.trace] + [dict(r, manual=True) for r in snap.manual_checks]
+    rows.sort(key=lambda r: (r.get("oracle_calls", 0), r.get("iteration", 0), bool(r.get("manual"))))
+    return rows
+
+
+def config_text(snap) -> str:
+    """One line with the dataset, n and every setting of the run, seed included (for legends,
+    file headers and titles)."""
+    cfg = dict(snap.config or {})
+    parts = [f"{snap.dataset}"] + ([f"n={snap.n}"] if snap.n else [])
+    parts += [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in sorted(cfg.items())
+              if k not in ("dataset", "speed")]
+    return ", ".join(parts)
+
+
+def trace_csv(snap) -> io.StringIO:
+    """CSV of :func:`trace_rows`; the first lines (starting with ``#``) give the run's label
+    and its full config, seed included."""
+    out = io.StringIO()
+    out.write(f"# gaplab run: {snap.label}\n# config: {config_text(snap)}\n")
+    w = csv.DictWriter(out, fieldnames=TRACE_FIELDS, extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    for r in trace_rows(snap):
+        w.writerow({k: ("" if r.get(k) is None else r.get(k, "")) for k in TRACE_FIELDS})
+    out.seek(0)
+    return out
+
+
+def trace_json(snap) -> io.StringIO:
+    """JSON with the run's label, dataset, n, λ, config (seed included), the summary numbers of
+    the status line, the trace, and the comparison runs' labels and traces."""
+    doc = {
+        "label": snap.label, "dataset": snap.dataset, "n": snap.n, "lam": snap.lam,
+        "config": snap.config, "iteration": snap.iteration, "effective_passes": snap.effective_passes,
+        "oracle_calls": snap.oracle_calls, "heuristic_gap": snap.heuristic_gap,
+        "exact_gap": snap.exact_gap, "trace": trace_rows(snap),
+        "comparison": [{"label": r.label, "dataset": r.dataset, "trace": list(r.trace),
+                        "manual_checks": list(r.manual_checks)} for r in snap.comparison],
+    }
+    out = io.StringIO(json.dumps(_clean(doc), indent=1))
+    out.seek(0)
+    return out
+
+
+_EXPORT_JS = """
+const view = Bokeh.index.find_one(fig);
+if (view == null) { return; }
+const layer = view.export(kind, true);
+const name = (fig.title && fig.title.text ? fig.title.text : "gaplab_figure")
+    .replace(/[^A-Za-z0-9]+/g, "_").replace(/^_+|_+$/g, "").slice(0, 60) || "gaplab_figure";
+layer.to_blob().then((blob) => {
+    const a = document.createElement("a");
+    a.href = URL.createObjectURL(blob);
+    a.download = name + (kind === "svg" ? ".svg" : ".png");
+    a.target = "_blank";
+    a.dispatchEvent(new MouseEvent("click"));
+});
+"""
+
+
+def figure_export_buttons(fig, css: str = ""):
+    """A row of two small buttons, PNG and SVG, that download ``fig`` as the browser renders it
+    (file named after the figure's title)."""
+    import panel as pn
+
+    row = []
+    for kind in ("png", "svg"):
+        b = pn.widgets.Button(label=kind.upper(), width=52, height=26, color="light",
+                              margin=(0, 2), css_classes=[f"gaplab-export-{kind}"] + ([css] if css else []),
+                              description=f"Download this figure as {kind.upper()}")
+        b.js_on_click(args={"fig": fig, "kind": kind}, code=_EXPORT_JS)
+        row.append(b)
+    return pn.Row(*row, margin=(0, 10), align="end")

@@ -1,0 +1,162 @@
+"""Whether the solver's numba kernels are compiled in this process, and a background compile.
+
+The numba kernels are compiled on first use (about a minute on a fresh install, seconds when
+the on-disk cache of ``cache=True`` is present). A page whose buttons answer only after that
+minute looks broken, so the app compiles them in a background thread as soon as the server
+starts (:func:`start`), keeps the buttons that need them disabled and shows the progress
+(:func:`state`) until they are ready.
+
+The state is per process on purpose: compiled kernels are shared by every session of the
+process (a second browser tab never compiles again). No Panel import.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+__all__ = ["KernelState", "start", "state", "wait", "COMPILE_NOTE"]
+
+#: what the page says while the kernels compile
+COMPILE_NOTE = "compiling solver kernels (once per install, about a minute)"
+
+
+@dataclass(frozen=True)
+class KernelState:
+    """A moment of the background compile.
+
+    Attributes
+    ----------
+    status : str
+        "not started" (nobody asked for a compile: the buttons compile on first use),
+        "compiling" (the kernels of the default settings: Step, Run and exact gaps with FW
+        steps and gap sampling), "background" (those are ready; the other step kinds, the cache,
+        box constraints and the path still compile: choosing them may make the first step
+        wait), "ready" or "failed".
+    fraction : float
+        Progress in [0, 1] (counts warm-up jobs, not seconds).
+    message : str
+        What is being compiled now (or the error, when failed).
+    elapsed_s : float
+        Seconds since the compile started (its total once ready).
+    """
+
+    status: str
+    fraction: float
+    message: str
+    elapsed_s: float
+
+    @property
+    def ready(self) -> bool:
+        """The buttons may run the solver without a compile pause ("not started" counts as
+        ready: nobody is compiling in the background, a first Step compiles what it needs)."""
+        return self.status in ("ready", "background", "not started", "failed")
+
+
+class _Warmup:
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._thread = None
+        self._status = "not started"
+        self._fraction = 0.0
+        self._message = ""
+        self._t0 = 0.0
+        self._t1 = None
+
+    def start(self, *, log=True, extra=None) -> bool:
+        """Start the compile thread (idempotent: False if it was already started)."""
+        with self._lock:
+            if self._thread is not None:
+                return False
+            self._status = "compiling"
+            self._message = "starting"
+            self._t0 = time.perf_counter()
+            self._thread = threading.Thread(target=self._job, args=(log, extra), name="gaplab-warmup",
+                                            daemon=True)
+            self._thread.start()
+        return True
+
+    def _progress(self, fraction, message):
+        with self._lock:
+            self._fraction = float(fraction)
+            self._message = str(message)
+
+    def _first(self):
+        """The kernels of the default settings on a tiny chain model (OCR's model class)."""
+        from gaplab.core import Solver
+        from gaplab.core.models import max_oracle
+        from gaplab.core.problems import warmup_plan
+        job = warmup_plan(["ocr-small"])[0]
+        self._progress(0.0, f"compiling {job.model_class} (ocr-small, ocr-large) / fw, gap sampling")
+        s = Solver(job.model, lam=0.1, step="fw", sampling="gap", gap_check=1, max_passes=3)
+        s.run()
+        s.block_gap_now(0)
+        s.exact_gap(count=True)
+        s.sampling_probabilities()
+        max_oracle(job.model, 0, s.w)
+        job.model.predict(s.w)
+
+    def _job(self, log, extra):
+        try:
+            from gaplab.core.warmup import warmup
+            self._first()
+            with self._lock:
+                self._status = "background"
+                self._t_first = time.perf_counter()
+            if log:
+                print(f"gaplab app: default solver kernels ready in {self._t_first - self._t0:.1f} s",
+                      file=sys.stderr, flush=True)
+            warmup(progress=self._progress)
+            if extra is not None:
+                self._progress(1.0, "loading the default dataset")
+                extra()
+        except Exception as exc:  # the sessions then compile on first use and report errors
+            with self._lock:
+                self._status = "failed"
+                self._message = f"{type(exc).__name__}: {exc}"
+                self._t1 = time.perf_counter()
+            if log:
+                print(f"gaplab app: warm-up failed: {exc}", file=sys.stderr, flush=True)
+        else:
+            with self._lock:
+                self._status = "ready"
+                self._fraction = 1.0
+                self._message = "ready"
+                self._t1 = time.perf_counter()
+            if log:
+                print(f"gaplab app: solver kernels and default dataset ready in "
+                      f"{self._t1 - self._t0:.1f} s", file=sys.stderr, flush=True)
+        finally:
+            self._done.set()
+
+    def state(self) -> KernelState:
+        with self._lock:
+            end = self._t1 if self._t1 is not None else time.perf_counter()
+            elapsed = end - self._t0 if self._thread is not None else 0.0
+            return KernelState(self._status, self._fraction, self._message, elapsed)
+
+    def wait(self, timeout=None) -> bool:
+        if self._thread is None:
+            return True
+        return self._done.wait(timeout)
+
+
+_WARMUP = _Warmup()
+
+
+def start(*, log: bool = True, extra=None) -> bool:
+    """Compile every solver kernel (:func:`gaplab.core.warmup.warmup`) in a background thread
+    of this process, then call ``extra()`` (e.g. load the default dataset). Idempotent."""
+    return _WARMUP.start(log=log, extra=extra)
+
+
+def state() -> KernelState:
+    """The compile's current :class:`KernelState` (never blocks)."""
+    return _WARMUP.state()
+
+
+def wait(timeout: float | None = None) -> bool:
+    """Block until the background compile has ended (True) or ``timeout`` seconds passed."""
+    return _WARMUP.wait(timeout)
