@@ -80,7 +80,8 @@ def cmd_train(args) -> int:
     model, test = problem.model, problem.test
     cfg = solver_config_from_args(args, lam=args.lam, gap_threshold=args.gap_threshold,
                                   max_passes=args.max_passes, time_limit=args.time_limit)
-    solver = Solver(model, cfg, test_data=test if args.test_every_check else None)
+    from gaplab.core.problems import solver_bounds
+    solver = Solver(model, cfg, test_data=test if args.test_every_check else None, **solver_bounds(model))
     load_s = time.perf_counter() - t0
     bar = tqdm(total=round(args.max_passes, 2) if math.isfinite(args.max_passes) else None, unit="pass", disable=args.quiet or not sys.stderr.isatty() and not args.progress,
                bar_format="{l_bar}{bar}| {n:.1f}/{total} passes [{elapsed}] {postfix}")

@@ -447,7 +447,8 @@ class Session(SessionSettings):
             if self._closed:
                 return
             if solver is None:
-                solver = Solver(problem.model, cfg, test_data=problem.test)
+                from gaplab.core.problems import solver_bounds  # the model's box (App. H), if any
+                solver = Solver(problem.model, cfg, test_data=problem.test, **solver_bounds(problem.model))
             self._origin = origin
             self._note = ""
             self._problem = problem

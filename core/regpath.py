@@ -951,6 +951,10 @@ def iter_path(model, config: PathConfig | None = None, solver_config: SolverConf
 def _check_model(model):
     if not hasattr(model, "arrays"):
         raise TypeError(f"model must be a gaplab model (ChainModel, MulticlassModel), got {type(model).__name__}")
+    bounds = getattr(model, "bounds", None)
+    if callable(bounds) and bounds() is not None:
+        raise ValueError(f"model {getattr(model, 'name', type(model).__name__)!r} needs box constraints on w "
+                         "(model.bounds(), Paper: App. H), which the regularization path does not support")
 
 
 class _Clock:

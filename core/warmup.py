@@ -35,7 +35,7 @@ def warmup(progress=None, names=None) -> float:
         Seconds spent.
     """
     from .models import max_oracle
-    from .problems import warmup_plan
+    from .problems import solver_bounds, warmup_plan
     from .regpath import regularization_path
     from .solver import Solver
 
@@ -48,17 +48,20 @@ def warmup(progress=None, names=None) -> float:
                      f"compiling {job.model_class} ({', '.join(job.problems)}) / {step}{' + cache' if cache else ''}")
         m = job.model
         s = Solver(m, lam=0.1, step=step, sampling="gap", cache={"enabled": cache}, gap_check=1,
-                   batch_step=cache, max_passes=3)
+                   batch_step=cache, max_passes=3, **solver_bounds(m))
         s.run()
         s.block_gap_now(0)
         s.exact_gap(count=False)
         max_oracle(m, 0, s.w)
         m.predict(s.w)
     for job in plan:  # box constraints (Paper: App. H)
-        Solver(job.model, lam=0.1, lb=np.zeros(job.model.d), max_passes=2).run()
+        if not solver_bounds(job.model):  # (models with a box of their own compiled it above)
+            Solver(job.model, lam=0.1, lb=np.zeros(job.model.d), max_passes=2).run()
     if progress is not None:
         progress(0.95, "compiling the regularization path")
-    for job in plan:  # Alg. 6-7 kernels
+    for job in plan:  # Alg. 6-7 kernels (the path does not support a model's box constraints)
+        if solver_bounds(job.model):
+            continue
         for step in ("fw", "pairwise"):
             regularization_path(job.model, solver_config={"sampling": "gap", "step": step}, eps=0.3,
                                 lam_min=1e-2, max_breakpoints=3)

@@ -7,9 +7,11 @@ import numpy as np
 from .. import kernels as kr
 from .chain import ChainArrays, ChainModel
 from .multiclass import MulticlassArrays, MulticlassModel
+from .pose_tree import PoseArrays, PoseModel
 from .protocol import StructuredModel, check_labelling, check_model
 
-__all__ = ["ChainModel", "ChainArrays", "MulticlassModel", "MulticlassArrays", "StructuredModel", "check_model",
+__all__ = ["ChainModel", "ChainArrays", "MulticlassModel", "MulticlassArrays", "PoseModel", "PoseArrays",
+           "StructuredModel", "check_model",
            "check_labelling", "max_oracle", "label_score"]
 
 
