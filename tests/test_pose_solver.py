@@ -193,3 +193,16 @@ def test_cli_train_on_lsp_tiny(tmp_path, capsys):
     assert r["primal"] - r["dual"] == pytest.approx(r["exact_gap"], abs=1e-9) and r["exact_gap"] >= 0
     assert 0 <= r["test_error"] <= 1 and 0 <= r["train_error"] <= 1
     assert "exact duality gap" in capsys.readouterr().out
+
+
+def test_app_anatomy_describes_a_pose(model):
+    """The app's step anatomy reads describe_block: one text per labelling entry, no crash on
+    a model whose labels are cells (PoseData has no label names)."""
+    from gaplab.app.session import Session
+    y = model.max_oracle(0, np.zeros(model.d))
+    d = Session._describe(model, 0, y, model.data.label_names)
+    assert len(d["labels"]) == model.label_len(0) == 2 * model.arrays.N
+    G = model.G
+    assert d["labels"][0].endswith(f"({y[0] % G},{y[0] // G})") and d["labels"][1] == f"type {y[1]}"
+    b = model.describe_block(0, y)
+    assert b["score_map"].shape == (G, G) and b["skeleton"].shape == (model.arrays.N, 2)

@@ -812,23 +812,34 @@ class PoseModel(StructuredModel):
         """Plain decoding argmax_y ⟨w, ψ(x_i, y)⟩ of training image i, int64 (2N,)."""
         return self._oracle(i, w, False)[0]
 
-    def describe_block(self, i: int, y, part: int = 6) -> dict:
-        """What the app draws: the score map of one part (default node 6, the right wrist) and
+    def describe_block(self, i: int, y, part: int | None = None) -> dict:
+        """What the app draws: the score map of one part (default node 6, LSP's right wrist, or
+        node 0 on trees of at most 6 nodes) and
         the skeleton of y.
 
         Returns a dict with ``kind`` = ``"pose"``, ``text``, ``G``, ``part`` (index),
         ``part_name``, ``score_map`` (float64 (G, G)), ``skeleton`` (int64 (N, 2) cells (x, y)),
-        ``types`` (int64 (N,)), ``edges`` (int64 (N − 1, 2) child-parent pairs), ``loss``.
+        ``types`` (int64 (N,)), ``edges`` (int64 (N − 1, 2) child-parent pairs), ``loss``,
+        ``label_text`` (2N strings, one per labelling entry: "node (x,y)", "type t"; the app's
+        anatomy lists them).
         """
         i = self._check_i(i)
         y = self._check_y(i, y)
         M = self.arrays
+        if part is None:
+            part = 6 if M.N > 6 else 0
+        if not 0 <= int(part) < M.N:
+            raise IndexError(f"part must lie in [0, {M.N}), got {part!r}")
         c = y[0::2]
         sk = np.stack([c % self.G, c // self.G], 1)
         names = self.data.node_names or tuple(str(p) for p in range(M.N))
         edges = np.array([(q, M.parent[q]) for q in range(M.N) if M.parent[q] >= 0], dtype=np.int64)
         loss = self.loss(i, y)
+        text = []
+        for p in range(M.N):
+            text += [f"{names[p]} ({int(sk[p, 0])},{int(sk[p, 1])})", f"type {int(y[2 * p + 1])}"]
         return {"kind": "pose", "text": f"image {int(self.data.img_id[i])}, loss {loss:.3f}",
+                "label_text": tuple(text),
                 "G": self.G, "part": int(part), "part_name": names[int(part)],
                 "score_map": self.score_map(i, part), "skeleton": sk, "types": y[1::2].copy(),
                 "edges": edges, "loss": loss}
