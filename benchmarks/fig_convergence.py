@@ -7,6 +7,9 @@
                        seeds, OCR-small λ ∈ {0.1, 0.01, 0.001} and OCR-large λ = 0.001.
 --preset conll         (issue 7) the 8 combinations on CoNLL-2000 at λ ∈ {0.01, 1/n, 0.0001},
                        3 seeds (data from --data-home or $GAPLAB_DATA).
+--preset pose          (issue 18) the 8 combinations on LSP pose (G = 32, the first 100 training
+                       poses, λ = 0.1, the model's box), 1 seed (joints.mat from --data-home or
+                       $GAPLAB_DATA).
 
 The same experiments as sweep specs (run on Dask into a resumable store, drawn by gaplab.plots):
 benchmarks/specs/convergence_{sampling,combinations,conll}.toml, e.g.
@@ -48,6 +51,11 @@ _MODELS = {}
 def load_model(dataset, data_home=None):
     from gaplab.core import ChainModel, load_ocr
     if dataset not in _MODELS:
+        if dataset == "lsp-pose":  # issue 18: LSP poses, G = 32, the first 100 training poses
+            from gaplab.core.problems import load_problem
+            _MODELS.clear()
+            _MODELS[dataset] = load_problem("lsp-pose", data_home, G=32, n_train=100).model
+            return _MODELS[dataset]
         if dataset == "conll2000":
             from gaplab.core.datasets.conll import load_conll2000
             train, _ = load_conll2000(data_home=data_home)
@@ -60,6 +68,7 @@ def load_model(dataset, data_home=None):
 
 def run_setting(dataset, lam, methods, seeds, passes, gap_check, data_home=None):
     from gaplab.core import Solver
+    from gaplab.core.problems import solver_bounds
     model = load_model(dataset, data_home)
     if lam == "1/n":
         lam = 1.0 / model.n
@@ -68,7 +77,7 @@ def run_setting(dataset, lam, methods, seeds, passes, gap_check, data_home=None)
         traces, summary = [], []
         for seed in seeds:
             s = Solver(model, lam=lam, sampling=sampling, step=step, cache={"enabled": cache},
-                       gap_check=gap_check, max_passes=passes, seed=seed)
+                       gap_check=gap_check, max_passes=passes, seed=seed, **solver_bounds(model))
             r = s.run(final_gap_check=True)
             traces.append(r.trace)
             summary.append({"seed": seed, "exact_gap": r.exact_gap, "primal": r.primal, "dual": r.dual,
@@ -175,7 +184,7 @@ def _pair(results, a, b, rows):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--preset", choices=["sampling", "combinations", "conll"], default="sampling")
+    ap.add_argument("--preset", choices=["sampling", "combinations", "conll", "pose"], default="sampling")
     ap.add_argument("--data-home", default=None, help="CoNLL-2000 directory (preset conll)")
     ap.add_argument("--seeds", type=int, default=None)
     ap.add_argument("--passes-small", type=float, default=None)
@@ -195,6 +204,10 @@ def main(argv=None):
         settings = [("small", 0.1, args.passes_small or 100), ("small", 0.01, args.passes_small or 100),
                     ("small", 0.001, args.passes_small or 100), ("large", 0.001, args.passes_large or 40)]
         seeds = range(args.seeds or 5)
+    elif args.preset == "pose":
+        methods = [(s, st, c) for st in ("fw", "pairwise") for s in ("uniform", "gap") for c in (False, True)]
+        settings = [("lsp-pose", 0.1, args.passes_small or 40)]
+        seeds = range(args.seeds or 1)
     else:
         methods = [(s, st, c) for st in ("fw", "pairwise") for s in ("uniform", "gap") for c in (False, True)]
         settings = [("conll2000", 0.01, args.passes_large or 20), ("conll2000", "1/n", args.passes_large or 20),
@@ -204,7 +217,8 @@ def main(argv=None):
     summary = {"preset": args.preset, "seeds": list(seeds), "gap_check": args.gap_check, "settings": []}
     for col, (ds, lam, passes) in enumerate(settings):
         res = run_setting(ds, lam, methods, seeds, passes, args.gap_check, args.data_home)
-        dname = "CoNLL-2000" if ds == "conll2000" else f"OCR-{ds}"
+        dname = ("CoNLL-2000" if ds == "conll2000" else "LSP pose (G = 32, n = 100)" if ds == "lsp-pose"
+                 else f"OCR-{ds}")
         plot(axes[0, col], axes[1, col], res, f"{dname}, λ = {lam}")
         summary["settings"].append({"dataset": dname, "lam": lam, "pass_budget": passes,
                                     "comparison": comparisons(res),
