@@ -206,3 +206,27 @@ def test_app_anatomy_describes_a_pose(model):
     assert d["labels"][0].endswith(f"({y[0] % G},{y[0] // G})") and d["labels"][1] == f"type {y[1]}"
     b = model.describe_block(0, y)
     assert b["score_map"].shape == (G, G) and b["skeleton"].shape == (model.arrays.N, 2)
+
+
+def test_exact_gap_pass_threads_share_no_scratch():
+    """The exact gap pass runs chunks of blocks in parallel, each chunk with its own oracle
+    scratch (PoseArrays holds only the sizes): any chunking gives bitwise the same block gaps
+    and FW corners, equal to one oracle call per block by hand."""
+    model = random_tree_model(seed=2, n=12, G=6)
+    s = Solver(model, lam=LAM, step="pairwise", sampling="gap", cache={"enabled": True}, max_passes=3, seed=0,
+               **solver_bounds(model))
+    s.run()
+    M, S = s._M, s.S
+    outs = []
+    for nchunk in (1, 3, M.n):
+        g, hs, d = np.empty(M.n), np.empty(M.n), np.empty(M.n)
+        lab = np.empty_like(S.batch_lab)
+        kr.gap_pass_blocks(M, S.w, S.mu, nchunk, S.h.shape[0], S.ybuf.shape[0], True, g, hs, d, lab)
+        outs.append((g, hs, d, lab))
+    for o in outs[1:]:
+        for x, y in zip(outs[0], o):
+            np.testing.assert_array_equal(x, y)
+    for i in range(M.n):
+        y = model.max_oracle(i, S.w)
+        np.testing.assert_array_equal(outs[0][3][M.lab_off[i]:M.lab_off[i + 1]], y)
+        assert outs[0][0][i] == pytest.approx(s.block_gap_now(i), rel=1e-12, abs=1e-15)
