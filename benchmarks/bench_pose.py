@@ -59,7 +59,7 @@ for i in range(M.n if full else 0):
     losses.append(model.loss(i, y))
 t_pass = time.perf_counter() - t0
 ms = np.array(times) * 1e3
-print(json.dumps(dict(G=G, T=T, n=M.n, d=model.d, p_i=model.d + 1, K=M.K,
+print(json.dumps(dict(G=G, T=T, n=M.n, d=model.d, p_i=model.d + 1, K=M.K, positions=M.G * M.G,
     scratch_mb=(sf.nbytes + si.nbytes) / 2**20, load_s=t_load, first_call_s=t_compile,
     oracle_ms_median=float(np.median(ms)), oracle_ms_q10=float(np.quantile(ms, 0.1)),
     oracle_ms_q90=float(np.quantile(ms, 0.9)), calls=len(ms), full_pass_s=t_pass if full else None, est_pass_s=float(np.median(ms)) * M.n / 1e3,

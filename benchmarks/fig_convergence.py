@@ -9,6 +9,9 @@
                        3 seeds (data from --data-home or $GAPLAB_DATA).
 --preset horse         (issue 17) the 8 combinations on horse-small (graph-cut oracle, w_P >= 0)
                        at λ ∈ {100, 10, 1}, 1 seed, 30 passes (data from $GAPLAB_DATA).
+--preset pose          (issue 18) the 8 combinations on LSP pose (G = 32, the first 100 training
+                       poses, λ = 0.1, the model's box), 1 seed (joints.mat from --data-home or
+                       $GAPLAB_DATA).
 
 The same experiments as sweep specs (run on Dask into a resumable store, drawn by gaplab.plots):
 benchmarks/specs/convergence_{sampling,combinations,conll}.toml, e.g.
@@ -50,10 +53,11 @@ _MODELS = {}
 def load_model(dataset, data_home=None):
     from gaplab.core import ChainModel, load_ocr
     if dataset not in _MODELS:
-        if dataset == "horse-small":
+        if dataset in ("horse-small", "lsp-pose"):  # issues 17 and 18 (lsp-pose: G = 32, first 100 poses)
             from gaplab.core.problems import load_problem
             _MODELS.clear()
-            _MODELS[dataset] = load_problem("horse-small", data_home).model
+            opts = {"G": 32, "n_train": 100} if dataset == "lsp-pose" else {}
+            _MODELS[dataset] = load_problem(dataset, data_home, **opts).model
             return _MODELS[dataset]
         if dataset == "conll2000":
             from gaplab.core.datasets.conll import load_conll2000
@@ -183,7 +187,7 @@ def _pair(results, a, b, rows):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--preset", choices=["sampling", "combinations", "conll", "horse"], default="sampling")
+    ap.add_argument("--preset", choices=["sampling", "combinations", "conll", "horse", "pose"], default="sampling")
     ap.add_argument("--data-home", default=None, help="CoNLL-2000 directory (preset conll)")
     ap.add_argument("--seeds", type=int, default=None)
     ap.add_argument("--passes-small", type=float, default=None)
@@ -206,6 +210,9 @@ def main(argv=None):
     elif args.preset == "horse":
         methods = [(s, st, c) for st in ("fw", "pairwise") for s in ("uniform", "gap") for c in (False, True)]
         settings = [("horse-small", lam, args.passes_large or 30) for lam in (100.0, 10.0, 1.0)]
+    elif args.preset == "pose":
+        methods = [(s, st, c) for st in ("fw", "pairwise") for s in ("uniform", "gap") for c in (False, True)]
+        settings = [("lsp-pose", 0.1, args.passes_small or 40)]
         seeds = range(args.seeds or 1)
     else:
         methods = [(s, st, c) for st in ("fw", "pairwise") for s in ("uniform", "gap") for c in (False, True)]
@@ -216,7 +223,8 @@ def main(argv=None):
     summary = {"preset": args.preset, "seeds": list(seeds), "gap_check": args.gap_check, "settings": []}
     for col, (ds, lam, passes) in enumerate(settings):
         res = run_setting(ds, lam, methods, seeds, passes, args.gap_check, args.data_home)
-        dname = {"conll2000": "CoNLL-2000", "horse-small": "horse-small"}.get(ds, f"OCR-{ds}")
+        dname = {"conll2000": "CoNLL-2000", "horse-small": "horse-small",
+                 "lsp-pose": "LSP pose (G = 32, n = 100)"}.get(ds, f"OCR-{ds}")
         plot(axes[0, col], axes[1, col], res, f"{dname}, λ = {lam}")
         summary["settings"].append({"dataset": dname, "lam": lam, "pass_budget": passes,
                                     "comparison": comparisons(res),

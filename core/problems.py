@@ -520,3 +520,58 @@ register_problem("horse-small", _horse_loader, _seg_model, default_lam=HORSE_SMA
                              "(files needed: --data-home or $GAPLAB_DATA)",
                  bundled=False, check=_horse_check, metric="pixel accuracy", higher_is_better=True, evaluate=_seg_evaluate,
                  warmup=_seg_tiny_warmup)
+
+
+# ----------------------------------------------------------------------------- pose (LSP)
+def _lsp_check(data_home=None):
+    from .datasets.lsp import locate_lsp
+    locate_lsp(data_home)
+
+
+def _pose_model(train):
+    from .models.pose_tree import PoseModel
+    return PoseModel(train)
+
+
+def _lsp_loader(data_home=None, verify=True, G=32, n_types=4, n_train=1000):
+    from .datasets.lsp import load_lsp
+    return load_lsp(G, n_types=n_types, data_home=data_home, verify=verify, n_train=n_train)
+
+
+def _lsp_tiny_loader(data_home=None, verify=True):
+    """8 training poses and 8 test poses of LSP on a 12×12 grid with 2 types (tests, demos)."""
+    from .datasets.lsp import load_lsp
+    train, test = load_lsp(12, n_types=2, data_home=data_home, verify=verify, n_train=8)
+    test = test.subset(np.arange(8))
+    test.name = "lsp/test8/G12"
+    return train, test
+
+
+def _tiny_pose():
+    """A 4-image pose model on a 6×6 grid from a generated stick figure (no file needed), for
+    ``gaplab warmup``: numba compiles per model class and array types, not per size."""
+    from .datasets.lsp import make_pose_data
+    from .models.pose_tree import PoseModel
+    rng = np.random.default_rng(0)
+    # LSP's 14 joints (x, y): r ankle, r knee, r hip, l hip, l knee, l ankle, r wrist, r elbow,
+    # r shoulder, l shoulder, l elbow, l wrist, neck, head top
+    base = np.array([[3, 10], [3, 7], [3, 5], [5, 5], [5, 7], [5, 10], [1, 4], [2, 3], [3, 2], [5, 2],
+                     [6, 3], [7, 4], [4, 1.5], [4, 0]], dtype=np.float64)
+    xy = base[None] + rng.normal(0, 0.3, size=(4, 14, 2))
+    return PoseModel(make_pose_data(xy, np.zeros((4, 14), bool), 6, n_types=2, seed=0, name="warmup-pose"))
+
+
+register_problem("lsp-pose", _lsp_loader, _pose_model, default_lam=0.1,
+                 description="LSP pose (Paper: App. I): real joint geometry of 1,000 training / 1,000 test "
+                             "poses on a G×G grid, generated part-score maps, tree max oracle with distance "
+                             "transforms (G sets the oracle cost; joints.mat needed: --data-home or $GAPLAB_DATA)",
+                 bundled=False, check=_lsp_check, metric="test error", warmup=_tiny_pose,
+                 options={"G": ProblemOption(32, (2, 256), "grid side G",
+                                             "positions per part: G×G (oracle cost grows as G²)"),
+                          "n_types": ProblemOption(4, (1, 13), "mixture types",
+                                                   "mixture types per part (k-means of displacements)"),
+                          "n_train": ProblemOption(1000, (1, 1000), "training poses",
+                                                   "the first n_train of LSP's 1,000 training poses")})
+register_problem("lsp-tiny", _lsp_tiny_loader, _pose_model, default_lam=0.1,
+                 description="8 LSP poses on a 12×12 grid, 2 types (tests and demos; joints.mat needed)",
+                 bundled=False, check=_lsp_check, metric="test error", warmup=_tiny_pose)

@@ -1020,6 +1020,9 @@ def iter_path(model, config: PathConfig | None = None, solver_config: SolverConf
 def _check_model(model):
     if not hasattr(model, "arrays"):
         raise TypeError(f"model must be a gaplab model (ChainModel, MulticlassModel), got {type(model).__name__}")
+    box = _model_box(model)
+    if box:  # only boxes whose finite bounds are all 0 (w_P >= 0, quadratic weights >= 0) keep Prop. 1
+        check_path_box(box["lb"], box["ub"])
 
 
 class _Clock:

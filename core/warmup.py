@@ -55,10 +55,13 @@ def warmup(progress=None, names=None) -> float:
         max_oracle(m, 0, s.w)
         m.predict(s.w)
     for job in plan:  # box constraints (Paper: App. H)
-        Solver(job.model, lam=0.1, lb=np.zeros(job.model.d), max_passes=2).run()
+        if not model_box(job.model):  # (models with a box of their own compiled it above)
+            Solver(job.model, lam=0.1, lb=np.zeros(job.model.d), max_passes=2).run()
     if progress is not None:
         progress(0.95, "compiling the regularization path")
-    for job in plan:  # Alg. 6-7 kernels
+    for job in plan:  # Alg. 6-7 kernels (the path does not support a model's box constraints)
+        if model_box(job.model):
+            continue
         for step in ("fw", "pairwise"):
             regularization_path(job.model, solver_config={"sampling": "gap", "step": step}, eps=0.3,
                                 lam_min=1e-2, max_breakpoints=3)

@@ -52,7 +52,7 @@ def random_w(model, rng, scale=1.0):
 
 def all_labellings(model):
     M = model.arrays
-    cells = range(M.K)
+    cells = range(M.G * M.G)
     per_node = [list(itertools.product(cells, range(M.ntype[p]))) for p in range(M.N)]
     for combo in itertools.product(*per_node):
         yield np.array([v for pt in combo for v in pt], dtype=np.int64)
@@ -156,7 +156,7 @@ def small_model():
 def random_labelling(model, rng):
     M = model.arrays
     y = np.empty(2 * M.N, np.int64)
-    y[0::2] = rng.integers(0, M.K, size=M.N)
+    y[0::2] = rng.integers(0, M.G * M.G, size=M.N)
     y[1::2] = rng.integers(0, M.ntype)
     return y
 
@@ -270,7 +270,7 @@ def test_score_map_point_values_match_whole_map(small_model):
     for i in range(model.n):
         for p in range(M.N):
             S = model.score_map(i, p).ravel()
-            pts = np.array([pose_unary_value(M, i, p, c) for c in range(M.K)])
+            pts = np.array([pose_unary_value(M, i, p, c) for c in range(M.G * M.G)])
             np.testing.assert_array_equal(S, pts)  # bit-identical
     # the noise has mean 0 and variance noise² (Irwin-Hall sum of 4 uniforms)
     d2 = tiny_data(G=64, parent=(-1, 0), T=1, n=1, noise=1.0)
@@ -392,7 +392,7 @@ def test_oracle_on_the_26_node_tree_beats_every_single_node_change():
         best = pose_label_dot(M, i, y, h)
         assert best >= pose_label_dot(M, i, model.ground_truth(i), h) - 1e-9
         for p in range(M.N):
-            for c in range(M.K):
+            for c in range(M.G * M.G):
                 for t in range(M.ntype[p]):
                     y2 = y.copy()
                     y2[2 * p], y2[2 * p + 1] = c, t

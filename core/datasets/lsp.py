@@ -240,6 +240,12 @@ class PoseData:
         return int(self.pos.shape[0])
 
     @property
+    def label_names(self):
+        """None: a labelling's entries are cells and types, not named labels (the app shows
+        :meth:`PoseModel.describe_block`'s ``label_text`` instead)."""
+        return None
+
+    @property
     def n_nodes(self) -> int:
         return int(self.parent.shape[0])
 

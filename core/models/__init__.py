@@ -8,9 +8,11 @@ from .. import kernels as kr
 from .chain import ChainArrays, ChainModel
 from .graphcut import SegArrays, SegmentationModel
 from .multiclass import MulticlassArrays, MulticlassModel
+from .pose_tree import PoseArrays, PoseModel
 from .protocol import StructuredModel, check_labelling, check_model
 
-__all__ = ["ChainModel", "ChainArrays", "MulticlassModel", "MulticlassArrays", "SegmentationModel", "SegArrays", "StructuredModel", "check_model",
+__all__ = ["ChainModel", "ChainArrays", "MulticlassModel", "MulticlassArrays", "SegmentationModel", "SegArrays",
+           "PoseModel", "PoseArrays", "StructuredModel", "check_model",
            "check_labelling", "max_oracle", "label_score"]
 
 

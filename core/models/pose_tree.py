@@ -13,8 +13,12 @@ Joint feature map ψ(x_i, y) ∈ R^d (layout; offsets in :class:`PoseArrays`)
     * type pairs, Σ_q T_q·T_parent(q) entries: indicator [t_q = a, t_parent(q) = b] for each edge
       (q, parent(q)) (the pairwise type weights: co-occurrence of mixture types);
     * deformation, Σ_q 4·T_q entries: for the child q's type t, with the displacement
-      (dx, dy) = (l_q − l_parent(q) − r_q^t)/u (u = G/32 cells, so the features do not grow
-      with G), the features −(dx, dx², dy, dy²) in slot t and 0 in the other types' slots.
+      (dx, dy) = (l_q − l_parent(q) − r_q^t)/u (u = G/2 cells, :data:`DEFORM_UNIT`: the
+      features do not grow with G and stay O(1), as the unary scores do; loss-augmented
+      corners put parts far apart while the quadratic weights are near 0, and with u = one
+      32-grid cell their dx² features reach 10³, ‖ψ‖² ~ 10⁵, and BCFW's steps have
+      γ ~ λn/‖ψ‖² ~ 10⁻⁶: measured, the relative gap stayed above 0.9 after 30 passes (n = 50,
+      G = 16, λ = 0.01); with u = G/2 and λ = 0.1 it reached 0.075 in 40 passes), the features −(dx, dx², dy, dy²) in slot t and 0 in the other types' slots.
       The minus sign makes the term a penalty: ⟨w_P,q,t, ψ⟩ = −(b_x dx + a_x dx² + b_y dy +
       a_y dy²), concave in the displacement when the quadratic weights a_x, a_y are >= 0,
       which is what the distance transform needs; :meth:`PoseModel.bounds` keeps them >= 0
@@ -60,7 +64,10 @@ Scratch (sizes in :class:`PoseArrays` fields ``scr_f``, ``scr_i``; T = max types
     int64 ``scr_i = (N + 1)·T·GG + GG + G``: the back-pointers per node (best child position and
     type per parent position and type), the transforms' arg-max, the first-pass arg-max and the
     envelope's parabola list. LSP at G = 128: T = 4, 1.79 M entries each (14 MB each); T = 6,
-    2.66 M entries each (21 MB each).
+    2.66 M entries each (21 MB each). The solver hands a compiled oracle scratch of length
+    (label length) × M.K, so ``K`` is not G² here but ceil(max(scr_f, scr_i) / 2N); the solver
+    allocates it once per state and once per thread chunk of an exact gap pass (nothing is
+    shared between threads; :class:`PoseArrays` holds only the sizes).
 
 Paper: App. I (LSP model), App. H (box constraints), Eq. (2) (max oracle).
 """
@@ -71,6 +78,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit, uint64
 
+from ..kernels import register_model_kind
 from .protocol import StructuredModel, check_labelling
 
 __all__ = [
@@ -83,7 +91,7 @@ __all__ = [
 PoseArrays = namedtuple(
     "PoseArrays",
     [
-        "n", "d", "K",       # blocks (images), dim of w, positions per node (G²)
+        "n", "d", "K",       # blocks (images), dim of w, oracle scratch per label entry (see below)
         "stat_off",          # int64 (n+1): block i's statistics m(y) = (ψ, L) at [i(d+1), (i+1)(d+1))
         "lab_off",           # int64 (n+1): labelling of block i: 2N entries (position, type) per node
         "gt",                # int64 (2N·n): ground-truth labellings
@@ -105,6 +113,9 @@ PoseArrays = namedtuple(
         "scr_f", "scr_i",    # oracle scratch sizes (float64, int64)
     ],
 )
+
+#: deformation unit u as a fraction of the grid side G (displacements are measured in G/2 cells)
+DEFORM_UNIT = 0.5
 
 _GOLD = uint64(0x9E3779B97F4A7C15)
 _NEG = -np.inf
@@ -441,12 +452,17 @@ def pose_axpy(M, i, coef, dlt, v, w, lb, ub, has_box):
 
 
 @njit(cache=True, nogil=True)
-def pose_oracle(M, i, h, y, scratch_f, scratch_i):
+def pose_oracle(M, i, h, y, vit_f, vit_i):
     """y ← argmax_y ⟨m(y), h⟩ on block i (loss-augmented decoding when h = (w, 1), plain
     decoding when h[d] = 0) by max-sum on the tree with generalized distance transforms;
     returns ⟨m(y), h⟩ of the returned y. Needs h's quadratic deformation weights >= 0
-    (ValueError otherwise). scratch_f: float64 of length >= M.scr_f; scratch_i: int64 of
-    length >= M.scr_i (see the module docstring)."""
+    (ValueError otherwise). vit_f: float64 scratch of length >= M.scr_f; vit_i: int64 scratch
+    of length >= M.scr_i (see the module docstring; the solver passes its own per-thread
+    scratch of length 2N·M.K, which M.K makes large enough)."""
+    if vit_f.shape[0] < M.scr_f or vit_i.shape[0] < M.scr_i:
+        raise ValueError("pose_oracle: scratch too small (need M.scr_f float64 and M.scr_i int64 entries)")
+    scratch_f = vit_f
+    scratch_i = vit_i
     G = M.G
     GG = G * G
     N = M.N
@@ -557,8 +573,22 @@ def pose_decode(M, i, w, h, y, scratch_f, scratch_i):
 
 
 # ============================================================================ building
-def build_pose_arrays(data) -> PoseArrays:
-    """The flat arrays of :class:`PoseArrays` for a :class:`~gaplab.core.datasets.lsp.PoseData`."""
+def _scratch_K(N: int, T: int, G: int) -> int:
+    """M.K for the pose kind: the solver gives a compiled oracle scratch of length
+    (label length 2N) × M.K (float64 and int64; per thread in the exact gap pass), so M.K =
+    ceil(max(scr_f, scr_i) / 2N) makes that scratch hold the oracle's tables (LSP, T = 4:
+    K = 34,350 at G = 128, i.e. 14 MB of float64 and 14 MB of int64 per scratch)."""
+    GG = G * G
+    need = max((N + 1) * T * GG + GG + 2 * G + 1, (N + 1) * T * GG + GG + G)
+    return int(-(-need // (2 * N)))
+
+
+def build_pose_arrays(data, deform_unit: float = None) -> PoseArrays:
+    """The flat arrays of :class:`PoseArrays` for a :class:`~gaplab.core.datasets.lsp.PoseData`;
+    ``deform_unit``: u as a fraction of G (default :data:`DEFORM_UNIT`)."""
+    frac = DEFORM_UNIT if deform_unit is None else float(deform_unit)
+    if not (np.isfinite(frac) and frac > 0):
+        raise ValueError(f"deform_unit must be a finite number > 0 (a fraction of G), got {deform_unit!r}")
     parent = np.ascontiguousarray(data.parent, dtype=np.int64)
     N = parent.shape[0]
     roots = np.flatnonzero(parent < 0)
@@ -602,13 +632,13 @@ def build_pose_arrays(data) -> PoseArrays:
         raise ValueError("types must lie in [0, n_types[p]) for every node")
     GG = G * G
     return PoseArrays(
-        n=n, d=int(d), K=GG,
+        n=n, d=int(d), K=_scratch_K(N, T, G),
         stat_off=np.arange(n + 1, dtype=np.int64) * (d + 1),
         lab_off=np.arange(n + 1, dtype=np.int64) * (2 * N),
         gt=np.ascontiguousarray(y.reshape(-1)),
         G=G, N=N, T=int(T), parent=parent, order=order, ntype=ntype,
         anchors=np.ascontiguousarray(anchors.reshape(-1)), pair_off=pair_off, def_off=def_off,
-        unit=G / 32.0, scale2=np.ascontiguousarray(np.asarray(data.scale, np.float64) ** 2),
+        unit=G * frac, scale2=np.ascontiguousarray(np.asarray(data.scale, np.float64) ** 2),
         img_id=np.ascontiguousarray(data.img_id, dtype=np.int64), seed=int(data.seed),
         noise=float(data.spec.noise), sigma=float(data.spec.sigma * G / 32.0),
         bump_pos=np.ascontiguousarray(data.bump_pos.reshape(-1), dtype=np.float64),
@@ -625,18 +655,22 @@ class PoseModel(StructuredModel):
     ----------
     data : PoseData
         Training images (poses and generated score maps).
+    deform_unit : float, optional
+        The deformation unit u as a fraction of G (default :data:`DEFORM_UNIT`); it scales the
+        deformation features (dx/u, (dx/u)², ...) and so the conditioning of the dual.
     """
 
     kind = "pose"
     oracle_tier = "compiled"
 
-    def __init__(self, data):
+    def __init__(self, data, deform_unit: float = None):
         from ..datasets.lsp import PoseData
 
         if not isinstance(data, PoseData):
             raise TypeError(f"data must be a PoseData, got {type(data).__name__}")
         self.data = data
-        self.arrays = build_pose_arrays(data)
+        self.deform_unit = DEFORM_UNIT if deform_unit is None else float(deform_unit)
+        self.arrays = build_pose_arrays(data, self.deform_unit)
         self.n = self.arrays.n
         self.d = self.arrays.d
         self.G = self.arrays.G
@@ -648,7 +682,7 @@ class PoseModel(StructuredModel):
 
     def n_labels(self, i: int) -> int:
         """Entries are position indices (< G²) and types (< T)."""
-        return max(self.arrays.K, self.arrays.T)
+        return max(self.G * self.G, self.arrays.T)
 
     def ground_truth(self, i: int) -> np.ndarray:
         i = self._check_i(i)
@@ -668,10 +702,11 @@ class PoseModel(StructuredModel):
             p = int(np.flatnonzero(bad)[0])
             raise ValueError(f"model {self.name!r}, block {i}: node {p} has type {types[p]} outside "
                              f"[0, {self.arrays.ntype[p]})")
-        if (y[0::2] >= self.arrays.K).any():
-            p = int(np.flatnonzero(y[0::2] >= self.arrays.K)[0])
+        GG = self.G * self.G
+        if (y[0::2] >= GG).any():
+            p = int(np.flatnonzero(y[0::2] >= GG)[0])
             raise ValueError(f"model {self.name!r}, block {i}: node {p} has position {y[2 * p]} "
-                             f"outside [0, G²) = [0, {self.arrays.K})")
+                             f"outside [0, G²) = [0, {GG})")
         return y
 
     def _check_w(self, w):
@@ -721,7 +756,7 @@ class PoseModel(StructuredModel):
         i = self._check_i(i)
         if not 0 <= int(p) < self.arrays.N:
             raise IndexError(f"part p must lie in [0, {self.arrays.N}), got {p!r}")
-        out = np.empty(self.arrays.K)
+        out = np.empty(self.G * self.G)
         pose_score_map(self.arrays, i, int(p), out)
         return out.reshape(self.G, self.G)
 
@@ -751,6 +786,10 @@ class PoseModel(StructuredModel):
         """Fresh oracle scratch arrays (float64 (scr_f,), int64 (scr_i,))."""
         return np.empty(self.arrays.scr_f), np.empty(self.arrays.scr_i, dtype=np.int64)
 
+    def _subtract_loss(self, i, h):
+        """Remove the loss term from a score vector of block i (plain decoding: h[d] = 0)."""
+        h[self.d] = 0.0
+
     def _oracle(self, i, w, loss_augmented):
         i = self._check_i(i)
         w = self._check_w(w)
@@ -773,23 +812,34 @@ class PoseModel(StructuredModel):
         """Plain decoding argmax_y ⟨w, ψ(x_i, y)⟩ of training image i, int64 (2N,)."""
         return self._oracle(i, w, False)[0]
 
-    def describe_block(self, i: int, y, part: int = 6) -> dict:
-        """What the app draws: the score map of one part (default node 6, the right wrist) and
+    def describe_block(self, i: int, y, part: int | None = None) -> dict:
+        """What the app draws: the score map of one part (default node 6, LSP's right wrist, or
+        node 0 on trees of at most 6 nodes) and
         the skeleton of y.
 
         Returns a dict with ``kind`` = ``"pose"``, ``text``, ``G``, ``part`` (index),
         ``part_name``, ``score_map`` (float64 (G, G)), ``skeleton`` (int64 (N, 2) cells (x, y)),
-        ``types`` (int64 (N,)), ``edges`` (int64 (N − 1, 2) child-parent pairs), ``loss``.
+        ``types`` (int64 (N,)), ``edges`` (int64 (N − 1, 2) child-parent pairs), ``loss``,
+        ``label_text`` (2N strings, one per labelling entry: "node (x,y)", "type t"; the app's
+        anatomy lists them).
         """
         i = self._check_i(i)
         y = self._check_y(i, y)
         M = self.arrays
+        if part is None:
+            part = 6 if M.N > 6 else 0
+        if not 0 <= int(part) < M.N:
+            raise IndexError(f"part must lie in [0, {M.N}), got {part!r}")
         c = y[0::2]
         sk = np.stack([c % self.G, c // self.G], 1)
         names = self.data.node_names or tuple(str(p) for p in range(M.N))
         edges = np.array([(q, M.parent[q]) for q in range(M.N) if M.parent[q] >= 0], dtype=np.int64)
         loss = self.loss(i, y)
+        text = []
+        for p in range(M.N):
+            text += [f"{names[p]} ({int(sk[p, 0])},{int(sk[p, 1])})", f"type {int(y[2 * p + 1])}"]
         return {"kind": "pose", "text": f"image {int(self.data.img_id[i])}, loss {loss:.3f}",
+                "label_text": tuple(text),
                 "G": self.G, "part": int(part), "part_name": names[int(part)],
                 "score_map": self.score_map(i, part), "skeleton": sk, "types": y[1::2].copy(),
                 "edges": edges, "loss": loss}
@@ -804,7 +854,7 @@ class PoseModel(StructuredModel):
         data = self.data if data is None else data
         if not isinstance(data, PoseData):
             raise TypeError(f"data must be a PoseData, got {type(data).__name__}")
-        M = self.arrays if data is self.data else build_pose_arrays(data)
+        M = self.arrays if data is self.data else build_pose_arrays(data, self.deform_unit)
         if M.d != self.d or M.G != self.G:
             raise ValueError(f"data has d = {M.d}, G = {M.G}; the model expects d = {self.d}, G = {self.G}")
         out = np.empty((M.n, 2 * M.N), dtype=np.int64)
@@ -818,5 +868,14 @@ class PoseModel(StructuredModel):
         """Mean task loss of the plain decoding over ``data`` (default: training set)."""
         data = self.data if data is None else data
         Y = self.predict(w, data)
-        M = self.arrays if data is self.data else build_pose_arrays(data)
+        M = self.arrays if data is self.data else build_pose_arrays(data, self.deform_unit)
         return float(np.mean([pose_label_loss(M, k, Y[k]) for k in range(M.n)]))
+
+
+# ============================================================================ registration
+
+register_model_kind(
+    PoseArrays, "pose",
+    scores=pose_scores, oracle=pose_oracle, label_dot=pose_label_dot, label_add=pose_label_add,
+    label_loss=pose_label_loss, gt_label=pose_gt_label, sqnorm=pose_sqnorm, axpy=pose_axpy,
+)

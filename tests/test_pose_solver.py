@@ -1,0 +1,232 @@
+"""The pose model on the one Solver (issue 18; Paper: App. I, App. H): every step kind with and
+without the cache, the box that keeps the quadratic deformation weights >= 0, the invariants of
+the dual point, the App. H duality gap computed independently, the reference solver step by
+step, the problem registry and the CLI."""
+import json
+
+import numpy as np
+import pytest
+
+from gaplab.core import CacheConfig, Solver
+from gaplab.core import kernels as kr
+from gaplab.core import reference as ref
+from gaplab.core.datasets.lsp import make_pose_data
+from gaplab.core.models import PoseArrays, PoseModel
+from gaplab.core.problems import get_problem, load_problem, model_box, warmup_plan
+
+from test_pose_tree import LSP_DIR, needs_lsp, tiny_data
+from test_reference_solver import follow
+
+KINDS = ["fw", "pairwise", "away", "combined"]
+LAM = 0.1
+
+
+def stick_model(n=5, G=8, T=2, seed=0):
+    """n generated stick figures (LSP's 14 joints, 26 nodes) on a G×G grid: no file needed."""
+    rng = np.random.default_rng(seed)
+    base = np.array([[3, 10], [3, 7], [3, 5], [5, 5], [5, 7], [5, 10], [1, 4], [2, 3], [3, 2], [5, 2],
+                     [6, 3], [7, 4], [4, 1.5], [4, 0]], dtype=np.float64)
+    xy = base[None] + rng.normal(0, 0.6, size=(n, 14, 2))
+    return PoseModel(make_pose_data(xy, np.zeros((n, 14), bool), G, n_types=T, seed=seed, name="sticks"))
+
+
+def random_tree_model(seed=0, n=5, G=5):
+    """Random poses on a 6-node tree (positions uniform on the grid, so the ground truth is often
+    farther from the anchors than the loss-augmented corners are: v's quadratic weights go
+    negative and the box acts, which it rarely does on the stick figures)."""
+    return PoseModel(tiny_data(G=G, parent=(-1, 0, 1, 0, 3, 0), T=2, n=n, seed=seed, noise=0.3))
+
+
+@pytest.fixture(scope="module")
+def model():
+    return random_tree_model()
+
+
+def dense_hinge_primal(model, w, lam):
+    """P(w) = λ/2‖w‖² + (1/n) Σ_i max_y L_i(y) + ⟨w, ψ(x_i, y) − ψ(x_i, y_i)⟩ with dense ψ."""
+    total = 0.0
+    for i in range(model.n):
+        y = model.max_oracle(i, w)
+        total += model.loss(i, y) + w @ (model.joint_feature(i, y) - model.joint_feature(i, model.ground_truth(i)))
+    return 0.5 * lam * w @ w + total / model.n
+
+
+def check_dual_point(solver, lb, ub):
+    """α_i on the simplex, μ_i = Σ α m(y), v = Aα from dense ψ, w = clip(v, lb, ub)."""
+    m, S, M = solver.model, solver.S, solver.model.arrays
+    v = np.zeros(m.d)
+    for i in range(m.n):
+        atoms = solver.atoms(i)
+        a = np.array([al for _, al, _ in atoms])
+        assert np.all(a >= 0) and a.sum() == pytest.approx(1.0, abs=1e-12)
+        so, se = M.stat_off[i], M.stat_off[i + 1]
+        mu = np.zeros(se - so)
+        gt = m.joint_feature(i, m.ground_truth(i))
+        for y, al, loss in atoms:
+            kr.label_add(M, i, y, al, mu)
+            assert loss == pytest.approx(m.loss(i, y), abs=1e-12)
+            v += al * (gt - m.joint_feature(i, y))
+        np.testing.assert_allclose(mu, S.mu[so:se], atol=1e-10)
+    v /= solver.lam * m.n
+    scale = max(1.0, np.abs(v).max())
+    assert np.abs(S.v - v).max() <= 1e-9 * scale
+    np.testing.assert_allclose(S.w, np.clip(v, lb, ub), atol=1e-9 * scale)
+
+
+def test_pose_kind_is_registered(model):
+    assert kr.model_kind_name(model.arrays) == "pose" and kr.has_compiled_oracle(model.arrays)
+    assert isinstance(model.arrays, PoseArrays)
+    M = model.arrays
+    # the solver's oracle scratch (label length × K, float64 and int64) holds the oracle's tables
+    L = 2 * M.N
+    assert L * M.K >= M.scr_f and L * M.K >= M.scr_i
+    kw = model_box(model)
+    np.testing.assert_array_equal(kw["lb"][model.quadratic_index()], 0.0)
+    assert model_box(get_problem("toy").load().model) == {}
+
+
+@pytest.mark.parametrize("cache", [False, True], ids=["nocache", "cache"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_step_kind_keeps_the_box_and_the_invariants(model, kind, cache):
+    lb, ub = model.bounds()
+    q = model.quadratic_index()
+    s = Solver(model, lam=LAM, step=kind, sampling="gap", gap_check=3, cache=CacheConfig(enabled=cache, size=4),
+               track_active_set=True, lb=lb, ub=ub, batch_step=cache, max_passes=1e9, log_size=600)
+    D = s.dual_objective()
+    went_negative = False
+    for _ in range(20):
+        s.steps(30)
+        assert np.all(s.w[q] >= 0.0)  # what the distance transform needs (Paper: App. H)
+        went_negative |= bool(np.any(s.S.v[q] < 0))
+        D2 = s.dual_objective()
+        assert D2 >= D - 1e-12  # block steps never decrease the dual
+        D = D2
+    assert s.iteration == 600
+    assert went_negative, "the box never acted: v's quadratic weights stayed >= 0 (test too weak)"
+    log = s.S.log[:600]
+    assert np.all(log[:, kr.L_GAMMA] >= 0) and np.all(log[:, kr.L_IMPROVE] >= 0)
+    if cache:
+        assert s.S.counters[kr.C_HIT] > 0
+    check_dual_point(s, lb, ub)
+    ex = s.exact_gap()
+    assert ex.gap >= 0 and np.all(ex.block_gaps >= -1e-12)
+    assert ex.primal >= ex.dual
+    assert ex.gap == pytest.approx(ex.primal - ex.dual, abs=1e-10)
+    # App. H, independently: primal at w = clip(v) from dense ψ, dual ℓ − λ/2‖w‖² + λ β_l·lb
+    w, v = s.S.w, s.S.v
+    assert ex.primal == pytest.approx(dense_hinge_primal(model, w, LAM), rel=1e-9)
+    fin = np.isfinite(lb)
+    beta_l = np.maximum(lb - v, 0.0)
+    dual = s.S.ell.sum() - 0.5 * LAM * w @ w + LAM * beta_l[fin] @ lb[fin]
+    assert ex.dual == pytest.approx(dual, rel=1e-9, abs=1e-12)
+
+
+def test_training_lowers_the_gap_and_the_training_loss():
+    model = stick_model()
+    s = Solver(model, lam=1.0, step="pairwise", sampling="gap", cache={"enabled": True}, gap_check=5,
+               max_passes=40, **model_box(model))
+    g0 = s.exact_gap(count=False).gap
+    r = s.run()
+    assert r.exact_gap < 0.2 * g0  # measured: 1.0 -> 0.078
+    assert model.error(r.w) < 0.5 * model.error(np.zeros(model.d))  # measured: 0.25 against 1.0
+
+
+def test_without_the_box_the_oracle_refuses(model):
+    """No box: a quadratic deformation weight goes negative and the compiled oracle stops the
+    run with a clear error instead of returning a wrong labelling."""
+    s = Solver(model, lam=LAM, step="fw", sampling="uniform", max_passes=1e9)
+    with pytest.raises(ValueError, match="quadratic deformation weight"):
+        s.steps(200)
+
+
+@pytest.mark.parametrize("kind,cache", [("fw", False), ("pairwise", True), ("combined", True), ("away", False)])
+def test_reference_solver_agrees_step_by_step(kind, cache):
+    model = random_tree_model(seed=1, n=4, G=5)
+    lb, ub = model.bounds()
+    solver = Solver(model, lam=LAM, step=kind, sampling="gap", gap_check=1, max_passes=1e9,
+                    cache=CacheConfig(enabled=cache, size=6, factor=0.25), lb=lb, ub=ub)
+    state = ref.init_state(model, LAM, atoms=solver.config.needs_atoms, cache=cache, cache_size=6,
+                           cache_factor=0.25)  # the reference takes model.bounds() itself
+    np.testing.assert_array_equal(state.lb, lb)
+    c = follow(solver, state, kind, 40)
+    assert c["steps"] >= 20 and c["gap_checks"] >= 4, c
+    assert np.any(state.v[model.quadratic_index()] < 0)  # the box was active
+
+
+def test_regularization_path_refuses_a_boxed_model(model):
+    from gaplab.core.regpath import regularization_path
+    with pytest.raises(ValueError, match="box constraints"):
+        regularization_path(model, eps=0.3, max_breakpoints=2)
+
+
+def test_warmup_plan_has_the_pose_model():
+    jobs = {j.model_class: j for j in warmup_plan(["lsp-pose", "lsp-tiny"])}
+    assert set(jobs) == {"PoseModel"} and jobs["PoseModel"].problems == ("lsp-pose", "lsp-tiny")
+
+
+def test_problem_options_are_checked():
+    spec = get_problem("lsp-pose")
+    assert spec.parse_options({"G": "16"})["G"] == 16
+    with pytest.raises(ValueError, match="G"):
+        spec.parse_options({"G": 1})
+    with pytest.raises(ValueError, match="n_types"):
+        spec.parse_options({"n_types": 0})
+
+
+@needs_lsp
+def test_lsp_problems_load():
+    p = load_problem("lsp-pose", data_home=LSP_DIR, G=8, n_types=2, n_train=20)
+    assert p.model.n == 20 and p.model.G == 8 and p.test.n == 1000 and p.default_lam == 0.1
+    t = load_problem("lsp-tiny", data_home=LSP_DIR)
+    assert t.model.n == 8 and t.test.n == 8 and t.model.G == 12
+
+
+@needs_lsp
+def test_cli_train_on_lsp_tiny(tmp_path, capsys):
+    from gaplab.cli import main
+    out = tmp_path / "r.json"
+    rc = main(["train", "--dataset", "lsp-tiny", "--data-home", str(LSP_DIR), "--lam", "0.1", "--max-passes", "6",
+               "--gap-threshold", "0", "--step", "pairwise", "--cache", "--out", str(out)])
+    assert rc == 0
+    r = json.loads(out.read_text())
+    assert r["dataset"] == "lsp-tiny" and r["n"] == 8
+    assert r["primal"] - r["dual"] == pytest.approx(r["exact_gap"], abs=1e-9) and r["exact_gap"] >= 0
+    assert 0 <= r["test_error"] <= 1 and 0 <= r["train_error"] <= 1
+    assert "exact duality gap" in capsys.readouterr().out
+
+
+def test_app_anatomy_describes_a_pose(model):
+    """The app's step anatomy reads describe_block: one text per labelling entry, no crash on
+    a model whose labels are cells (PoseData has no label names)."""
+    from gaplab.app.session import Session
+    y = model.max_oracle(0, np.zeros(model.d))
+    d = Session._describe(model, 0, y, model.data.label_names)
+    assert len(d["labels"]) == model.label_len(0) == 2 * model.arrays.N
+    G = model.G
+    assert d["labels"][0].endswith(f"({y[0] % G},{y[0] // G})") and d["labels"][1] == f"type {y[1]}"
+    b = model.describe_block(0, y)
+    assert b["score_map"].shape == (G, G) and b["skeleton"].shape == (model.arrays.N, 2)
+
+
+def test_exact_gap_pass_threads_share_no_scratch():
+    """The exact gap pass runs chunks of blocks in parallel, each chunk with its own oracle
+    scratch (PoseArrays holds only the sizes): any chunking gives bitwise the same block gaps
+    and FW corners, equal to one oracle call per block by hand."""
+    model = random_tree_model(seed=2, n=12, G=6)
+    s = Solver(model, lam=LAM, step="pairwise", sampling="gap", cache={"enabled": True}, max_passes=3, seed=0,
+               **model_box(model))
+    s.run()
+    M, S = s._M, s.S
+    outs = []
+    for nchunk in (1, 3, M.n):
+        g, hs, d = np.empty(M.n), np.empty(M.n), np.empty(M.n)
+        lab = np.empty_like(S.batch_lab)
+        kr.gap_pass_blocks(M, S.w, S.mu, nchunk, S.h.shape[0], S.ybuf.shape[0], True, g, hs, d, lab)
+        outs.append((g, hs, d, lab))
+    for o in outs[1:]:
+        for x, y in zip(outs[0], o):
+            np.testing.assert_array_equal(x, y)
+    for i in range(M.n):
+        y = model.max_oracle(i, S.w)
+        np.testing.assert_array_equal(outs[0][3][M.lab_off[i]:M.lab_off[i + 1]], y)
+        assert outs[0][0][i] == pytest.approx(s.block_gap_now(i), rel=1e-12, abs=1e-15)
