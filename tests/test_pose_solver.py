@@ -132,9 +132,10 @@ def test_training_lowers_the_gap_and_the_training_loss():
 
 
 def test_without_the_box_the_oracle_refuses(model):
-    """No box: a quadratic deformation weight goes negative and the compiled oracle stops the
-    run with a clear error instead of returning a wrong labelling."""
-    s = Solver(model, lam=LAM, step="fw", sampling="uniform", max_passes=1e9)
+    """No box (the model's default box replaced by an unbounded one): a quadratic deformation
+    weight goes negative and the compiled oracle stops the run with a clear error instead of
+    returning a wrong labelling."""
+    s = Solver(model, lam=LAM, step="fw", sampling="uniform", max_passes=1e9, lb=np.full(model.d, -np.inf))
     with pytest.raises(ValueError, match="quadratic deformation weight"):
         s.steps(200)
 
@@ -153,10 +154,17 @@ def test_reference_solver_agrees_step_by_step(kind, cache):
     assert np.any(state.v[model.quadratic_index()] < 0)  # the box was active
 
 
-def test_regularization_path_refuses_a_boxed_model(model):
+def test_regularization_path_keeps_the_pose_box(model):
+    """The pose box has only zero finite bounds (quadratic weights >= 0), which the path supports
+    (Proposition 1 holds, see regpath.check_path_box): every breakpoint's w keeps them >= 0."""
     from gaplab.core.regpath import regularization_path
-    with pytest.raises(ValueError, match="box constraints"):
-        regularization_path(model, eps=0.3, max_breakpoints=2)
+    path = regularization_path(model, eps=0.3, lam_min=1e-2, max_breakpoints=4)
+    q = model.quadratic_index()
+    for lam in path.lams:
+        assert np.all(path.w_at(lam)[q] >= 0.0)
+    with pytest.raises(ValueError, match="box constraints"):  # a box with other finite bounds is refused
+        from gaplab.core.regpath import check_path_box
+        check_path_box(np.full(model.d, -1.0), np.full(model.d, np.inf))
 
 
 def test_warmup_plan_has_the_pose_model():
