@@ -428,11 +428,20 @@ class Solver:
         S = self.S
         done = 0
         while done < todo:
+            # what the pre-step kernel changes before the oracle answers (the draw), to undo it
+            # when the oracle fails: the step is then not taken and the next draw is the same
+            saved = (S.rng.copy(), S.counters.copy(), S.perm.copy() if S.counters[kr.C_PERM_POS] == 0 else None)
             i, need_oracle = kr.pre_step(self._M, S, self._ci, self._cf)
             if i < 0:
                 break
             if need_oracle:
-                y = self._oracle(i, S.w)
+                try:
+                    y = self._oracle(i, S.w)
+                except BaseException:
+                    S.rng[:], S.counters[:] = saved[0], saved[1]
+                    if saved[2] is not None:
+                        S.perm[:] = saved[2]
+                    raise
                 S.ybuf[: y.shape[0]] = y
             kr.post_step(self._M, S, self._ci, self._cf)
             done += 1

@@ -181,12 +181,14 @@ def test_bad_oracle_answer_is_refused_naming_model_and_block(answer, err, msg):
     _, lam, info = _toy()
     m = _BadOracle(info["features"], [np.r_[0.0, np.ones(len(f) - 1)] for f in info["features"]], info["gt"])
     m.answer = answer
-    s = Solver(m, lam=lam, max_passes=2)
-    w_before = s.w
+    s = Solver(m, lam=lam, max_passes=2, sampling="uniform")
+    w_before, rng_before, counters_before = s.w, s.S.rng.copy(), s.S.counters.copy()
     with pytest.raises(err, match=msg) as exc:
         s.step()
     assert "py-multiclass" in str(exc.value)
-    assert s.iteration == 0 and np.array_equal(s.w, w_before)  # nothing was applied
+    # nothing was applied, and the draw was undone: the next step draws the same block
+    assert s.iteration == 0 and np.array_equal(s.w, w_before)
+    assert np.array_equal(s.S.rng, rng_before) and np.array_equal(s.S.counters, counters_before)
 
 
 def test_model_missing_methods_is_refused():
