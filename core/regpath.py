@@ -948,6 +948,8 @@ class RegPath:
             For a bad ``.npz`` file (see :meth:`load`).
         """
         p = Path(os.fspath(path))
+        if not p.exists():
+            raise FileNotFoundError(f"{str(p)!r} does not exist (expected a path store directory or a path .npz file)")
         out = cls._open_store(p) if p.is_dir() else cls.load(path)
         name = f"path store {str(p)!r}" if p.is_dir() else str(p)
         err = PathStoreError if p.is_dir() else PathFileError
@@ -1022,6 +1024,16 @@ class RegPath:
         if w is not None:
             return {"io_time_s": w.io_time_s, "bytes_written": w.bytes_written}
         return dict(self._io_stats) if hasattr(self, "_io_stats") else {"io_time_s": 0.0, "bytes_written": 0}
+
+    def attach_store(self, store, *, overwrite: bool = False) -> None:
+        """Stream every point appended from now on to the path store ``store`` (a directory; see
+        :mod:`gaplab.core.pathstore`): :meth:`append` writes it atomically and keeps only its row
+        in memory. Call :meth:`close_store` when done."""
+        self._attach_writer(store, overwrite=overwrite)
+
+    def close_store(self) -> None:
+        """Stop writing (the path stays readable from its store)."""
+        self._close_writer()
 
     def _attach_writer(self, store, *, mode: str = "new", overwrite: bool = False) -> None:
         """Stream the points appended from now on to the store ``store`` (a directory)."""
