@@ -305,3 +305,48 @@ def test_rss_does_not_grow_with_the_number_of_breakpoints_on_a_conll_subset():
     # in memory, 35 more breakpoints would hold 35 more dense w's (and np.vstack doubles that)
     assert growth < 4 * w_bytes + 8 * 2**20, (growth / 2**20, w_bytes / 2**20)
     assert 35 * w_bytes > 2 * (4 * w_bytes + 8 * 2**20)  # the margin is far below keeping every w
+
+
+# ---------------------------------------------------------------------------- CLI
+def _gaplab(*args, timeout=180):
+    return subprocess.run([sys.executable, "-m", "gaplab", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, env=ENV)
+
+
+def test_cli_path_store_streams_refuses_reuse_and_resumes_a_checkpoint(tmp_path):
+    store = tmp_path / "s"
+    common = ("--dataset", "ocr-small", "--eps", "0.5", "--lam-min", "0.1", "--no-test-error")
+    r = _gaplab("path", *common, "--store", store, "--checkpoint-every", "2")
+    assert r.returncode == 0, r.stderr
+    assert f"streamed" in r.stdout and str(store) in r.stdout
+    done = RegPath.open(store)
+    assert len(done) >= 5 and done.end_reason in ("rho<=0", "lam_min") and "resume_state" not in done.meta
+    r = _gaplab("path", *common, "--store", store, "--quiet")
+    assert r.returncode == 2 and "already holds a path" in r.stderr
+    r = _gaplab("path", "--resume", store, "--quiet")
+    assert r.returncode == 2 and "finished" in r.stderr and str(store) in r.stderr
+
+
+def test_cli_ctrl_c_keeps_the_store_resumable(tmp_path):
+    store = tmp_path / "s"
+    p = subprocess.Popen([sys.executable, "-m", "gaplab", "path", "--dataset", "ocr-small", "--eps", "0.1",
+                          "--no-test-error", "--store", str(store)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=ENV)
+    try:
+        for line in p.stdout:
+            if line.strip().startswith("8 "):
+                break
+        p.send_signal(signal.SIGINT)
+        _out, err = p.communicate(timeout=120)
+    finally:
+        p.kill()
+    assert p.returncode == 130, err
+    assert f"--resume {store}" in err.strip().splitlines()[-1]
+    part = RegPath.open(store)
+    assert len(part) >= 9 and part.end_reason == "interrupted" and "resume_state" in part.meta
+    r = _gaplab("path", "--resume", store, "--quiet", "--no-test-error")
+    assert r.returncode == 0, r.stderr
+    done = RegPath.open(store)
+    assert len(done) > len(part) and done.end_reason in ("rho<=0", "lam_min")
+    assert np.array_equal(done.lams[:len(part)], part.lams)
+    assert np.array_equal(done.point(len(part) - 1).w, part.point(len(part) - 1).w)
