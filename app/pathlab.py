@@ -422,7 +422,8 @@ class PathLab(param.Parameterized):
         self._snapshot = self._make_snapshot()
 
     def _make_snapshot(self) -> PathSnapshot:
-        path = self._path
+        # the worker appends outside the lock: read a consistent prefix of the path
+        path = self._path.snapshot() if self._path is not None else None
         cols = _empty_cols()
         n_points, end, lam_end = 0, "", math.nan
         if path is not None and len(path):
