@@ -3,7 +3,6 @@ memory, no breakpoint cap from d), and a saved path store can be opened and brow
 at once, w_at(λ) read from the store on a pick."""
 from __future__ import annotations
 
-import math
 import time
 from pathlib import Path
 

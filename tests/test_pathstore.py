@@ -318,7 +318,7 @@ def test_cli_path_store_streams_refuses_reuse_and_resumes_a_checkpoint(tmp_path)
     common = ("--dataset", "ocr-small", "--eps", "0.5", "--lam-min", "0.1", "--no-test-error")
     r = _gaplab("path", *common, "--store", store, "--checkpoint-every", "2")
     assert r.returncode == 0, r.stderr
-    assert f"streamed" in r.stdout and str(store) in r.stdout
+    assert "streamed" in r.stdout and str(store) in r.stdout
     done = RegPath.open(store)
     assert len(done) >= 5 and done.end_reason in ("rho<=0", "lam_min") and "resume_state" not in done.meta
     r = _gaplab("path", *common, "--store", store, "--quiet")
