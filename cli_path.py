@@ -143,6 +143,8 @@ def _common(p):
                    help="stream every point to this path-store directory as soon as it is computed "
                         "(one compressed file per breakpoint + a JSON manifest; bounded memory)")
     p.add_argument("--overwrite", action="store_true", help="replace a path already in --store")
+    p.add_argument("--store-compress", action="store_true",
+                   help="also deflate the weights' values in --store (about half the size on CoNLL, slower writes)")
     p.add_argument("--json", default=None, help="write the summary and the rows as JSON here")
     p.add_argument("--every", type=_positive_int, default=1, help="print every N-th row (default 1)")
     p.add_argument("--quiet", action="store_true")
@@ -291,7 +293,8 @@ def cmd_path(args) -> int:
                                    callback=printer, meta={"dataset": args.dataset},
                                    checkpoint_every=args.checkpoint_every,
                                    checkpoint_file=args.out if args.checkpoint_every else None,
-                                   store=args.store, overwrite=args.overwrite)
+                                   store=args.store, overwrite=args.overwrite,
+                                   store_compress=args.store_compress)
     except Interrupted as exc:
         printer.close()
         return _interrupted(args, "path", exc)
@@ -356,7 +359,8 @@ def cmd_grid(args) -> int:
                            max_passes_per_point=args.max_passes_per_point, time_limit=args.time_limit,
                            check_every=args.check_every, check_factor=args.check_factor,
                            batch_step=args.batch_step_warm, callback=printer,
-                           meta={"dataset": args.dataset}, store=args.store, overwrite=args.overwrite)
+                           meta={"dataset": args.dataset}, store=args.store, overwrite=args.overwrite,
+                           store_compress=args.store_compress)
     except Interrupted as exc:
         printer.close()
         return _interrupted(args, "grid", exc)

@@ -1025,21 +1025,23 @@ class RegPath:
             return {"io_time_s": w.io_time_s, "bytes_written": w.bytes_written}
         return dict(self._io_stats) if hasattr(self, "_io_stats") else {"io_time_s": 0.0, "bytes_written": 0}
 
-    def attach_store(self, store, *, overwrite: bool = False) -> None:
+    def attach_store(self, store, *, overwrite: bool = False, compress_values: bool = False) -> None:
         """Stream every point appended from now on to the path store ``store`` (a directory; see
         :mod:`gaplab.core.pathstore`): :meth:`append` writes it atomically and keeps only its row
         in memory. Call :meth:`close_store` when done."""
-        self._attach_writer(store, overwrite=overwrite)
+        self._attach_writer(store, overwrite=overwrite, compress_values=compress_values)
 
     def close_store(self) -> None:
         """Stop writing (the path stays readable from its store)."""
         self._close_writer()
 
-    def _attach_writer(self, store, *, mode: str = "new", overwrite: bool = False) -> None:
+    def _attach_writer(self, store, *, mode: str = "new", overwrite: bool = False,
+                       compress_values: bool = False) -> None:
         """Stream the points appended from now on to the store ``store`` (a directory)."""
         if len(self) and mode == "new":
             raise ValueError("attach a store before the first point")
-        self._writer = pst.PathStoreWriter(store, self.kind, _json_safe(self.meta), mode=mode, overwrite=overwrite)
+        self._writer = pst.PathStoreWriter(store, self.kind, _json_safe(self.meta), mode=mode, overwrite=overwrite,
+                                           compress_values=compress_values)
         self._store = self._writer.root
 
     def _close_writer(self) -> None:
@@ -1276,7 +1278,8 @@ def _path_meta(model, cfg: PathConfig, scfg: SolverConfig, meta) -> dict:
 def regularization_path(model, config: PathConfig | None = None, solver_config: SolverConfig | None = None, *,
                         test_data=None, should_stop=None, callback: Callable[[PathPoint], object] | None = None,
                         meta: dict | None = None, checkpoint_every: int = 0, checkpoint_file=None,
-                        store=None, overwrite: bool = False, **overrides) -> RegPath:
+                        store=None, overwrite: bool = False, store_compress: bool = False,
+                        **overrides) -> RegPath:
     """The whole path (ε-approximate, or heuristic with ``heuristic=True``) as a :class:`RegPath`.
     ``callback(point)`` is called on every breakpoint (CLI table, progress bar); returning True
     stops the path. See :func:`iter_path` for the parameters.
@@ -1292,13 +1295,14 @@ def regularization_path(model, config: PathConfig | None = None, solver_config: 
     returned path keeps only its rows in memory and reads w_j from the store on demand
     (:meth:`RegPath.open` reads it back later). Checkpoints (``checkpoint_every``) and Ctrl-C
     then write the solver state into the store; ``resume_path(store, model)`` continues it.
-    ``overwrite``: replace a path already in ``store``."""
+    ``overwrite``: replace a path already in ``store``; ``store_compress``: deflate the weights'
+    values too (about half the store size on CoNLL, more write time)."""
     cfg = _path_config(config, overrides)
     scfg = _as_solver_config(solver_config)
     every = _check_checkpoint(checkpoint_every, checkpoint_file if store is None else store)
     path = RegPath("heuristic" if cfg.heuristic else "eps", _path_meta(model, cfg, scfg, meta))
     if store is not None:
-        path._attach_writer(store, overwrite=overwrite)
+        path._attach_writer(store, overwrite=overwrite, compress_values=store_compress)
     points = iter_path(model, cfg, scfg, test_data=test_data, should_stop=should_stop, keep_solver=True)
     return _collect(path, points, callback, first_is_lam_inf=True, checkpoint_every=every,
                     checkpoint_file=checkpoint_file)
@@ -1417,7 +1421,7 @@ def grid_search(model, lams=None, *, eps: float = 0.1, warm_start: str = "primal
                 time_limit: float = math.inf, verify_heuristic_gap: bool = True, check_every: float = 1.0,
                 check_factor: float = 0.8, batch_step: bool = False, should_stop=None,
                 callback: Callable[[PathPoint], object] | None = None, meta: dict | None = None,
-                store=None, overwrite: bool = False) -> RegPath:
+                store=None, overwrite: bool = False, store_compress: bool = False) -> RegPath:
     """Grid search as a :class:`RegPath` of kind "grid" (see :func:`iter_grid`); ``store``: stream
     the points to an on-disk store, as :func:`regularization_path`."""
     lams_arr = _check_grid(lams)
@@ -1429,7 +1433,7 @@ def grid_search(model, lams=None, *, eps: float = 0.1, warm_start: str = "primal
     m.update(meta or {})
     path = RegPath("grid", m)
     if store is not None:
-        path._attach_writer(store, overwrite=overwrite)
+        path._attach_writer(store, overwrite=overwrite, compress_values=store_compress)
     points = iter_grid(model, lams_arr, eps=eps, warm_start=warm_start, solver_config=scfg, test_data=test_data,
                        max_passes_per_point=max_passes_per_point, time_limit=time_limit,
                        verify_heuristic_gap=verify_heuristic_gap, check_every=check_every,

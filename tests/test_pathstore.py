@@ -350,3 +350,17 @@ def test_cli_ctrl_c_keeps_the_store_resumable(tmp_path):
     assert len(done) > len(part) and done.end_reason in ("rho<=0", "lam_min")
     assert np.array_equal(done.lams[:len(part)], part.lams)
     assert np.array_equal(done.point(len(part) - 1).w, part.point(len(part) - 1).w)
+
+
+def test_compressed_values_read_back_bitwise(mem_path, tmp_path):
+    rng = np.random.default_rng(5)
+    w = np.zeros(20_000)
+    w[rng.choice(w.size, 2000, replace=False)] = rng.choice([0.5, -1.25, 3.0], 2000)  # few distinct values
+    for compress in (False, True):
+        wr = pst.PathStoreWriter(tmp_path / f"c{compress}", "grid", {"n": 1, "d": w.size}, compress_values=compress)
+        wr.append({"lam": 1.0}, w)
+        man = pst.read_manifest(tmp_path / f"c{compress}")
+        assert np.array_equal(_bits(pst.read_weights(tmp_path / f"c{compress}", 0, man["files"][0], w.size, 1.0)),
+                              _bits(w))
+    raw, packed = (pst.read_manifest(tmp_path / f"c{c}")["files"][0]["bytes"] for c in (False, True))
+    assert packed < 0.5 * raw
