@@ -50,6 +50,7 @@ def main(argv=None) -> int:
     ap.add_argument("--data-home", default=None)
     ap.add_argument("--out", default=str(RESULTS / "path_store_conll.json"))
     ap.add_argument("--keep-store", default=None, help="write the store here and keep it")
+    ap.add_argument("--store-compress", action="store_true", help="deflate the weights' values too")
     args = ap.parse_args(argv)
 
     from gaplab.core import ChainModel, SolverConfig
@@ -90,7 +91,7 @@ def main(argv=None) -> int:
     scfg = SolverConfig(sampling="gap")
     t1 = time.perf_counter()
     path = regularization_path(model, cfg, scfg, callback=cb, meta={"dataset": "conll2000"}, store=store,
-                               overwrite=True)
+                               overwrite=True, store_compress=args.store_compress)
     wall = time.perf_counter() - t1
     done.set()
     th.join()
@@ -114,6 +115,7 @@ def main(argv=None) -> int:
         "what": "ε-approximate regularization path on CoNLL-2000 streamed to a path store (issue 19)",
         "dataset": "conll2000", "n": int(model.n), "d": int(model.d), "eps": args.eps, "kappa": 0.9,
         "solver": "BCFW + gap sampling (SolverConfig(sampling='gap'))",
+        "store_compress": bool(args.store_compress), "load_avg_at_end": os.getloadavg(),
         "time_limit_s": args.time_limit if math.isfinite(args.time_limit) else None,
         "breakpoints": len(path), "end": path.end_reason, "lam_first": float(path.lams[0]),
         "lam_last": float(path.lams[-1]), "total_passes": path.total_passes,
