@@ -43,7 +43,11 @@ Names of the authors' options: ``regularization_path`` -> :func:`regularization_
 
 For the app: :func:`iter_path` / :func:`iter_grid` are generators yielding one
 :class:`PathPoint` as soon as it is computed; :class:`RegPath` collects them (``append``), answers
-``w_at(lam)``, and saves/loads itself with ``np.savez`` (no pickle).
+``w_at(lam)``, and saves/loads itself with ``np.savez`` (no pickle). With ``store=DIR``
+(:func:`regularization_path`, :func:`grid_search`) every point is streamed to an on-disk path
+store as soon as it is computed (:mod:`gaplab.core.pathstore`: one npz per breakpoint + a JSON
+manifest, atomic per breakpoint) and only the rows stay in memory; :meth:`RegPath.open` reads a
+store lazily (``w_at`` reads one breakpoint file) or an old single-file npz.
 """
 from __future__ import annotations
 
