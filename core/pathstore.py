@@ -14,8 +14,8 @@ Layout (a directory)::
                                recomputed (the solver is deterministic) and replace those on disk
 
 Each breakpoint file is an ordinary ``.npz`` (a zip of ``.npy`` members, readable with
-``np.load`` alone, no pickle): a **sparse** w as ``idx_delta`` (uint32 gaps between the
-non-zero indices, deflate-compressed: they are small integers, ~0.8 byte each on CoNLL) and
+``np.load`` alone, no pickle): a **sparse** w as ``idx_delta`` (gaps between the
+non-zero indices in the smallest unsigned dtype holding them, deflate-compressed) and
 ``val`` (float64 non-zero values), or a **dense** ``w`` when more than a third of the entries
 are non-zero; plus a JSON header (index, λ, d, nnz, encoding) cross-checked against the
 manifest. The values are stored raw by default: on CoNLL they deflate to 30-45 % (w takes few
@@ -48,6 +48,7 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
+from numba import njit
 
 from .atomic import atomic_write
 
@@ -77,17 +78,51 @@ def is_store(path) -> bool:
 
 
 # ============================================================================ encoding
+@njit(cache=True, nogil=True)
+def _count_nonzero_bits(bits):
+    c = 0
+    for k in range(bits.size):
+        if bits[k] != 0:
+            c += 1
+    return c
+
+
+@njit(cache=True, nogil=True)
+def _gather(bits, w, delta, val):
+    """Non-zero bit patterns of w: gaps between their indices (the first: its index) and values;
+    returns the largest gap."""
+    c = 0
+    prev = 0
+    big = 0
+    for k in range(bits.size):
+        if bits[k] != 0:
+            g = k - prev
+            delta[c] = g
+            if g > big:
+                big = g
+            val[c] = w[k]
+            prev = k
+            c += 1
+    return big
+
+
 def encode_weights(w: np.ndarray) -> tuple[str, dict]:
-    """(encoding, arrays) of a weight vector: "sparse" (idx_delta uint32, val float64) or "dense"."""
+    """(encoding, arrays) of a weight vector: "sparse" (``idx_delta``: gaps between the non-zero
+    indices in the smallest unsigned dtype that holds them, ``val`` float64) or "dense" (``w``).
+    Non-zero means a non-zero bit pattern: -0.0 is kept and read back bitwise."""
     w = np.ascontiguousarray(w, dtype=np.float64)
-    idx = np.flatnonzero(w.view(np.uint64))  # bit patterns: -0.0 is kept, read back bitwise
-    if idx.size > DENSE_FRACTION * w.size or w.size >= 2**32:
+    bits = w.view(np.uint64)
+    nnz = _count_nonzero_bits(bits)
+    if nnz > DENSE_FRACTION * w.size or w.size >= 2**32:
         return "dense", {"w": w}
-    delta = np.empty(idx.size, dtype=np.uint32)
-    if idx.size:
-        delta[0] = idx[0]
-        np.subtract(idx[1:], idx[:-1], out=delta[1:], casting="unsafe")
-    return "sparse", {"idx_delta": delta, "val": w[idx]}
+    delta = np.empty(nnz, dtype=np.uint32)
+    val = np.empty(nnz, dtype=np.float64)
+    big = _gather(bits, w, delta, val)
+    for dt in (np.uint8, np.uint16):
+        if big <= np.iinfo(dt).max:
+            delta = delta.astype(dt)
+            break
+    return "sparse", {"idx_delta": delta, "val": val}
 
 
 def _write_npz(fh, arrays: dict, compress: set) -> None:
@@ -194,7 +229,8 @@ def read_weights(store, j: int, entry: dict, d: int, lam: float) -> np.ndarray:
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
         raise bad(f"cannot be read (corrupt or truncated chunk: {type(exc).__name__}: {exc})") from None
     nnz = int(head.get("nnz", -1))
-    if delta.dtype != np.uint32 or val.dtype != np.float64 or delta.shape != (nnz,) or val.shape != (nnz,):
+    if delta.dtype not in (np.uint8, np.uint16, np.uint32) or val.dtype != np.float64 or delta.shape != (nnz,) \
+            or val.shape != (nnz,):
         raise bad(f"sparse arrays idx_delta {delta.dtype}{delta.shape} / val {val.dtype}{val.shape} do not "
                   f"match nnz = {nnz}")
     idx = np.cumsum(delta, dtype=np.int64)
