@@ -4,10 +4,13 @@ and grid search over λ from the command line. Registered by ``gaplab.cli.build_
     gaplab path --dataset ocr-small --eps 0.1 --kappa 0.9 --lam-min 3e-5 --out path.npz
     gaplab path --dataset ocr-small --heuristic            # κ = 0.7 by default then
     gaplab grid --dataset ocr-small --warm-start primal --out grid.npz   # 2^15 .. 2^-15
+    gaplab path --dataset conll2000 --store conll_path/   # each breakpoint written as certified
 
 Both print one table row per breakpoint / grid point as it is computed, under a progress bar
-(in log λ), then a summary; ``--out`` saves the path with ``RegPath.save`` (npz, no pickle) and
-``--json`` writes the summary and the rows.
+(in log λ), then a summary; ``--out`` saves the path with ``RegPath.save`` (npz, no pickle),
+``--store DIR`` streams every breakpoint to an on-disk path store as soon as it is certified
+(bounded memory: large d such as CoNLL; read it back with ``RegPath.open(DIR)``), and ``--json``
+writes the summary and the rows.
 """
 from __future__ import annotations
 
@@ -66,6 +69,16 @@ def _check_outputs(args) -> None:
     from gaplab.core.atomic import check_output_path, npz_path
     if args.out:
         check_output_path(npz_path(args.out), "--out")
+    store = getattr(args, "store", None)
+    if store:
+        from pathlib import Path
+        sp = Path(store)
+        if sp.exists() and not sp.is_dir():
+            raise ValueError(f"--store {store!r} exists and is not a directory")
+        check_output_path((sp if sp.is_dir() else sp.parent) / ".gaplab-store-check", "--store")
+        if (sp / "manifest.json").exists() and not getattr(args, "overwrite", False) \
+                and not getattr(args, "resume", None):
+            raise ValueError(f"--store {store!r} already holds a path; give another directory or --overwrite")
     if args.json:
         check_output_path(args.json, "--json")
 
@@ -87,11 +100,23 @@ def _interrupted(args, what: str, exc) -> int:
     result = exc.partial
     written = _write_outputs(args, result, result.summary()) if result is not None else []
     hint = ""
-    if written and args.out and getattr(result, "resume_solver", None) is not None:
+    if result is not None and result.store is not None:
+        written.insert(0, f"{result.store}/ ({len(result)} points)")
+        if what == "path" and "resume_state" in _manifest_keys(result.store):
+            hint = f"; continue with: gaplab path --resume {result.store}"
+    elif written and args.out and getattr(result, "resume_solver", None) is not None:
         hint = f"; continue with: gaplab path --resume {written[0]}"
     print(f"gaplab {what}: interrupted after {len(result) if result is not None else 0} points"
           + (f"; wrote {', '.join(written)}" if written else "") + hint, file=sys.stderr)
     return 130
+
+
+def _manifest_keys(store) -> set:
+    from gaplab.core.pathstore import read_manifest
+    try:
+        return set(read_manifest(store))
+    except (OSError, ValueError):
+        return set()
 
 
 def eval_pow(token: str) -> float:
@@ -114,6 +139,12 @@ def _common(p):
     p.add_argument("--no-test-error", dest="test_error", action="store_false", default=True,
                    help="skip the test error of each point")
     p.add_argument("--out", default=None, help="save the path/grid here (.npz, no pickle)")
+    p.add_argument("--store", default=None, metavar="DIR",
+                   help="stream every point to this path-store directory as soon as it is computed "
+                        "(one compressed file per breakpoint + a JSON manifest; bounded memory)")
+    p.add_argument("--overwrite", action="store_true", help="replace a path already in --store")
+    p.add_argument("--store-compress", action="store_true",
+                   help="also deflate the weights' values in --store (about half the size on CoNLL, slower writes)")
     p.add_argument("--json", default=None, help="write the summary and the rows as JSON here")
     p.add_argument("--every", type=_positive_int, default=1, help="print every N-th row (default 1)")
     p.add_argument("--quiet", action="store_true")
@@ -214,6 +245,10 @@ def _finish(args, result, what: str, extra: dict) -> int:
         if "best_test_error" in summary:
             b = summary["best_test_error"]
             print(f"  best test error {b['test_error']:.4f} at λ = {b['lam']:.4g}")
+    if result.store is not None and not args.quiet:
+        io = result.io_stats
+        print(f"  streamed {len(result)} points to the path store {result.store}/ "
+              f"({io['bytes_written'] / 2**20:.1f} MB written in {io['io_time_s']:.2f} s)")
     for f in _write_outputs(args, result, summary):
         if not args.quiet:
             print(f"  wrote {f}")
@@ -235,8 +270,8 @@ def cmd_path(args) -> int:
 
     if args.checkpoint_every < 0:
         raise ValueError(f"--checkpoint-every must be >= 0, got {args.checkpoint_every}")
-    if args.checkpoint_every and not args.out:
-        raise ValueError("--checkpoint-every needs --out (the file the checkpoints go to)")
+    if args.checkpoint_every and not (args.out or args.store or args.resume):
+        raise ValueError("--checkpoint-every needs --out or --store (where the checkpoints go)")
     if args.resume:
         return _resume(args)
     _check_outputs(args)
@@ -257,7 +292,9 @@ def cmd_path(args) -> int:
         path = regularization_path(model, cfg, scfg, test_data=test if args.test_error else None,
                                    callback=printer, meta={"dataset": args.dataset},
                                    checkpoint_every=args.checkpoint_every,
-                                   checkpoint_file=args.out if args.checkpoint_every else None)
+                                   checkpoint_file=args.out if args.checkpoint_every else None,
+                                   store=args.store, overwrite=args.overwrite,
+                                   store_compress=args.store_compress)
     except Interrupted as exc:
         printer.close()
         return _interrupted(args, "path", exc)
@@ -272,13 +309,15 @@ def _resume(args) -> int:
     from gaplab.core.problems import get_problem, problem_names
     from gaplab.core.regpath import RegPath, resume_path
 
-    saved = RegPath.load(args.resume)  # a clear PathFileError (exit 2) for a bad file, before any work
+    saved = RegPath.open(args.resume)  # a clear PathFileError / PathStoreError (exit 2), before any work
     dataset = saved.meta.get("dataset")
     if dataset not in problem_names():
         raise ValueError(f"{args.resume}: unknown dataset {dataset!r} in the path file; registered problems: "
                          f"{', '.join(problem_names())}")
-    if not args.out:
+    streamed = saved.store is not None
+    if not args.out and not streamed:
         args.out = args.resume
+    args.store = None  # a store is continued in place
     _check_outputs(args)
     problem = get_problem(dataset).load(data_home=args.data_home, verify=args.verify)
     model, test = problem.model, problem.test
@@ -290,7 +329,7 @@ def _resume(args) -> int:
     try:
         path = resume_path(args.resume, model, test_data=test if args.test_error else None, callback=printer,
                            checkpoint_every=args.checkpoint_every,
-                           checkpoint_file=args.out if args.checkpoint_every else None)
+                           checkpoint_file=(args.out or args.resume) if args.checkpoint_every else None)
     except Interrupted as exc:
         printer.close()
         return _interrupted(args, "path", exc)
@@ -320,7 +359,8 @@ def cmd_grid(args) -> int:
                            max_passes_per_point=args.max_passes_per_point, time_limit=args.time_limit,
                            check_every=args.check_every, check_factor=args.check_factor,
                            batch_step=args.batch_step_warm, callback=printer,
-                           meta={"dataset": args.dataset})
+                           meta={"dataset": args.dataset}, store=args.store, overwrite=args.overwrite,
+                           store_compress=args.store_compress)
     except Interrupted as exc:
         printer.close()
         return _interrupted(args, "grid", exc)

@@ -176,6 +176,12 @@ class PathView:
                                         margin=(22 if not compact else 0, 5, 5, 5))
         self.b_start.on_click(lambda e: self._start())
         self.b_stop.on_click(lambda e: self._stop())
+        # a saved path store (gaplab path --store DIR): rows at once, w_at(λ) read on demand
+        self.store_input = pn.widgets.TextInput(placeholder="path store directory (gaplab path --store DIR)",
+                                                width=300, css_classes=["gaplab-path-store"],
+                                                margin=(22 if not compact else 0, 5, 5, 10))
+        self.b_open = pn.widgets.Button(label="Open store", width=100, margin=(22 if not compact else 0, 5, 5, 5))
+        self.b_open.on_click(lambda e: self.open_store(self.store_input.value))
         self.summary = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), height=42 if not compact else 60,
                                     styles={"font-size": "13px", "overflow": "hidden"},
                                     css_classes=["gaplab-path-summary"])
@@ -197,14 +203,15 @@ class PathView:
             c.title.text = "Cost: cumulative passes and time"
             controls = pn.Column(pn.Row(wd["eps"], wd["kappa"], wd["lam_min"]),
                                  pn.Row(wd["heuristic"], wd["grid"]),
-                                 pn.Row(self.b_start, self.b_stop))
+                                 pn.Row(self.b_start, self.b_stop),
+                                 pn.Row(self.store_input, self.b_open))
             self.panel = pn.Column(controls, self.summary, pn.pane.Bokeh(g, **bokeh),
                                    pn.Row(pn.pane.Bokeh(c, **bokeh), pn.pane.Bokeh(t, **bokeh),
                                           sizing_mode="stretch_width"),
                                    self.slider, self.pick_info, sizing_mode="stretch_width")
         else:
             controls = pn.Row(wd["eps"], wd["kappa"], wd["lam_min"], wd["heuristic"], wd["grid"], self.b_start,
-                              self.b_stop)
+                              self.b_stop, self.store_input, self.b_open)
             pick = pn.Column(self.slider, self.b_best, self.pick_info, sizing_mode="stretch_width", height=h,
                              margin=(10, 0))
             self.panel = pn.Column(controls, self.summary,
@@ -220,6 +227,15 @@ class PathView:
     def _stop(self):
         self.lab.stop()
         self.update(self.session.snapshot, force=True)
+
+    def open_store(self, directory) -> bool:
+        """Show the saved path store ``directory`` (see :meth:`PathLab.open_store`)."""
+        if not str(directory or "").strip():
+            self.session.notify("Open path store: type the store's directory first.", "warning")
+            return False
+        ok = self.lab.open_store(directory)
+        self.update(self.session.snapshot, force=True)
+        return ok
 
     def _on_slider(self, event):
         if event.new is not None:
@@ -388,7 +404,12 @@ class PathView:
         self.b_best.disabled = not (n and np.isfinite(te_all).any())
         if n and math.isfinite(lo):
             txt = (f"Drag the slider or click a plot to load <b>w(λ)</b>, any λ in [{lo:.3g}, {hi:.3g}], "
-                   "into the solver (warm start from the breakpoint's dual point).")
+                   + ("from the store (its test error is computed; no solver is loaded: the store holds "
+                      "no dual point)." if ps.opened else
+                      "into the solver (warm start from the breakpoint's dual point)."))
+            if ps.store:
+                txt += (f"<br><span style='color:#666'>Breakpoints on disk: <code>{html.escape(ps.store)}</code> "
+                        "(the plots read only the store's rows)</span>")
             if np.isfinite(te_all).any():
                 b = int(np.nanargmin(te_all))
                 txt += (f"<br>Lowest test error on the path: <b>{100 * te_all[b]:.2f}%</b> at "
@@ -403,6 +424,13 @@ class PathView:
                         ("g<sub>j</sub> at λ<sub>j</sub>, Δ<sub>j</sub>",
                          f"{_fmt(float(cols['gap'][j]), '.3g')}, {_fmt(float(cols['delta'][j]), '.3g')}"),
                         ("test error of w<sub>j</sub>", f"{_fmt(100 * float(cols['test_error'][j]), '.2f')}%")]
+                wi = ps.w_info
+                if wi and abs(wi.get("lam", math.nan) - ps.picked) <= 1e-12 * ps.picked:
+                    rows.append(("w(λ) read from the store",
+                                 f"<b class='gaplab-path-w-at'>{wi['nnz']:,}</b> non-zeros of d = {wi['d']:,}, "
+                                 f"‖w‖ = {wi['norm']:.4g}, read in {1000 * wi['read_s']:.0f} ms"))
+                    rows.append(("test error of w(λ)", f"<b>{_fmt(100 * wi['test_error'], '.2f')}%</b>"))
+                    loaded = False
                 if loaded and snap.status != "loading":
                     rows.append(("loaded: exact gap at λ", f"<b>{_fmt(snap.exact_gap, '.4g')}</b> "
                                  f"(≤ ε = {ps.eps:g})" if ps.kind == "eps" else f"<b>{_fmt(snap.exact_gap, '.4g')}</b>"))

@@ -32,26 +32,37 @@ above λ_0 = λ_∞. Either way the loaded solver's w is exactly ``RegPath.w_at(
 in the session's worker thread (status "loading"), never in the UI thread; a counted exact gap
 pass then shows the model's duality gap and test error.
 
-The path's weights W (J × d float64) are bounded too: at most :data:`W_BUDGET_BYTES` (the
-breakpoint cap is lowered for large d: CoNLL, d = 7.4 M, gets a few breakpoints), and the grid
-search keeps its rows only (no weights).
+The path's weights W (J × d float64) are not kept in memory: every breakpoint is streamed to an
+on-disk path store (:mod:`gaplab.core.pathstore`, a temporary directory owned by the lab and
+removed on reset/close) as soon as it is computed, so a CoNLL path (d = 7.4 M) keeps all its
+breakpoints; the plots use the rows only (no weights), and ``w_at(λ)`` reads the one breakpoint
+file it needs. The grid search keeps its rows only.
+
+Opening a saved path store (:meth:`PathLab.open_store`, e.g. one written by
+``gaplab path --store DIR``) shows its rows on the current dataset (n and d checked); a pick on
+such a path, which has no solver checkpoints, reads ``w_at(λ)`` from the store and reports its
+test error (:attr:`PathSnapshot.w_info`) instead of loading a solver.
 """
 from __future__ import annotations
 
 import math
+import shutil
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import param
 
-from gaplab.core.regpath import PathConfig, RegPath, induction_step, iter_grid, iter_path, prop1_warm_start
+from gaplab.core.regpath import (PathConfig, PathFileError, PathStoreError, RegPath, induction_step, iter_grid,
+                                 iter_path, prop1_warm_start)
 
 __all__ = ["PathLab", "PathSnapshot", "CHECKPOINT_BUDGET_BYTES", "W_BUDGET_BYTES"]
 
 CHECKPOINT_BUDGET_BYTES = 256 * 2**20   # solver copies kept for picking λ (per session)
-W_BUDGET_BYTES = 256 * 2**20            # the path's stored weights W (J × d)
+W_BUDGET_BYTES = 256 * 2**20            # (unused since issue 19: W goes to an on-disk store)
 MAX_BREAKPOINTS = 2000
 MAX_PASSES_PER_BREAKPOINT = 200.0
 PUBLISH_PERIOD_S = 0.1
@@ -66,7 +77,7 @@ END_REASONS = {
     "not_converged": "a breakpoint did not reach κε within its pass budget",
     "time_limit": "time limit",
     "stopped": "stopped",
-    "max_breakpoints": "breakpoint cap reached (memory bound on the stored weights)",
+    "max_breakpoints": "breakpoint cap reached",
     "stalled": "stalled (gap ≥ ε at a breakpoint)",
 }
 
@@ -101,6 +112,9 @@ class PathSnapshot:
     message: str = ""
     max_breakpoints: int = 0
     settings: dict = field(default_factory=dict)
+    store: str = ""             # the path store the breakpoints are in ("" before any)
+    opened: bool = False        # the path was opened from a saved store (no solver checkpoints)
+    w_info: dict = field(default_factory=dict)  # last w_at(λ) read from the store: lam, piece, nnz, ...
 
     @property
     def lam_range(self) -> tuple[float, float]:
@@ -185,6 +199,11 @@ class PathLab(param.Parameterized):
         self._message = ""
         self._picked = math.nan
         self._picked_piece = -1
+        self._opened = False
+        self._w_info: dict = {}
+        tmp, self._store_tmp = getattr(self, "_store_tmp", None), None
+        if tmp is not None:  # the previous path's store (its worker was stopped or abandoned)
+            shutil.rmtree(tmp, ignore_errors=True)
 
     def _on_heuristic(self, event):
         self.kappa = 0.7 if event.new else 0.9
@@ -231,7 +250,7 @@ class PathLab(param.Parameterized):
         try:
             scfg = s.solver_config()
             d = int(problem.model.arrays.d)
-            max_bp = int(max(3, min(MAX_BREAKPOINTS, W_BUDGET_BYTES // (8 * d))))
+            max_bp = MAX_BREAKPOINTS  # W is on disk: no memory bound on the number of breakpoints
             cfg = PathConfig(eps=float(self.eps), kappa=float(self.kappa), lam_min=float(self.lam_min),
                              heuristic=bool(self.heuristic), true_gaps=bool(self.heuristic),
                              max_passes_per_breakpoint=MAX_PASSES_PER_BREAKPOINT, max_breakpoints=max_bp)
@@ -248,14 +267,14 @@ class PathLab(param.Parameterized):
             self._settings = {k: getattr(s, k) for k in s.SOLVER_SETTINGS if k != "lam"}
             self._label = s.run_label().rsplit(" · λ=", 1)[0]
             self._path = RegPath("heuristic" if cfg.heuristic else "eps",
-                                 {"dataset": problem.name, "path_config": cfg.to_dict()})
+                                 {"dataset": problem.name, "path_config": cfg.to_dict(),
+                                  "n": int(problem.model.arrays.n), "d": d})
+            self._store_tmp = tempfile.mkdtemp(prefix="gaplab-path-")
+            self._path.attach_store(Path(self._store_tmp) / "path")
             self._status = "running"
             self._t0 = time.perf_counter()
             self._message = (f"computing the {'heuristic' if cfg.heuristic else 'ε-approximate'} path on "
                              f"{problem.name} (ε = {cfg.eps:g}, κ = {cfg.kappa:g})…")
-            if max_bp < MAX_BREAKPOINTS:
-                self._message += (f" At most {max_bp} breakpoints: each stores a w of "
-                                  f"{8 * d / 2**20:.0f} MB.")
             self._publish_locked()
             gen = self._gen
         grid = bool(self.grid)
@@ -292,6 +311,15 @@ class PathLab(param.Parameterized):
 
     # ------------------------------------------------------------------ worker
     def _worker(self, gen, problem, cfg, scfg, grid):
+        try:
+            self._worker_body(gen, problem, cfg, scfg, grid)
+        finally:
+            with self._lock:
+                path = self._path if self._gen == gen else None
+            if path is not None:
+                path.close_store()
+
+    def _worker_body(self, gen, problem, cfg, scfg, grid):
         last_pub = 0.0
 
         def stop():
@@ -305,7 +333,14 @@ class PathLab(param.Parameterized):
                 with self._lock:
                     if self._gen != gen:
                         return
-                    self._path.append(p)
+                    path = self._path
+                # written to the store outside the lock (fsync); readers (snapshot) take a
+                # consistent prefix, and only the row stays in memory
+                path.append(p)
+                p.w = None
+                with self._lock:
+                    if self._gen != gen:
+                        return
                     self._checkpoint(p.index, ck)
                     now = time.perf_counter()
                     if now - last_pub >= PUBLISH_PERIOD_S or p.end:
@@ -387,7 +422,8 @@ class PathLab(param.Parameterized):
         self._snapshot = self._make_snapshot()
 
     def _make_snapshot(self) -> PathSnapshot:
-        path = self._path
+        # the worker appends outside the lock: read a consistent prefix of the path
+        path = self._path.snapshot() if self._path is not None else None
         cols = _empty_cols()
         n_points, end, lam_end = 0, "", math.nan
         if path is not None and len(path):
@@ -410,7 +446,80 @@ class PathLab(param.Parameterized):
             solver_label=self._label, cols=cols, n_points=n_points, end=end, lam_end=lam_end, grid=grid,
             elapsed_s=self._elapsed, checkpoints=tuple(sorted(self._ck)), picked=self._picked,
             picked_piece=self._picked_piece, message=self._message,
-            max_breakpoints=cfg.max_breakpoints if cfg else 0, settings=dict(self._settings))
+            max_breakpoints=cfg.max_breakpoints if cfg else 0, settings=dict(self._settings),
+            store=str(path.store) if path is not None and path.store is not None else "",
+            opened=self._opened, w_info=dict(self._w_info))
+
+    # ------------------------------------------------------------------ the on-disk store
+    def open_store(self, directory) -> bool:
+        """Show a saved path store (``gaplab path --store DIR``) computed on the session's
+        dataset: its rows at once, ``w_at(λ)`` read on demand by :meth:`pick`. Returns False with
+        a notification naming the problem (not a store, another dataset or d, broken file)."""
+        s = self.session
+        if self.running:
+            s.notify("The path is being computed; Stop it first.", "warning")
+            return False
+        problem = s.problem
+        if s.closed or problem is None:
+            s.notify("Open path store: no dataset is loaded yet.", "warning")
+            return False
+        try:
+            path = RegPath.open(str(directory).strip(), model=problem.model)
+            if path.kind == "grid":
+                raise PathStoreError(f"path store {str(directory)!r} holds a grid search, not a path")
+            if not len(path):
+                raise PathStoreError(f"path store {str(directory)!r} holds no breakpoint")
+            pc = path.meta.get("path_config") or {}
+            cfg = PathConfig(**{k: (float(v) if isinstance(v, str) else v) for k, v in pc.items()})
+        except (PathStoreError, PathFileError, FileNotFoundError, ValueError, TypeError) as exc:
+            s.notify(f"Open path store: {exc}", "error")
+            return False
+        with self._lock:
+            self._reset_state()
+            self._problem, self._cfg, self._path = problem, cfg, path
+            self._opened = True
+            self._status = "done"
+            self._label = "as saved in the store"
+            self._message = f"opened {directory}: " + self._end_message(path)
+            self._publish_locked()
+        return True
+
+    def w_at(self, lam: float) -> np.ndarray:
+        """The path's w at λ, read from its store (only the breakpoint of λ's piece)."""
+        with self._lock:
+            path = None if self._path is None else self._path.snapshot()
+        if path is None or not len(path):
+            raise ValueError("no path yet")
+        return path.w_at(float(lam))
+
+    def _pick_from_store(self, lam: float, path: RegPath, problem) -> bool:
+        """Read w_at(λ) from the store in a thread; publish its piece, nnz, read time and test
+        error (no solver is loaded: an opened store has no dual point to warm-start from)."""
+        s = self.session
+        try:
+            j, _scale = path.piece_at(lam)
+        except ValueError as exc:
+            s.notify(f"Pick: {exc}.", "warning")
+            return False
+
+        def job():
+            try:
+                t0 = time.perf_counter()
+                w = path.w_at(lam)
+                read_s = time.perf_counter() - t0
+                te = float(problem.model.error(w, problem.test)) if problem.test is not None else math.nan
+            except (PathStoreError, ValueError, OSError) as exc:
+                s.notify(f"Pick: {exc}", "error")
+                return
+            info = {"lam": lam, "piece": j, "nnz": int(np.count_nonzero(w)), "d": int(w.size),
+                    "read_s": read_s, "test_error": te, "norm": float(np.linalg.norm(w))}
+            with self._lock:
+                if self._path is not None and self._path.store == path.store and self._problem is problem:
+                    self._picked, self._picked_piece, self._w_info = lam, j, info
+                    self._publish_locked()
+
+        threading.Thread(target=job, name="gaplab-path-w-at", daemon=True).start()
+        return True
 
     # ------------------------------------------------------------------ picking a λ
     def pick(self, lam: float) -> bool:
@@ -436,6 +545,8 @@ class PathLab(param.Parameterized):
         if not (math.isfinite(lam) and lam > 0):
             s.notify(f"Pick: λ must be > 0, got {lam!r}.", "warning")
             return False
+        if not cks:   # an opened store: no solver checkpoints, read w_at(λ) from the store
+            return self._pick_from_store(lam, path, problem)
         try:
             j, _scale = path.piece_at(lam)
         except ValueError as exc:

@@ -10,6 +10,13 @@ Cumulative time and cumulative effective passes vs λ go to PNG, every number to
     python benchmarks/regpath_bench.py --kappa-sweep         # + Fig. 7 (κ) on OCR-small
     python benchmarks/regpath_bench.py --solver bcpfw-cache  # BCPFW + gap sampling + cache
     python benchmarks/regpath_bench.py --solver bcfw-perm --methods eps_path,grid_primal  # other samplers
+    # Fig. 8 on OCR-small, OCR-large and CoNLL-2000 with a machine-sized budget (issue 19):
+    python benchmarks/regpath_bench.py --small-budget 90 --large --large-budget 150 --conll \
+        --conll-budget 300 --methods eps_path,heuristic_path,grid_none,grid_primal --out benchmarks/results \
+        --tag _fig8
+
+On CoNLL (d = 7.4 M) every method streams its points to an on-disk path store (a temporary
+directory, removed at the end) instead of keeping W in memory, and the test F1 is not computed.
 
 Timings are wall-clock seconds of each method's own work (test error evaluation excluded), run
 one after the other on one core; use --repeats to take the best of several runs.
@@ -47,7 +54,8 @@ def _solver_config(name):
     return SolverConfig(**kw)
 
 
-def _run_methods(model, test, name, scfg, *, budget, lam_min, repeats, methods, out_dir, solver_name, save_paths):
+def _run_methods(model, test, name, scfg, *, budget, lam_min, repeats, methods, out_dir, solver_name, save_paths,
+                 store_root=None):
     from gaplab.core.regpath import default_grid, grid_search, regularization_path
     grid = default_grid(15, -15)
     results = {}
@@ -55,17 +63,18 @@ def _run_methods(model, test, name, scfg, *, budget, lam_min, repeats, methods, 
     for _ in range(repeats):  # interleaved, best of N: the machine is shared
         for method in methods:
             t0 = time.perf_counter()
+            st = dict(store=Path(store_root) / method, overwrite=True) if store_root is not None else {}
             if method == "eps_path":
                 r = regularization_path(model, solver_config=scfg, eps=0.1, kappa=0.9, lam_min=lam_min,
-                                        time_limit=budget, test_data=test, meta={"dataset": name})
+                                        time_limit=budget, test_data=test, meta={"dataset": name}, **st)
             elif method == "heuristic_path":
                 r = regularization_path(model, solver_config=scfg, eps=0.1, kappa=0.7, lam_min=lam_min,
                                         heuristic=True, true_gaps=True, time_limit=budget, test_data=test,
-                                        meta={"dataset": name})
+                                        meta={"dataset": name}, **st)
             else:
                 ws = {"grid_none": "none", "grid_primal": "primal", "grid_dual": "dual"}[method]
                 r = grid_search(model, grid, eps=0.1, warm_start=ws, solver_config=scfg, time_limit=budget,
-                                test_data=test, meta={"dataset": name})
+                                test_data=test, meta={"dataset": name}, **st)
             wall = time.perf_counter() - t0
             if method not in best or r.total_time_s < best[method][0].total_time_s:
                 best[method] = (r, wall)
@@ -75,6 +84,10 @@ def _run_methods(model, test, name, scfg, *, budget, lam_min, repeats, methods, 
             r.save(out_dir / f"regpath_{name}_{solver_name}_{method}.npz")
         s = r.summary()
         s["wall_s_including_test_error"] = wall
+        s["budget_s"] = budget if math.isfinite(budget) else None
+        s["store_io"] = r.io_stats if r.store is not None else None
+        s["rows"] = [{k: row[k] for k in ("lam", "passes", "cum_passes", "cum_time_s", "gap", "exact_gap",
+                                           "test_error", "certified", "end")} for row in r.rows()]
         te = r.column("test_error")
         if np.isfinite(te).any():
             b = r.best("test_error")
@@ -213,6 +226,10 @@ def main(argv=None):
     ap.add_argument("--large-budget", type=float, default=300.0, help="seconds per method on OCR-large")
     ap.add_argument("--small-budget", type=float, default=math.inf, help="seconds per method on OCR-small")
     ap.add_argument("--kappa-sweep", action="store_true", help="Fig. 7: κ sweep on OCR-small")
+    ap.add_argument("--conll", action="store_true", help="also run CoNLL-2000 (with --conll-budget; path stores)")
+    ap.add_argument("--conll-budget", type=float, default=300.0, help="seconds per method on CoNLL-2000")
+    ap.add_argument("--data-home", default=None, help="CoNLL-2000 directory (default $GAPLAB_DATA)")
+    ap.add_argument("--tag", default="", help="suffix of the JSON and PNG names (e.g. _fig8)")
     ap.add_argument("--repeats", type=int, default=1, help="best-of-N timing on OCR-small")
     ap.add_argument("--methods", default="eps_path,heuristic_path,grid_none,grid_primal,grid_dual")
     ap.add_argument("--out", default=str(OUT))
@@ -235,13 +252,29 @@ def main(argv=None):
     sets = ([] if args.no_small else [("ocr-small", args.small_budget, args.repeats)])
     if args.large:
         sets.append(("ocr-large", args.large_budget, 1))
+    if args.conll:
+        sets.append(("conll2000", args.conll_budget, 1))
     for name, budget, reps in sets:
-        train, test = load_ocr(name)
+        store_tmp = None
+        if name == "conll2000":
+            import tempfile
+            from gaplab.core.datasets.conll import load_conll2000
+            train, _test = load_conll2000(data_home=args.data_home)
+            test = None  # test F1 of every point would double the wall time
+            store_tmp = tempfile.mkdtemp(prefix="gaplab-fig8-")
+        else:
+            train, test = load_ocr(name)
         model = ChainModel(train)
         print(f"{name}: n={model.n}, d={model.d}, budget per method {budget} s", flush=True)
-        res = _run_methods(model, test, name, scfg, budget=budget, lam_min=lam_min, repeats=reps,
-                           methods=methods, out_dir=out_dir, solver_name=args.solver, save_paths=args.save_paths)
-        png = out_dir / f"regpath_{name}_{args.solver}.png"
+        try:
+            res = _run_methods(model, test, name, scfg, budget=budget, lam_min=lam_min, repeats=reps,
+                               methods=methods, out_dir=out_dir, solver_name=args.solver, save_paths=args.save_paths,
+                               store_root=store_tmp)
+        finally:
+            if store_tmp is not None:
+                import shutil
+                shutil.rmtree(store_tmp, ignore_errors=True)
+        png = out_dir / f"regpath_{name}_{args.solver}{args.tag}.png"
         _plot_comparison(res, f"{name} ({args.solver}): regularization path vs grid search"
                          + ("" if math.isinf(budget) else f" (budget {budget:.0f} s per method)"), png)
         figures.append(str(png))
@@ -253,6 +286,8 @@ def main(argv=None):
                 "path_passes": p.total_passes, "grid_passes": g.total_passes,
                 "path_time_s": p.total_time_s, "grid_time_s": g.total_time_s,
                 "path_covers_down_to": p.lam_end, "grid_reaches": float(g.lams[-1]),
+                "path_reaches_below_grid_min": bool(p.lam_end < 2.0 ** -15),
+                "path_end": p.end_reason, "grid_end": g.end_reason,
                 "passes_by_lambda_range": _by_lambda_range(p, g)}
             print(f"  path / warm-started grid: passes ×{p.total_passes / g.total_passes:.2f}, "
                   f"time ×{p.total_time_s / g.total_time_s:.2f}", flush=True)
@@ -263,7 +298,7 @@ def main(argv=None):
         figures.append(str(png))
         report["kappa_sweep_ocr-small"] = sweep
     report["figures"] = figures
-    js = out_dir / f"regpath_bench_{args.solver}.json"
+    js = out_dir / f"regpath_bench_{args.solver}{args.tag}.json"
     if js.exists():  # keep the other data sets of an earlier run
         old = json.loads(js.read_text())
         for k, v in old.get("datasets", {}).items():

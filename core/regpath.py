@@ -43,12 +43,17 @@ Names of the authors' options: ``regularization_path`` -> :func:`regularization_
 
 For the app: :func:`iter_path` / :func:`iter_grid` are generators yielding one
 :class:`PathPoint` as soon as it is computed; :class:`RegPath` collects them (``append``), answers
-``w_at(lam)``, and saves/loads itself with ``np.savez`` (no pickle).
+``w_at(lam)``, and saves/loads itself with ``np.savez`` (no pickle). With ``store=DIR``
+(:func:`regularization_path`, :func:`grid_search`) every point is streamed to an on-disk path
+store as soon as it is computed (:mod:`gaplab.core.pathstore`: one npz per breakpoint + a JSON
+manifest, atomic per breakpoint) and only the rows stay in memory; :meth:`RegPath.open` reads a
+store lazily (``w_at`` reads one breakpoint file) or an old single-file npz.
 """
 from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -58,6 +63,7 @@ import numpy as np
 from numba import njit
 
 from . import kernels as kr
+from . import pathstore as pst
 from .atomic import atomic_write, npz_path
 from .config import LAM_MAX, LAM_MIN, CacheConfig, SolverConfig, Status
 from .interrupt import Interrupted
@@ -68,8 +74,10 @@ __all__ = [
     "PathConfig", "PathInit", "PathPoint", "RegPath",
     "init_reg_path", "block_deltas", "prop1_warm_start", "induction_step",
     "iter_path", "regularization_path", "iter_grid", "grid_search", "default_grid",
-    "resume_path", "PathFileError",
+    "resume_path", "PathFileError", "PathStoreError",
 ]
+
+PathStoreError = pst.PathStoreError
 
 FORMAT_VERSION = 1
 
@@ -642,7 +650,16 @@ class RegPath:
     Arrays (one entry per point, in computation order, λ decreasing): ``lams``, ``W`` (J, d) and
     the columns of :class:`PathPoint` through :meth:`column` (``cum_passes``, ``cum_time_s``,
     ``test_error``, ...).
+
+    A path backed by an on-disk store (:mod:`gaplab.core.pathstore`; written with ``store=`` by
+    :func:`regularization_path` / :func:`grid_search`, opened with :meth:`open`) keeps only its
+    rows in memory: ``w_at(λ)`` and :meth:`point` read the one breakpoint file they need (the
+    last two read are cached), iteration (``for p in path``) reads one breakpoint at a time,
+    and only :attr:`W` materializes all of them.
     """
+
+    #: breakpoint weights read from a store kept in memory (w_at near one λ reads nothing twice)
+    STORE_CACHE = 2
 
     def __init__(self, kind: str, meta: dict | None = None, points=()):
         if kind not in ("eps", "heuristic", "grid"):
@@ -654,6 +671,10 @@ class RegPath:
         #: solver of the last point, kept on an interrupted or checkpointed path (saved with it)
         self.resume_solver: Solver | None = None
         self._resume_arrays: dict | None = None
+        self._store: Path | None = None       # the directory of an on-disk store (lazy weights)
+        self._files: list[dict] = []          # its manifest's file entries, one per point
+        self._writer = None                   # PathStoreWriter while the path is being written
+        self._cache: dict[int, np.ndarray] = {}
         for p in points:
             self.append(p)
 
@@ -661,8 +682,44 @@ class RegPath:
     def append(self, point: PathPoint) -> None:
         if self._rows and not point.lam < self._rows[-1]["lam"]:
             raise ValueError(f"points must have decreasing λ; got {point.lam} after {self._rows[-1]['lam']}")
-        self._rows.append(point.row())
+        row = point.row()
+        if self._writer is not None:  # streamed to the store: nothing of w stays in memory
+            self._writer.append(row, point.w, meta=_json_safe(self.meta))
+            self._rows.append(row)
+            self._files.append(self._writer.man["files"][-1])
+            self._W.append(None)
+            return
+        self._rows.append(row)
         self._W.append(np.array(point.w, dtype=np.float64))
+
+    def _sync_store(self) -> None:
+        """Rewrite the store's manifest after a change of the metadata or of the last row."""
+        if self._writer is not None:
+            self._writer.update(meta=_json_safe(self.meta), last_row=self._rows[-1] if self._rows else None)
+
+    def _w(self, j: int) -> np.ndarray:
+        """w_j (read from the store when the path is backed by one; do not modify)."""
+        w = self._W[j]
+        if w is not None:
+            return w
+        w = self._cache.get(j)
+        if w is None:
+            w = pst.read_weights(self._store, j, self._files[j], int(self.meta["d"]), float(self._rows[j]["lam"]))
+            w.setflags(write=False)
+            while len(self._cache) >= self.STORE_CACHE:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[j] = w
+        return w
+
+    def __iter__(self) -> Iterator[PathPoint]:
+        """The points in order, each with its w (a store-backed path reads one at a time)."""
+        for j in range(len(self._rows)):
+            yield self.point(j)
+
+    @property
+    def store(self) -> Path | None:
+        """The directory of the on-disk store backing this path (None: in memory)."""
+        return self._store
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -670,10 +727,11 @@ class RegPath:
     def snapshot(self) -> "RegPath":
         """A consistent copy of the points appended so far (for a UI thread reading while a worker
         thread appends)."""
-        k = min(len(self._rows), len(self._W))
+        k = min(len(self._rows), len(self._W), len(self._files) if self._store is not None else len(self._W))
         out = RegPath(self.kind, self.meta)
         out._rows = [dict(r) for r in self._rows[:k]]
         out._W = list(self._W[:k])
+        out._store, out._files = self._store, list(self._files[:k])
         return out
 
     def __repr__(self) -> str:
@@ -692,7 +750,7 @@ class RegPath:
     def W(self) -> np.ndarray:
         if not self._W:
             return np.zeros((0, int(self.meta.get("d", 0))))
-        return np.vstack(self._W)
+        return np.vstack([self._w(j) for j in range(len(self._W))])
 
     def column(self, name: str) -> np.ndarray:
         if name in _FLOAT_COLS:
@@ -710,7 +768,7 @@ class RegPath:
 
     def point(self, j: int) -> PathPoint:
         r = dict(self._rows[j])
-        return PathPoint(w=self._W[j].copy(), **r)
+        return PathPoint(w=np.array(self._w(j), dtype=np.float64), **r)
 
     @property
     def total_passes(self) -> float:
@@ -768,7 +826,7 @@ class RegPath:
     def w_at(self, lam: float) -> np.ndarray:
         """The path's weights at λ (ε-approximate for λ >= lam_end on an ε-path)."""
         j, scale = self.piece_at(lam)
-        return scale * self._W[j]
+        return scale * self._w(j)
 
     def gap_at(self, lam: float) -> float:
         """Duality gap at λ of the path's primal-dual pair (Proposition 1): g_j + (1 − λ/λ_j)Δ_j on
@@ -785,7 +843,7 @@ class RegPath:
         above λ_∞ the dual point α_∞ is kept: D = ℓ_0 − λ/2‖w‖²)."""
         from .models import label_score, max_oracle
         j, scale = self.piece_at(lam)
-        w = scale * self._W[j]
+        w = scale * self._w(j)
         n = model.arrays.n
         hinge = 0.0
         for i in range(n):
@@ -939,6 +997,130 @@ class RegPath:
             out._resume_arrays = {k[len(_STATE_PREFIX):]: np.array(z[k]) for k in z.files
                                   if k.startswith(_STATE_PREFIX)}
         return out
+
+    # ------------------------------------------------------------------ the on-disk store
+    @classmethod
+    def open(cls, path, *, model=None, dataset: str | None = None) -> "RegPath":
+        """Open a saved path: a path store (a directory, :mod:`gaplab.core.pathstore`) lazily, its
+        rows only (``lams``, ``gap_at``, columns; ``w_at(λ)`` reads the one breakpoint file it
+        needs), or a single-file ``.npz`` of :meth:`save` (loaded whole, as :meth:`load`).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+        model : optional
+            If given, the store must have been computed on a model with the same n and d.
+        dataset : str, optional
+            If given, the store's ``meta["dataset"]`` must be this name.
+
+        Raises
+        ------
+        PathStoreError
+            Naming the store: not a store, broken manifest, another dataset, n or d.
+        PathFileError
+            For a bad ``.npz`` file (see :meth:`load`).
+        """
+        p = Path(os.fspath(path))
+        if not p.exists():
+            raise FileNotFoundError(f"{str(p)!r} does not exist (expected a path store directory or a path .npz file)")
+        out = cls._open_store(p) if p.is_dir() else cls.load(path)
+        name = f"path store {str(p)!r}" if p.is_dir() else str(p)
+        err = PathStoreError if p.is_dir() else PathFileError
+        if dataset is not None and out.meta.get("dataset") not in (None, dataset):
+            raise err(f"{name} was computed on the dataset {out.meta.get('dataset')!r}, not {dataset!r}")
+        if model is not None:
+            n, d = int(model.arrays.n), int(model.arrays.d)
+            if out.meta.get("n") != n or out.meta.get("d") != d:
+                raise err(f"{name} was computed on a model with n = {out.meta.get('n')}, d = {out.meta.get('d')}; "
+                          f"this model has n = {n}, d = {d} (another dataset?)")
+        return out
+
+    @classmethod
+    def _open_store(cls, root: Path) -> "RegPath":
+        man = pst.read_manifest(root)
+        meta = dict(man["meta"])
+        if meta.get("d") != man["d"]:
+            raise PathStoreError(f"path store {str(root)!r}: the metadata says d = {meta.get('d')}, the manifest "
+                                 f"d = {man['d']}")
+        out = cls(man["kind"], meta)
+        for j, r in enumerate(man["rows"]):
+            try:
+                row = {c: float(r[c]) for c in _FLOAT_COLS}
+                row.update({c: int(r[c]) for c in _INT_COLS})
+                row["certified"] = bool(r["certified"])
+                row.update({c: str(r[c]) for c in _STR_COLS})
+            except (KeyError, TypeError, ValueError) as exc:
+                raise PathStoreError(f"path store {str(root)!r}, breakpoint {j}: broken row in the manifest "
+                                     f"({type(exc).__name__}: {exc})") from None
+            f = man["files"][j]
+            if not isinstance(f, dict) or not isinstance(f.get("file"), str) or f["file"] != pst.bp_name(j):
+                raise PathStoreError(f"path store {str(root)!r}, breakpoint {j}: broken file entry {f!r}")
+            if not (root / f["file"]).is_file():
+                raise PathStoreError(f"path store {str(root)!r}, breakpoint {j} (λ = {row['lam']:.6g}): the "
+                                     f"breakpoint file {f['file']} is missing")
+            out._rows.append(row)
+            out._W.append(None)
+            out._files.append(f)
+        out._store = root
+        if isinstance(man.get("resume_state"), dict):
+            out.meta["resume_state"] = man["resume_state"]
+        return out
+
+    def to_store(self, store, *, overwrite: bool = False) -> "RegPath":
+        """Write this path to an on-disk path store breakpoint by breakpoint (e.g. to convert a
+        single-file ``.npz``) and return it opened lazily (:meth:`open`)."""
+        out = RegPath(self.kind, self.meta)
+        out._attach_writer(store, overwrite=overwrite)
+        try:
+            for j in range(len(self)):
+                out.append(self.point(j))
+        finally:
+            out._close_writer()
+        return RegPath.open(out.store)
+
+    def save_resume_state(self, solver: Solver | None = None) -> None:
+        """Store-backed path: write the solver state of the last point into the store (for
+        :func:`resume_path`); ``resume_solver`` when not given."""
+        solver = solver if solver is not None else self.resume_solver
+        if self._writer is None or solver is None or not self._rows:
+            return
+        info, arrays = _solver_state(solver)
+        info["point"] = len(self) - 1
+        self._writer.update(meta=_json_safe(self.meta), last_row=self._rows[-1])
+        self._writer.write_resume_state(info, {k[len(_STATE_PREFIX):]: v for k, v in arrays.items()})
+
+    @property
+    def io_stats(self) -> dict:
+        """{"io_time_s", "bytes_written"} of the store writes made by this process (zeros for an
+        in-memory path): encoding, writing and fsync of breakpoints, manifests and solver states."""
+        w = self._writer
+        if w is not None:
+            return {"io_time_s": w.io_time_s, "bytes_written": w.bytes_written}
+        return dict(self._io_stats) if hasattr(self, "_io_stats") else {"io_time_s": 0.0, "bytes_written": 0}
+
+    def attach_store(self, store, *, overwrite: bool = False, compress_values: bool = False) -> None:
+        """Stream every point appended from now on to the path store ``store`` (a directory; see
+        :mod:`gaplab.core.pathstore`): :meth:`append` writes it atomically and keeps only its row
+        in memory. Call :meth:`close_store` when done."""
+        self._attach_writer(store, overwrite=overwrite, compress_values=compress_values)
+
+    def close_store(self) -> None:
+        """Stop writing (the path stays readable from its store)."""
+        self._close_writer()
+
+    def _attach_writer(self, store, *, mode: str = "new", overwrite: bool = False,
+                       compress_values: bool = False) -> None:
+        """Stream the points appended from now on to the store ``store`` (a directory)."""
+        if len(self) and mode == "new":
+            raise ValueError("attach a store before the first point")
+        self._writer = pst.PathStoreWriter(store, self.kind, _json_safe(self.meta), mode=mode, overwrite=overwrite,
+                                           compress_values=compress_values)
+        self._store = self._writer.root
+
+    def _close_writer(self) -> None:
+        if self._writer is not None:
+            self._io_stats = {"io_time_s": self._writer.io_time_s, "bytes_written": self._writer.bytes_written}
+            self._writer = None
 
     def summary(self) -> dict:
         return _json_safe({
@@ -1172,6 +1354,7 @@ def _path_meta(model, cfg: PathConfig, scfg: SolverConfig, meta) -> dict:
 def regularization_path(model, config: PathConfig | None = None, solver_config: SolverConfig | None = None, *,
                         test_data=None, should_stop=None, callback: Callable[[PathPoint], object] | None = None,
                         meta: dict | None = None, checkpoint_every: int = 0, checkpoint_file=None,
+                        store=None, overwrite: bool = False, store_compress: bool = False,
                         **overrides) -> RegPath:
     """The whole path (ε-approximate, or heuristic with ``heuristic=True``) as a :class:`RegPath`.
     ``callback(point)`` is called on every breakpoint (CLI table, progress bar); returning True
@@ -1181,11 +1364,21 @@ def regularization_path(model, config: PathConfig | None = None, solver_config: 
     saved there (atomically) with the solver state of its last breakpoint, so that
     :func:`resume_path` can continue it. On Ctrl-C, :class:`Interrupted` is raised with the
     finished breakpoints as ``exc.partial`` (end reason "interrupted"; ``partial.save(file)``
-    keeps the solver state for :func:`resume_path`)."""
+    keeps the solver state for :func:`resume_path`).
+
+    ``store`` (a directory): stream the breakpoints to an on-disk path store
+    (:mod:`gaplab.core.pathstore`), each written atomically as soon as it is certified; the
+    returned path keeps only its rows in memory and reads w_j from the store on demand
+    (:meth:`RegPath.open` reads it back later). Checkpoints (``checkpoint_every``) and Ctrl-C
+    then write the solver state into the store; ``resume_path(store, model)`` continues it.
+    ``overwrite``: replace a path already in ``store``; ``store_compress``: deflate the weights'
+    values too (about half the store size on CoNLL, more write time)."""
     cfg = _path_config(config, overrides)
     scfg = _as_solver_config(solver_config)
-    every = _check_checkpoint(checkpoint_every, checkpoint_file)
+    every = _check_checkpoint(checkpoint_every, checkpoint_file if store is None else store)
     path = RegPath("heuristic" if cfg.heuristic else "eps", _path_meta(model, cfg, scfg, meta))
+    if store is not None:
+        path._attach_writer(store, overwrite=overwrite, compress_values=store_compress)
     points = iter_path(model, cfg, scfg, test_data=test_data, should_stop=should_stop, keep_solver=True)
     return _collect(path, points, callback, first_is_lam_inf=True, checkpoint_every=every,
                     checkpoint_file=checkpoint_file)
@@ -1303,8 +1496,10 @@ def grid_search(model, lams=None, *, eps: float = 0.1, warm_start: str = "primal
                 solver_config: SolverConfig | None = None, test_data=None, max_passes_per_point: float = 1000.0,
                 time_limit: float = math.inf, verify_heuristic_gap: bool = True, check_every: float = 1.0,
                 check_factor: float = 0.8, batch_step: bool = False, should_stop=None,
-                callback: Callable[[PathPoint], object] | None = None, meta: dict | None = None) -> RegPath:
-    """Grid search as a :class:`RegPath` of kind "grid" (see :func:`iter_grid`)."""
+                callback: Callable[[PathPoint], object] | None = None, meta: dict | None = None,
+                store=None, overwrite: bool = False, store_compress: bool = False) -> RegPath:
+    """Grid search as a :class:`RegPath` of kind "grid" (see :func:`iter_grid`); ``store``: stream
+    the points to an on-disk store, as :func:`regularization_path`."""
     lams_arr = _check_grid(lams)
     scfg = _as_solver_config(solver_config)
     m = {"n": int(model.arrays.n), "d": int(model.arrays.d), "eps": float(eps), "warm_start": str(warm_start),
@@ -1313,6 +1508,8 @@ def grid_search(model, lams=None, *, eps: float = 0.1, warm_start: str = "primal
          "solver_config": _solver_config_dict(scfg)}
     m.update(meta or {})
     path = RegPath("grid", m)
+    if store is not None:
+        path._attach_writer(store, overwrite=overwrite, compress_values=store_compress)
     points = iter_grid(model, lams_arr, eps=eps, warm_start=warm_start, solver_config=scfg, test_data=test_data,
                        max_passes_per_point=max_passes_per_point, time_limit=time_limit,
                        verify_heuristic_gap=verify_heuristic_gap, check_every=check_every,
@@ -1331,20 +1528,26 @@ def _collect(path, points, callback, first_is_lam_inf=False, checkpoint_every: i
     the end reason "interrupted" (``path.resume_solver`` holds its solver) and
     :class:`Interrupted` is raised with ``partial=path``."""
     count = 0
+    streamed = path._writer is not None
     try:
         for p in points:
             if first_is_lam_inf and p.index == 0:
                 path.meta["lam_inf"] = p.lam
-            path.append(p)
+            path.append(p)  # a store-backed path writes the breakpoint now (atomically)
             path.resume_solver = p.solver
             p.solver = None  # the path keeps the last solver only
             count += 1
             stop = callback is not None and callback(p) is True
             if stop and not p.end:
                 path._rows[-1]["end"] = p.end = "stopped"
-            if checkpoint_every and checkpoint_file is not None and count % checkpoint_every == 0 \
-                    and not path._rows[-1]["end"]:
-                path.save(checkpoint_file)
+                path._sync_store()
+            if checkpoint_every and count % checkpoint_every == 0 and not path._rows[-1]["end"]:
+                if streamed:
+                    path.save_resume_state()
+                elif checkpoint_file is not None:
+                    path.save(checkpoint_file)
+            if streamed:
+                p.w = None  # nothing of w stays in memory once it is on disk
             if stop:
                 break
     except KeyboardInterrupt:
@@ -1352,10 +1555,22 @@ def _collect(path, points, callback, first_is_lam_inf=False, checkpoint_every: i
             path._rows[-1]["end"] = "interrupted"
         elif not path._rows:
             path.meta["end"] = "interrupted"
+        if streamed:
+            path._sync_store()
+            path.save_resume_state()  # the store is the output: keep it resumable
+            path._close_writer()
         raise Interrupted(f"{'grid search' if path.kind == 'grid' else 'regularization path'} interrupted "
                           f"after {len(path)} points", partial=path) from None
+    except BaseException:
+        path._close_writer()
+        raise
     if path._rows and path._rows[-1]["end"]:
         path.resume_solver = None  # finished: nothing to resume
+        if streamed:
+            path._writer.drop_resume_state()
+    elif streamed and path.resume_solver is not None:
+        path.save_resume_state()  # abandoned mid-way (generator ended): keep it resumable
+    path._close_writer()
     return path
 
 
@@ -1467,11 +1682,21 @@ def resume_path(file, model, *, test_data=None, should_stop=None,
         On Ctrl-C, with the points so far (resumable again).
     """
     _check_model(model)
-    path = RegPath.load(file)
+    path = RegPath.open(file)
+    streamed = path.store is not None
 
     def bad(problem):
+        if streamed:
+            return PathStoreError(f"path store {str(file)!r}: cannot resume: {problem}")
         return PathFileError(f"{file}: cannot resume: {problem}")
 
+    if streamed and isinstance(path.meta.get("resume_state"), dict):
+        path._resume_arrays = pst.read_resume_arrays(path.store, path.meta["resume_state"])
+
+    n, d = int(model.arrays.n), int(model.arrays.d)
+    if path.meta.get("n") != n or path.meta.get("d") != d:
+        raise bad(f"it was computed on a model with n={path.meta.get('n')}, d={path.meta.get('d')}; this model has "
+                  f"n={n}, d={d}")
     if path.kind == "grid":
         raise bad("it is a grid search (only a regularization path can be resumed)")
     if not len(path):
@@ -1481,12 +1706,14 @@ def resume_path(file, model, *, test_data=None, should_stop=None,
         raise bad(f"the path is finished (end: {end!r})")
     if path._resume_arrays is None:
         raise bad("it holds no solver state (save with --checkpoint-every N, or interrupt with Ctrl-C)")
-    n, d = int(model.arrays.n), int(model.arrays.d)
-    if path.meta.get("n") != n or path.meta.get("d") != d:
-        raise bad(f"it was computed on a model with n={path.meta.get('n')}, d={path.meta.get('d')}; this model has "
-                  f"n={n}, d={d}")
     info = path.meta.pop("resume_state")
-    if info.get("point") != len(path) - 1:
+    point_k = info.get("point")
+    if streamed and isinstance(point_k, int) and 0 <= point_k < len(path) - 1:
+        # the state of an earlier breakpoint: recompute the later ones (deterministic) from it
+        del path._rows[point_k + 1:], path._W[point_k + 1:], path._files[point_k + 1:]
+        if path._rows[-1]["end"] not in ("", "interrupted"):
+            raise bad(f"the saved solver state belongs to breakpoint {point_k}, which ends the path")
+    elif info.get("point") != len(path) - 1:
         raise bad("the saved solver state does not belong to the last breakpoint")
     arrays = path._resume_arrays
     path._resume_arrays = None
@@ -1500,6 +1727,10 @@ def resume_path(file, model, *, test_data=None, should_stop=None,
     path._rows[-1]["end"] = ""
     point = path.point(len(path) - 1)
     path.meta.pop("end", None)
+    if streamed:
+        path._attach_writer(path.store, mode="append")
+        path._writer.truncate(len(path))
+        path._sync_store()
     clock = _Clock(offset=point.cum_time_s)
     points = _induction_points(model, cfg, solver, point, test_data, should_stop, True, clock)
     return _collect(path, points, callback, checkpoint_every=checkpoint_every, checkpoint_file=checkpoint_file)
