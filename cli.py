@@ -61,6 +61,8 @@ def cmd_train(args) -> int:
     t0 = time.perf_counter()
     problem = load_problem_from_args(args)
     model, test = problem.model, problem.test
+    if args.lam is None:  # the problem's default λ (OCR, CoNLL: 0.01; toy: 1/n; horse-small: 10)
+        args.lam = problem.default_lam
     cfg = solver_config_from_args(args, lam=args.lam, gap_threshold=args.gap_threshold,
                                   max_passes=args.max_passes, time_limit=args.time_limit)
     from gaplab.core.problems import model_box
@@ -175,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("train", help="train an SSVM and report the duality gap")
     add_solver_arguments(p)
     from gaplab.cli_options import add_setting_arguments
-    add_setting_arguments(p, ("lam", "budget"), defaults={"gap_threshold": 1e-3, "max_passes": 1000})
+    add_setting_arguments(p, ("lam", "budget"), defaults={"lam": None, "gap_threshold": 1e-3, "max_passes": 1000})
     p.add_argument("--test-every-check", action="store_true", help="evaluate test error at every gap check")
     p.add_argument("--out", default=None, help="write the result as JSON here")
     p.add_argument("--quiet", action="store_true")

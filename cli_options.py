@@ -79,7 +79,8 @@ def add_setting_arguments(p: argparse.ArgumentParser, groups=("method",), defaul
             kw["type"] = int
         else:
             kw["type"] = positive_float if s.positive else _float
-        shown = default if not (isinstance(default, float) and math.isinf(default)) else "none"
+        shown = (default if not (isinstance(default, float) and math.isinf(default)) else "none") \
+            if default is not None else "the problem's own λ (see --dataset)"
         p.add_argument(s.flag, help=f"{s.help} (default {shown})", **kw)
     if defaults:
         raise ValueError(f"defaults for unknown settings: {', '.join(defaults)}")
