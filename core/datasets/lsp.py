@@ -61,7 +61,6 @@ Paper: App. I (LSP), Chen and Yuille (NIPS 2014), Johnson and Everingham (BMVC 2
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 from pathlib import Path
 from typing import Any
@@ -449,14 +448,6 @@ def _candidate_files(data_home: Any) -> list[tuple[Path, str]]:
     return out
 
 
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def locate_lsp(data_home: Any = None) -> Path:
     """Path of ``joints.mat``: in ``data_home`` or ``data_home/lsp`` if given (nowhere else);
     otherwise in ``$GAPLAB_DATA`` or ``$GAPLAB_DATA/lsp``, then the user cache directory
@@ -504,6 +495,7 @@ def load_lsp(G: int = 64, *, n_types: int = 4, seed: int = 0, data_home: Any = N
         raise ValueError(f"n_train must be an int in [1, 1000], got {n_train!r}")
     path = locate_lsp(data_home)
     if verify:
+        from .conll import _sha256_file  # the one file checksum of the loaders
         got = _sha256_file(path)
         if got != LSP_JOINTS_SHA256:
             raise ValueError(f"sha256 mismatch for {path}: expected {LSP_JOINTS_SHA256}, got {got} "
