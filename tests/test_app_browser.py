@@ -35,9 +35,10 @@ CONLL = next((d for d in ([Path(os.environ["GAPLAB_DATA"]), Path(os.environ["GAP
 def server():
     ARTIFACTS.mkdir(exist_ok=True)
     env = {"GAPLAB_DATA": str(CONLL)} if CONLL is not None else None
-    # started warm: with a cold numba cache the server compiles its kernels for ~50 s in the
-    # background, and pages opened meanwhile made CI flaky (library tracebacks on closed sockets)
-    with AppServer(ARTIFACTS / "browser_server.log", session_lifetime_ms=1000, env=env, timeout=240,
+    # started warm: with a cold numba cache the server compiles the kernels of every registered
+    # model kind in the background (chain, multiclass, segmentation, pose: several minutes on 2
+    # cores), and pages opened meanwhile made CI flaky (library tracebacks on closed sockets)
+    with AppServer(ARTIFACTS / "browser_server.log", session_lifetime_ms=1000, env=env, timeout=900,
                    wait_warm=True) as srv:
         yield srv
 

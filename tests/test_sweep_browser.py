@@ -38,7 +38,7 @@ def store(tmp_path_factory):
 def test_sweeps_tab_loads_a_store_without_console_errors(store):
     ARTIFACTS.mkdir(exist_ok=True)
     with AppServer(ARTIFACTS / "browser_sweeps_server.log", env={"GAPLAB_SWEEP_STORE": str(store)},
-                   timeout=240, wait_warm=True) as srv:
+                   timeout=900, wait_warm=True) as srv:
         pw = sync_api.sync_playwright().start()
         try:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=60_000)
