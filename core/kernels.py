@@ -367,10 +367,6 @@ def _ov_label_space(M):
     return lambda M: False
 
 
-def _unavailable(*args):
-    raise RuntimeError("primitive not provided by this model kind")
-
-
 def _m_scores_cached(M, i, w, h, mark, a_lab, lab0, cnt, L, cap, mu, dense, klist):
     """Python form (NUMBA_DISABLE_JIT=1); compiled code resolves it by the overload below."""
     return _KINDS[type(M)]["scores_cached"](M, i, w, h, mark, a_lab, lab0, cnt, L, cap, mu, dense, klist)

@@ -203,8 +203,10 @@ class Solver:
             if "cache" in overrides and isinstance(overrides["cache"], dict):
                 overrides["cache"] = CacheConfig(**overrides["cache"])
             config = config.replace(**overrides)
-        if lb is None and ub is None and model.bounds() is not None:
-            lb, ub = model.bounds()  # the box the model needs (App. H: e.g. w_pairwise >= 0)
+        if lb is None and ub is None:
+            own = model.bounds()  # the box the model needs (App. H: e.g. w_pairwise >= 0), or None
+            if own is not None:
+                lb, ub = own
         lb, ub = _check_bounds(lb, ub, model.arrays.d)
         if isinstance(log_size, bool) or not isinstance(log_size, int) or log_size < 1:
             raise ValueError(f"log_size must be an int >= 1, got {log_size!r}")
