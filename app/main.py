@@ -99,6 +99,25 @@ def _extension():
     pn.extension("mathjax", notifications=True)
 
 
+def _pin_local_resources() -> None:
+    """Make this served document resolve Panel's stylesheets to the app's own server.
+
+    Panel sets the document's ``dist_url`` only when it renders the HTML page; a component whose
+    Bokeh model is made before that (the periodic refresh can fire between session creation and
+    the page render) or outside the page's roots gets ``cdn.holoviz.org`` URLs instead. In a
+    classroom without internet those requests fail (CI saw 52 "Failed to load resource" errors
+    in one page). Setting the same value Panel would set, before any component is built, keeps
+    every stylesheet local. No effect in a notebook or when Panel is told to use its CDN.
+    """
+    from panel.io.resources import LOCAL_DIST, use_cdn
+    doc = pn.state.curdoc
+    if doc is None or getattr(doc, "session_context", None) is None or use_cdn():
+        return
+    rel = pn.state.rel_path
+    # the same value panel.io.server.server_html_page_for_session computes for resources="server"
+    doc._template_variables.setdefault("dist_url", f"{rel}/{LOCAL_DIST}" if rel else LOCAL_DIST)
+
+
 class GapLabApp(pn.viewable.Viewer):
     """One app instance = one session. ``close()`` stops the worker and frees the solver.
 
@@ -122,6 +141,7 @@ class GapLabApp(pn.viewable.Viewer):
                  **params):
         super().__init__(**params)
         _extension()
+        _pin_local_resources()
         if warm:
             kernels.start(log=False)
         self._kkey = None

@@ -56,6 +56,13 @@ def browser():
     pw.stop()
 
 
+def _local(url: str) -> bool:
+    """A URL the page may fetch offline: the app's server, or data/blob/about URLs."""
+    from urllib.parse import urlsplit
+    parts = urlsplit(url)
+    return parts.scheme in ("data", "blob", "about") or parts.hostname in ("localhost", "127.0.0.1", "::1")
+
+
 class Page:
     """One browser context on the app with its console log."""
 
@@ -70,6 +77,9 @@ class Page:
         # the URLs behind "Failed to load resource" console errors (the console text omits them)
         self.failed_requests = []
         self.page.on("requestfailed", lambda r: self.failed_requests.append((r.url, r.failure)))
+        # the app must work without internet (a classroom): every request goes to its own server
+        self.external = []
+        self.page.on("request", lambda r: None if _local(r.url) else self.external.append(r.url))
         self.page.goto(url, timeout=60_000)
         self.button("Step").wait_for()
         if wait_ready:
@@ -108,7 +118,9 @@ class Page:
             let k = 0; for (const v of src.data.top) { if (Number.isFinite(v)) k++; } return k; }""")
 
     def errors(self):
-        return [m for m in self.console if m[0] in ("error", "pageerror")]
+        """Console errors, page errors and requests that left the machine (e.g. to a CDN)."""
+        return ([m for m in self.console if m[0] in ("error", "pageerror")]
+                + [("external request", u) for u in self.external])
 
     def shot(self, name):
         self.page.screenshot(path=str(ARTIFACTS / f"browser_{name}.png"))
