@@ -883,7 +883,9 @@ class AnatomyView(_Base):
     def _draw_masks(self, snap, st):
         """A segmentation block (Paper: App. I): the photo with its superpixels, the ground truth,
         the FW corner and the away corner as coloured overlays (darkened: superpixels whose label
-        differs from the ground truth, i.e. that add loss)."""
+        differs from the ground truth, i.e. that add loss), and the FW corner's per-superpixel
+        loss as a heat map (the class-balanced, area-weighted Hamming loss, superpixel by
+        superpixel)."""
         cells = "".join(
             f"<td style='text-align:center;padding:0 4px;vertical-align:top'>"
             f"<img class='gaplab-mask' src='{_png(img)}' style='height:150px;border:1px solid #ddd'>"
@@ -896,7 +898,10 @@ class AnatomyView(_Base):
             f"<span style='font-weight:normal;font-size:12.5px;color:#555'>({len(st.truth)} superpixels)</span></div>"
             f"<div style='overflow-x:auto'><table><tr>{cells}</tr></table></div>"
             "<div style='color:#666;font-size:12px'>yellow: ground-truth horse; blue: FW corner; pink: away "
-            "corner; darkened: label differs from the ground truth (adds loss)</div>")
+            "corner; darkened: label differs from the ground truth (adds loss). Loss heat map: each "
+            "superpixel the FW corner gets wrong, coloured by what it adds to the loss, "
+            "ω<sub>p</sub> = its area / (2 × the area of its true class): light yellow (little) to dark "
+            "red (the image's costliest superpixel); the contributions sum to the block's loss</div>")
 
     def _draw_tokens(self, snap, st):
         T = len(st.truth)
