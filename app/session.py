@@ -177,8 +177,8 @@ def _mask_overlays(truth, fw, away) -> tuple | None:
         px = wrong[seg]
         img[px] = rgb[seg[px]]
         img[np.asarray(d["boundaries"], dtype=bool) & px] *= 0.6
-        out.append((f"FW corner loss per superpixel (sum {per.sum():.3f}; dark red = "
-                    f"{float(np.max(fd['loss_weight'])):.3f})", img))
+        out.append((f"FW corner loss per superpixel (Σ {per.sum():.3f}; red {float(np.max(fd['loss_weight'])):.3f})",
+                    img))
     return tuple((name, _frozen(np.clip(img, 0, 255).astype(np.uint8))) for name, img in out)
 
 

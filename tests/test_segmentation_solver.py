@@ -269,7 +269,7 @@ def test_loss_heat_overlay_colours_each_superpixel_by_its_loss(tiny):
         truth, fw = ({"mask": tiny.describe_block(i, z)} for z in (g, y))
         ov = dict(_mask_overlays(truth, fw, None))
         name = next(k for k in ov if k.startswith("FW corner loss per superpixel"))
-        assert f"sum {tiny.loss(i, y):.3f}" in name
+        assert f"(Σ {tiny.loss(i, y):.3f};" in name
         img = ov[name].astype(int)
         seg = tiny.data.segment_map(i)
         per = tiny.loss_per_superpixel(i, y)
