@@ -122,12 +122,30 @@ class StepInfo:
 
 
 _OVERLAY_COLORS = {"truth": (255, 200, 0), "fw": (0, 170, 255), "away": (255, 60, 160)}
+#: the loss heat ramp: (t, RGB) stops, t = ω_p [y_p ≠ g_p] / max_p ω_p (light yellow → dark red)
+_HEAT_STOPS = ((0.0, (255, 245, 140)), (0.5, (255, 140, 0)), (1.0, (170, 0, 0)))
+
+
+def loss_heat(per, weight) -> np.ndarray:
+    """RGB heat colours (float64 (V, 3)) of per-superpixel loss contributions ``per`` (float (V,),
+    ω_p [y_p ≠ g_p]) on the scale of the image's largest loss weight ``max(weight)`` (ω_p: what
+    superpixel p costs when wrong), and a mask (bool (V,)) of the superpixels that add loss."""
+    per = np.asarray(per, dtype=np.float64)
+    top = float(np.max(weight)) if np.size(weight) else 0.0
+    t = np.clip(per / top, 0.0, 1.0) if top > 0 else np.zeros_like(per)
+    ts = np.array([p for p, _ in _HEAT_STOPS])
+    cols = np.array([c for _, c in _HEAT_STOPS], dtype=np.float64)
+    rgb = np.stack([np.interp(t, ts, cols[:, k]) for k in range(3)], axis=1)
+    return rgb, per > 0
 
 
 def _mask_overlays(truth, fw, away) -> tuple | None:
     """For a segmentation block (``describe_block`` kind "mask"): (name, uint8 (H, W, 3)) pairs:
     the photo with its superpixel borders, then the ground truth, the FW corner and the away
-    corner as coloured overlays (foreground tinted, wrong superpixels darkened). None otherwise."""
+    corner as coloured overlays (foreground tinted, wrong superpixels darkened), then the FW
+    corner's per-superpixel loss as a heat map over the grey photo (each wrong superpixel filled
+    with the colour of ω_p [y_p ≠ g_p] on the scale 0 … max_p ω_p, see :func:`loss_heat`; the
+    name gives the sum, L_i(y*), and the scale). None otherwise."""
     if truth is None or "mask" not in truth:
         return None
     d = truth["mask"]
@@ -149,6 +167,18 @@ def _mask_overlays(truth, fw, away) -> tuple | None:
             img[wrong] *= 0.5
             name = f"{name} (loss {float(np.sum(desc['mask']['loss_per_superpixel'])):.3f})"
         out.append((name, img))
+    fd = fw.get("mask") if fw is not None else None
+    if fd is not None and fd.get("loss_per_superpixel") is not None and fd.get("loss_weight") is not None:
+        per = np.asarray(fd["loss_per_superpixel"], dtype=np.float64)
+        rgb, wrong = loss_heat(per, fd["loss_weight"])
+        seg = np.asarray(d["superpixels"])
+        grey = base.mean(axis=2, keepdims=True) * np.ones(3)
+        img = 0.35 * grey + 60.0
+        px = wrong[seg]
+        img[px] = rgb[seg[px]]
+        img[np.asarray(d["boundaries"], dtype=bool) & px] *= 0.6
+        out.append((f"FW corner loss per superpixel (Σ {per.sum():.3f}; red {float(np.max(fd['loss_weight'])):.3f})",
+                    img))
     return tuple((name, _frozen(np.clip(img, 0, 255).astype(np.uint8))) for name, img in out)
 
 

@@ -883,20 +883,26 @@ class AnatomyView(_Base):
     def _draw_masks(self, snap, st):
         """A segmentation block (Paper: App. I): the photo with its superpixels, the ground truth,
         the FW corner and the away corner as coloured overlays (darkened: superpixels whose label
-        differs from the ground truth, i.e. that add loss)."""
+        differs from the ground truth, i.e. that add loss), and the FW corner's per-superpixel
+        loss as a heat map (the class-balanced, area-weighted Hamming loss, superpixel by
+        superpixel)."""
+        # equal columns over the pane's width: every panel (up to five) stays in view, scaled down
         cells = "".join(
-            f"<td style='text-align:center;padding:0 4px;vertical-align:top'>"
-            f"<img class='gaplab-mask' src='{_png(img)}' style='height:150px;border:1px solid #ddd'>"
-            f"<div style='font-size:12px;color:#444'>{html.escape(name)}</div></td>"
+            f"<td style='text-align:center;padding:0 3px;vertical-align:top'>"
+            f"<img class='gaplab-mask' src='{_png(img)}' style='max-width:100%;max-height:140px;"
+            f"object-fit:contain;border:1px solid #ddd'>"
+            f"<div style='font-size:11.5px;line-height:1.2;color:#444'>{html.escape(name)}</div></td>"
             for name, img in st.overlays)
         note = f" — {st.note}" if st.note else ""
         self.word.object = (
             f"<div style='font-weight:600;font-size:15px;margin-bottom:6px'>Anatomy of the last step: "
             f"block <span class='gaplab-block'>{st.block}</span>{note} "
             f"<span style='font-weight:normal;font-size:12.5px;color:#555'>({len(st.truth)} superpixels)</span></div>"
-            f"<div style='overflow-x:auto'><table><tr>{cells}</tr></table></div>"
-            "<div style='color:#666;font-size:12px'>yellow: ground-truth horse; blue: FW corner; pink: away "
-            "corner; darkened: label differs from the ground truth (adds loss)</div>")
+            f"<div style='overflow-x:auto'><table style='width:100%;table-layout:fixed'><tr>{cells}</tr></table></div>"
+            "<div style='color:#666;font-size:11.5px;line-height:1.25'>yellow: true horse; blue: FW corner; "
+            "pink: away corner; darkened: wrong label (adds loss). Loss heat map: what each wrong superpixel "
+            "of the FW corner adds to its loss, ω<sub>p</sub> = area / (2 · area of its true class), light "
+            "yellow → dark red (the image's largest ω<sub>p</sub>); they sum to the loss</div>")
 
     def _draw_tokens(self, snap, st):
         T = len(st.truth)

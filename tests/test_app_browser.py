@@ -305,6 +305,27 @@ def test_conll_anatomy_shows_chunks(page):
     assert page.errors() == [], page.failed_requests
 
 
+def test_segmentation_anatomy_shows_the_loss_heat_map(page):
+    """seg-tiny: the step anatomy draws photo/superpixels, truth, FW and away corners and the FW
+    corner's per-superpixel loss heat map, whose caption gives the block's loss (issue 17)."""
+    page.page.locator(".gaplab-w-step_kind select").first.select_option("pairwise")
+    page.wait_status(r"ready")
+    page.page.locator(".gaplab-w-dataset select").first.select_option("seg-tiny")
+    page.wait_status(r"ready.*seg-tiny.*iteration 0\b", timeout=90)
+    _fill(page, ".gaplab-w-n_steps", 30)
+    page.button("Step ×N").click()
+    page.wait_status(r"iteration 30\b", timeout=60)
+    page.button("Step").click()
+    page.wait_status(r"iteration 31\b")
+    page.page.locator(".gaplab-mask").nth(4).wait_for()
+    assert page.page.locator(".gaplab-mask").count() == 5
+    text = page.page.locator(".gaplab-mask").nth(4).locator("xpath=..").inner_text()
+    assert re.search(r"FW corner loss per superpixel \(Σ \d\.\d{3}", text), text
+    assert page.page.get_by_text("Loss heat map", exact=False).count() == 1  # the legend (pierces shadow DOM)
+    page.shot("segmentation_anatomy")
+    assert page.errors() == [], page.failed_requests
+
+
 def test_closed_sessions_are_released(server, browser):
     before = server.log().count("closed (worker stopped, solver released: True)")
     p = Page(browser, server.url)

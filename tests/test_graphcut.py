@@ -177,6 +177,31 @@ def test_loss_is_the_class_balanced_area_loss():
         assert model.loss(i, y) == pytest.approx((missed + false) / 2)
 
 
+def test_loss_per_superpixel_sums_to_the_loss():
+    """The per-superpixel contributions the app's loss heat map draws: ω_p [y_p ≠ g_p] with
+    ω_p = a_p / (2 A_{g_p}), summing to loss(i, y) for random labellings (random areas)."""
+    rng = np.random.default_rng(11)
+    data = random_graph_data(rng, n_images=6)
+    model = SegmentationModel(data)
+    for i in range(model.n):
+        a = data.area[data.sp_off[i]:data.sp_off[i + 1]].astype(float)
+        g = model.ground_truth(i)
+        for _ in range(10):
+            y = rng.integers(0, 2, g.size)
+            per = model.loss_per_superpixel(i, y)
+            assert per.shape == (g.size,) and per.dtype == np.float64
+            assert per.sum() == pytest.approx(model.loss(i, y), abs=1e-12)
+            assert np.all(per[y == g] == 0.0)
+            wrong = y != g
+            Ag = np.array([a[g == c].sum() for c in (0, 1)])[g]
+            np.testing.assert_allclose(per[wrong], a[wrong] / (2 * Ag[wrong]))
+            info = model.describe_block(i, y)
+            np.testing.assert_array_equal(info["loss_per_superpixel"], per)
+            assert np.all(info["loss_weight"] >= per)
+    with pytest.raises(ValueError, match="shape"):
+        model.loss_per_superpixel(0, np.zeros(model.label_len(0) + 1, dtype=np.int64))
+
+
 def test_sqnorm_matches_dense():
     rng = np.random.default_rng(4)
     model = SegmentationModel(random_graph_data(rng, n_images=3))

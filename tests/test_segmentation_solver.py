@@ -237,6 +237,7 @@ def test_app_anatomy_shows_mask_overlays():
         names = [name for name, _ in st.overlays]
         assert names[0] == "photo and superpixels" and names[1] == "ground truth"
         assert names[2].startswith("FW corner") and names[3].startswith("away corner")
+        assert names[4].startswith("FW corner loss per superpixel")
         model = s.problem.model
         H, W = model.data.segment_map(st.block).shape
         assert all(img.shape == (H, W, 3) and img.dtype == np.uint8 for _, img in st.overlays)
@@ -249,10 +250,40 @@ def test_app_anatomy_shows_mask_overlays():
             assert blue[fg].mean() > blue[~fg].mean()
         view = AnatomyView()
         view.update(s.snapshot)
-        assert view.word.object.count("class='gaplab-mask'") == 4
+        assert view.word.object.count("class='gaplab-mask'") == 5
+        assert "Loss heat map" in view.word.object
         assert f"<span class='gaplab-block'>{st.block}</span>" in view.word.object
     finally:
         s.close()
+
+
+def test_loss_heat_overlay_colours_each_superpixel_by_its_loss(tiny):
+    """The anatomy's loss heat map: superpixels the FW corner gets right stay grey; every wrong
+    one is filled with one colour, redder (less green) the more it adds to the loss, and the
+    contributions it draws sum to the block's loss."""
+    from gaplab.app.session import _mask_overlays
+    rng = np.random.default_rng(4)
+    for i in range(3):
+        g = tiny.ground_truth(i)
+        y = np.where(rng.random(g.size) < 0.3, 1 - g, g)
+        truth, fw = ({"mask": tiny.describe_block(i, z)} for z in (g, y))
+        ov = dict(_mask_overlays(truth, fw, None))
+        name = next(k for k in ov if k.startswith("FW corner loss per superpixel"))
+        assert f"(Σ {tiny.loss(i, y):.3f};" in name
+        img = ov[name].astype(int)
+        seg = tiny.data.segment_map(i)
+        per = tiny.loss_per_superpixel(i, y)
+        grey = (img[..., 0] == img[..., 1]) & (img[..., 1] == img[..., 2])
+        assert np.all(grey[(per == 0)[seg]]) and not np.any(grey[(per > 0)[seg]])
+        inner = ~fw["mask"]["boundaries"]
+        green = {p: np.unique(img[..., 1][(seg == p) & inner]) for p in np.flatnonzero(per > 0)}
+        green = {p: v for p, v in green.items() if v.size}
+        assert all(v.size == 1 for v in green.values())  # one colour per superpixel
+        ps = sorted(green, key=lambda p: per[p])
+        gs = [int(green[p][0]) for p in ps]
+        assert all(a >= b - 1 for a, b in zip(gs, gs[1:]))  # more loss: less green (±1 rounding)
+        if len(set(per[ps])) > 1:
+            assert gs[0] > gs[-1]
 
 
 def test_path_checkpoint_restores_a_boxed_solver_exactly(tiny):

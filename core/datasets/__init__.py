@@ -1,14 +1,17 @@
 """Data sets (containers and loaders): sequence labelling and superpixel segmentation.
 
 Import-light: loaders read their bundled assets (or the user's files) only when called;
-scikit-image and scikit-learn are imported by the horse loader only when it computes features.
+scikit-image and scikit-learn are imported by the horse loader only when it computes features;
+h5py (optional extra ``horseseg``) only when the HorseSeg feature files are read.
 """
 from .base import SequenceData
 from .conll import conlleval, load_conll2000, parse_conll
 from .lsp import PoseData, load_lsp
 from .horse import HorseFeatureParams, load_weizmann_horses
+from .horseseg import load_horseseg, read_horseseg_h5
 from .ocr import load_ocr
 from .segmentation import SegmentationData, make_synthetic_segmentation
 
 __all__ = ["SequenceData", "load_ocr", "load_conll2000", "parse_conll", "conlleval", "PoseData", "load_lsp",
-           "SegmentationData", "make_synthetic_segmentation", "load_weizmann_horses", "HorseFeatureParams"]
+           "SegmentationData", "make_synthetic_segmentation", "load_weizmann_horses", "HorseFeatureParams",
+           "load_horseseg", "read_horseseg_h5"]

@@ -407,6 +407,17 @@ class SegmentationModel(StructuredModel):
         y = check_labelling(self, self._check_i(i), y)
         return float(seg_label_loss(self.arrays, i, y))
 
+    def loss_per_superpixel(self, i: int, y) -> np.ndarray:
+        """The contribution of every superpixel of image i to L_i(y): ω_p [y_p ≠ g_p] with
+        ω_p = a_p / (2 A_{g_p}) (area over twice its ground-truth class's area), float64 of shape
+        (V_i,); sums to :meth:`loss` (the class-balanced, area-weighted Hamming loss of the
+        authors' code; Paper: App. I). A wrong superpixel of the smaller class costs more per
+        pixel."""
+        y = check_labelling(self, self._check_i(i), y)
+        M = self.arrays
+        a, b = M.lab_off[i], M.lab_off[i + 1]
+        return M.lw[a:b] * (y != M.gt[a:b])
+
     def joint_feature(self, i: int, y) -> np.ndarray:
         """Dense ψ(x_i, y) = (Σ_p (2 y_p − 1) x_p, −Σ_pq [y_p ≠ y_q] x_pq), float64 of shape (d,)."""
         y = check_labelling(self, self._check_i(i), y)
@@ -452,7 +463,8 @@ class SegmentationModel(StructuredModel):
         (H, W)), ``boundaries`` (bool (H, W), superpixel borders), ``mask`` (bool (H, W), the
         pixels labelled foreground by y), ``truth`` (bool (H, W), the ground-truth pixel mask),
         ``labels`` (y), ``loss_per_superpixel`` (float64 (V_i,): ω_p [y_p ≠ g_p], summing to
-        L_i(y)) and a one-line ``text``."""
+        L_i(y); :meth:`loss_per_superpixel`), ``loss_weight`` (float64 (V_i,): ω_p, what each
+        superpixel would cost if wrong, the scale of a loss heat map) and a one-line ``text``."""
         from skimage.segmentation import find_boundaries
 
         i = self._check_i(i)
@@ -461,7 +473,7 @@ class SegmentationModel(StructuredModel):
         seg = data.segment_map(i)
         M = self.arrays
         a, b = M.lab_off[i], M.lab_off[i + 1]
-        per = M.lw[a:b] * (y != M.gt[a:b])
+        per = self.loss_per_superpixel(i, y)
         area = data.area[a:b]
         frac = float(area[y == 1].sum() / area.sum())
         name = data.image_names[i] if data.image_names else f"image {i}"
@@ -472,6 +484,7 @@ class SegmentationModel(StructuredModel):
             "labels": y, "photo": data.photo(i), "superpixels": seg,
             "boundaries": find_boundaries(seg, mode="inner"), "mask": data.labels_to_mask(i, y),
             "truth": data.mask_map(i), "loss_per_superpixel": per,
+            "loss_weight": M.lw[a:b].copy(),
         }
 
     # ---------------------------------------------------------------- data-set level
