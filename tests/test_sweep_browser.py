@@ -1,6 +1,7 @@
 """The app's Sweeps tab in headless Chromium (Debian's chromium driven by Playwright): the served
-app opens a store given by $GAPLAB_SWEEP_STORE, draws the figure and the runs table, and the
-page has no console errors. Skipped with a reason when Playwright or Chromium is missing.
+app opens a store given by $GAPLAB_SWEEP_STORE, draws the convergence figure and the runs table,
+switches to the κ study and the path-vs-grid views, and the page has no console errors.
+Skipped with a reason when Playwright or Chromium is missing.
 """
 from __future__ import annotations
 
@@ -29,9 +30,13 @@ def store(tmp_path_factory):
     path = tmp_path_factory.mktemp("sweep_browser") / "store"
     spec = {"name": "browser", "datasets": ["ocr-small[:12]"], "lams": [0.1], "seeds": [0, 1],
             "budget": {"max_passes": 4, "gap_check": 2},
-            "methods": {"bcfw_uniform": {"sampling": "uniform"}, "bcfw_gap": {"sampling": "gap"}}}
+            "methods": {"bcfw_uniform": {"sampling": "uniform"}, "bcfw_gap": {"sampling": "gap"},
+                        # the κ study and path-vs-grid views (tiny: 12 words, λ down to 0.01)
+                        "eps_k9": {"kind": "path", "kappa": 0.9, "lam_min": 0.01},
+                        "eps_k5": {"kind": "path", "kappa": 0.5, "lam_min": 0.01},
+                        "grid": {"kind": "grid", "grid_hi": 2, "grid_lo": -4}}}
     rep = run_sweep(spec, path, workers=0)
-    assert rep.done == 4
+    assert rep.done == 10
     return path
 
 
@@ -56,14 +61,24 @@ def test_sweeps_tab_loads_a_store_without_console_errors(store):
             page.get_by_role("button", name="Step", exact=True).wait_for()
             page.locator(".bk-tab", has_text="Sweeps").first.click()
             page.locator(".gaplab-sweeps-info").first.wait_for()
-            page.get_by_text("4 runs recorded: 4 done, 0 failed").wait_for()
+            page.get_by_text("10 runs recorded: 10 done, 0 failed").wait_for()
             # the figure (two Bokeh plots: gap vs passes, gap vs time) and the runs table
+            page.get_by_text("Convergence (Paper: Fig. 3, 5, 6)").wait_for()
             page.locator(".gaplab-sweeps-figure canvas").first.wait_for()
             page.locator(".gaplab-sweeps-runs table").first.wait_for()
-            assert page.locator(".gaplab-sweeps-runs table tbody tr").count() == 4
+            assert page.locator(".gaplab-sweeps-runs table tbody tr").count() == 10
             assert page.locator(".gaplab-sweeps-figure canvas").count() >= 2
             time.sleep(0.5)
             page.screenshot(path=str(ARTIFACTS / "browser_sweeps.png"))
+            # the κ study and the path-vs-grid views (the store holds path and grid runs)
+            for button, caption, shot in (("κ study", "κ study (Paper: Fig. 7)", "kappa"),
+                                          ("Path vs grid", "Path vs grid (Paper: Fig. 4, 8)", "path_grid")):
+                page.locator(".gaplab-sweeps-view button", has_text=button).first.click()
+                page.get_by_text(caption).wait_for()
+                page.locator(".gaplab-sweeps-figure canvas").first.wait_for()
+                assert page.locator(".gaplab-sweeps-figure canvas").count() >= 2
+                time.sleep(0.5)
+                page.screenshot(path=str(ARTIFACTS / f"browser_sweeps_{shot}.png"))
             errors = [m for m in console if m[0] in ("error", "pageerror")]
             assert errors == []
             ctx.close()
