@@ -52,7 +52,7 @@ class SweepsView:
                                                css_classes=["gaplab-sweeps-path"], width=420)
         self.load_button = pn.widgets.Button(label="Load store", color="primary", align="end",
                                              css_classes=["gaplab-sweeps-load"])
-        self.view = pn.widgets.RadioButtonGroup(name="View", options={}, button_type="default",
+        self.view = pn.widgets.RadioButtonGroup(options={},
                                                 css_classes=["gaplab-sweeps-view"])
         self.dataset = pn.widgets.Select(label="Dataset", options=[], width=200)
         self.lam = pn.widgets.Select(label="λ", options=[], width=120)
