@@ -493,9 +493,9 @@ class SweepSpec:
         if dh is not None and not isinstance(dh, str):
             raise _err("data_home", f"expected a directory path, got {dh!r}")
         desc = d.get("description", "")
-        return cls(name=name.strip(), version=version, datasets=ds, refs=dict(zip(ds, refs)), lams=lams, seeds=tuple(seeds),
-                   methods=methods, budget=bud, budget_name=bname, metrics=tuple(metrics), data_home=dh,
-                   description=str(desc), raw=json.loads(json.dumps(d, default=str)))
+        return cls(name=name.strip(), version=version, datasets=ds, refs=dict(zip(ds, refs)), lams=lams,
+                   seeds=tuple(seeds), methods=methods, budget=bud, budget_name=bname, metrics=tuple(metrics),
+                   data_home=dh, description=str(desc), raw=json.loads(json.dumps(d, default=str)))
 
     def runs(self) -> list[dict]:
         """The independent runs (see :func:`expand_runs`)."""
