@@ -80,6 +80,8 @@ def test_two_workers_match_serial_runs(swept):
     for rid, entry in st.manifest["runs"].items():
         cfg = entry["config"]
         assert entry["status"] == "done" and entry["attempts"] == 1
+        # the run's own CPU seconds (one compute thread per worker: at most its task's wall time)
+        assert 0 < entry["cpu_s"] <= 1.2 * entry["elapsed_s"] + 0.5
         stored = st.read_run(rid)
         serial = _serial_trace(cfg)
         assert len(stored) == len(serial) > 2

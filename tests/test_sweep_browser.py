@@ -56,6 +56,8 @@ def test_sweeps_tab_loads_a_store_without_console_errors(store):
             console = []
             page.on("console", lambda m: console.append((m.type, m.text)))
             page.on("pageerror", lambda e: console.append(("pageerror", str(e))))
+            failed = []  # the URLs behind "Failed to load resource" console errors
+            page.on("requestfailed", lambda r: failed.append(r.url))
             page.goto(srv.url, timeout=60_000)
             page.get_by_role("button", name="Step", exact=True).wait_for()
             page.locator(".bk-tab", has_text="Sweeps").first.click()
@@ -96,7 +98,7 @@ def test_sweeps_tab_loads_a_store_without_console_errors(store):
                 time.sleep(1.0)
                 page.screenshot(path=str(ARTIFACTS / f"browser_sweeps_{shot}.png"))
             errors = [m for m in console if m[0] in ("error", "pageerror")]
-            assert errors == []
+            assert errors == [], (errors[:5], sorted(set(failed))[:5])
             ctx.close()
         finally:
             browser.close()
