@@ -115,8 +115,8 @@ class SweepsView:
             self._sync_choices(done)
         finally:
             self._quiet = False
-        cols = [c for c in ("run_id", "status", "attempts", "dataset", "lam_label", "method", "seed", "sampling",
-                            "step", "cache", "max_passes", "error") if c in runs.columns]
+        cols = [c for c in ("run_id", "status", "attempts", "dataset", "lam_label", "method", "kind", "seed",
+                            "sampling", "step", "cache", "max_passes", "error") if c in runs.columns]
         self.table.object = runs[cols] if len(runs) else None
         self.redraw()
         return True
