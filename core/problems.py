@@ -5,8 +5,9 @@ A *problem* is a named pair of a data loader and a model: ``ocr-small``, ``ocr-l
 segmentation of the Weizmann horses, App. I) and ``seg-tiny`` (a synthetic segmentation set).
 A model's box constraints (``model.bounds()``, e.g. w_P >= 0) reach every Solver built for a
 problem through :func:`model_box`. The CLI (``gaplab train/path/
-grid --dataset``), the app's dataset picker, ``gaplab warmup`` and :class:`gaplab.core.estimator.SSVM`
-all read this registry, so a new data set appears everywhere by one call::
+grid --dataset``), the app's dataset picker, ``gaplab warmup``, :class:`gaplab.core.estimator.SSVM`
+and the experiment sweeps (:mod:`gaplab.core.sweep`: a spec's ``datasets``) all read this registry,
+so a new data set appears everywhere by one call::
 
     from gaplab.core.problems import register_problem
     from gaplab.core import ChainModel, load_ocr

@@ -6,8 +6,13 @@ A **spec** (TOML file or the same structure as a Python dict)::
 
     name = "ocr-small"            # identifies the sweep; a store belongs to one (name, version)
     version = 1                   # bump when the meaning of the spec changes
-    datasets = ["ocr-small"]      # ocr-small, ocr-large, conll2000; "ocr-small[:20]" = first 20 words
-    lams = [0.1, 0.01, 0.001]     # λ > 0, or "1/n"; or a table {dataset = [λ, ...]}
+    datasets = ["ocr-small"]      # registered problems (gaplab.core.problems): ocr-small, ocr-large,
+                                  # conll2000, toy, seg-tiny, horse-small, lsp-pose, lsp-tiny, ...;
+                                  # "ocr-small[:20]" = its first 20 training examples; or a table
+                                  # {problem = "lsp-pose", options = {G = 16, n_train = 100},
+                                  #  first = 50, label = "pose-G16"} for loader options
+    lams = [0.1, 0.01, 0.001]     # λ > 0, "1/n" or "default" (the problem's own λ); or a table
+                                  # {dataset = [λ, ...]}; omitted: each problem's own λ
     seeds = 5                     # 5 -> 0..4, or an explicit list
     metrics = ["exact_gap", "heuristic_gap", "primal", "dual"]   # optional (default: all)
 
@@ -29,6 +34,12 @@ A **spec** (TOML file or the same structure as a Python dict)::
     [methods.eps_path]            # kind "path": regularization path (Alg. 6-7); "grid": grid search
     kind = "path"
     kappa = 0.9
+
+Datasets come from the problem registry (:mod:`gaplab.core.problems`, as for ``gaplab
+train/path/grid``, the app and ``gaplab warmup``): the run loads the problem with its options,
+builds its model and passes the model's box (:func:`~gaplab.core.problems.model_box`, e.g.
+w_P >= 0 of the segmentation model) to every Solver. A problem registered by your own code
+must be registered in the worker processes too (import the module that registers it there).
 
 The **runs** are datasets × λ × methods × seeds (path and grid runs: datasets × methods × seeds,
 λ is theirs to choose). Each run is keyed by a hash of its config (:func:`run_id`), so re-running
@@ -64,11 +75,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
+
 __all__ = ["SweepSpec", "load_spec", "expand_runs", "run_id", "execute_run", "Store", "run_sweep",
-           "SweepReport", "load_dataset", "DATASETS", "STORE_FORMAT", "TRACE_COLUMNS"]
+           "SweepReport", "load_dataset", "parse_dataset", "DatasetRef", "STORE_FORMAT", "TRACE_COLUMNS"]
 
 STORE_FORMAT = 1
-DATASETS = ("ocr-small", "ocr-large", "conll2000")
 RUN_KINDS = ("solve", "path", "grid")
 TEST_KINDS = ("_test_raise", "_test_kill_once")   # for the test suite: a run that raises / kills its worker
 TRACE_COLUMNS = ("kind", "iteration", "effective_passes", "oracle_calls", "wall_time_s", "heuristic_gap",
@@ -92,37 +104,133 @@ def _err(field_name: str, msg: str) -> ValueError:
     return ValueError(f"spec field {field_name!r}: {msg}")
 
 
-# ============================================================================ datasets
-def parse_dataset(name: Any, field_name: str = "datasets") -> tuple[str, int | None]:
-    """'ocr-small' -> ('ocr-small', None); 'ocr-small[:20]' -> ('ocr-small', 20) (first 20 words)."""
-    if not isinstance(name, str):
-        raise _err(field_name, f"a dataset is a string, got {name!r}")
-    m = _DATASET_RE.match(name.strip())
-    if m is None or m["base"] not in DATASETS:
-        raise _err(field_name, f"unknown dataset {name!r}; expected one of {', '.join(DATASETS)} "
-                               f"(optionally with [:N] for the first N training examples)")
-    first = int(m["first"]) if m["first"] else None
-    if first is not None and first < 1:
-        raise _err(field_name, f"{name!r}: [:N] needs N >= 1")
-    return m["base"], first
+# ============================================================================ datasets (the problem registry)
+@dataclass(frozen=True)
+class DatasetRef:
+    """A dataset of a spec: a registered problem (:mod:`gaplab.core.problems`) with its loader
+    options and an optional cut to the first ``first`` training examples.
 
-
-def load_dataset(name: str, data_home=None):
-    """(train, test) SequenceData of a dataset name of a spec.
-
-    The one place where a sweep maps names to data (point it at a problem registry to add
-    datasets). ``name[:N]`` keeps the first N training examples (test set unchanged).
+    Attributes
+    ----------
+    key : str
+        How the spec, the store and the figures name it (``"ocr-small[:20]"``, a table's
+        ``label``, or ``"lsp-pose(G=16,n_train=100)"``).
+    problem : str
+        The registered problem name.
+    options : dict
+        Every loader option of the problem with its value (defaults filled in; {} for problems
+        without options).
+    first : int or None
+        Keep the first ``first`` training examples (None: all).
     """
-    base, first = parse_dataset(name)
-    if base in ("ocr-small", "ocr-large"):
-        from .datasets.ocr import load_ocr
-        train, test = load_ocr(base)
-    else:
-        from .datasets.conll import load_conll2000
-        train, test = load_conll2000(data_home=data_home)
-    if first is not None:
-        train = train.subset(range(min(first, train.n)), name=f"{train.name}[:{first}]")
-    return train, test
+
+    key: str
+    problem: str
+    options: dict
+    first: int | None = None
+
+    def config(self) -> dict:
+        """The run-config fields of this dataset."""
+        return {"dataset": self.key, "problem": self.problem, "options": dict(self.options), "first": self.first}
+
+
+def _registered_names() -> str:
+    from .problems import problem_names
+    return ", ".join(problem_names())
+
+
+def _problem_spec(name, field_name):
+    from .problems import get_problem
+    try:
+        return get_problem(name)
+    except ValueError:
+        raise _err(field_name, f"unknown dataset {name!r}; registered problems: {_registered_names()} "
+                               f"(optionally with [:N] for the first N training examples)") from None
+
+
+def _check_first(field_name, first, pspec):
+    if first is None:
+        return None
+    if isinstance(first, bool) or not isinstance(first, int) or first < 1:
+        raise _err(field_name, f"the first N training examples needs an integer N >= 1, got {first!r}")
+    if pspec.model_factory is None:
+        raise _err(field_name, f"problem {pspec.name!r} builds its model directly (no training set to cut); "
+                               "use its options instead of [:N]")
+    return first
+
+
+def parse_dataset(entry: Any, field_name: str = "datasets") -> DatasetRef:
+    """A dataset entry of a spec as a :class:`DatasetRef`.
+
+    ``"ocr-small"``, ``"ocr-small[:20]"`` (the first 20 training words), or a table
+    ``{problem = "lsp-pose", options = {G = 16, n_train = 100}, first = 50, label = "pose16"}``
+    (every key but ``problem`` optional; the label defaults to ``"lsp-pose(G=16,n_train=100)"``
+    from the options that differ from the problem's defaults). Names are the registered
+    problems (:func:`gaplab.core.problems.problem_names`); ValueError names the field.
+    """
+    if isinstance(entry, str):
+        m = _DATASET_RE.match(entry.strip())
+        if m is None:
+            raise _err(field_name, f"unknown dataset {entry!r}; registered problems: {_registered_names()} "
+                                   f"(optionally with [:N] for the first N training examples)")
+        pspec = _problem_spec(m["base"], field_name)
+        first = _check_first(field_name, int(m["first"]) if m["first"] else None, pspec)
+        return DatasetRef(entry.strip(), pspec.name, pspec.parse_options({}), first)
+    if not isinstance(entry, dict):
+        raise _err(field_name, f"a dataset is a registered problem's name or a table {{problem, options, first, "
+                               f"label}}, got {entry!r}")
+    unknown = set(entry) - {"problem", "options", "first", "label"}
+    if unknown:
+        raise _err(field_name, f"unknown key(s) {sorted(unknown)}; expected some of first, label, options, problem")
+    name = entry.get("problem")
+    if not isinstance(name, str):
+        raise _err(f"{field_name}.problem", f"expected a registered problem's name ({_registered_names()}), "
+                                            f"got {name!r}")
+    pspec = _problem_spec(name.strip(), f"{field_name}.problem")
+    opts_raw = entry.get("options", {})
+    if not isinstance(opts_raw, dict):
+        raise _err(f"{field_name}.options", f"expected a table of loader options, got {opts_raw!r}")
+    for k in opts_raw:  # name the option that is wrong
+        try:
+            pspec.parse_options({k: opts_raw[k]})
+        except ValueError as exc:
+            raise _err(f"{field_name}.options" + (f".{k}" if k in pspec.options else ""), str(exc)) from None
+    options = pspec.parse_options(opts_raw)
+    first = _check_first(f"{field_name}.first", entry.get("first"), pspec)
+    label = entry.get("label")
+    if label is None:
+        defaults = pspec.parse_options({})
+        changed = [f"{k}={v}" for k, v in options.items() if v != defaults[k]]
+        label = pspec.name + (f"({','.join(changed)})" if changed else "") + (f"[:{first}]" if first else "")
+    elif not isinstance(label, str) or not label.strip():
+        raise _err(f"{field_name}.label", f"expected a non-empty string, got {label!r}")
+    return DatasetRef(label.strip(), pspec.name, options, first)
+
+
+def load_dataset(ref, data_home=None):
+    """The :class:`~gaplab.core.problems.Problem` of a spec's dataset (a :class:`DatasetRef`,
+    a dataset entry or a run config), loaded through the problem registry: its model (cut to
+    the first N training examples if asked), test set, default λ and options.
+
+    Raises FileNotFoundError (with the loader's instructions) when the data is not installed.
+    """
+    from .problems import Problem, get_problem
+    if isinstance(ref, dict) and "problem" in ref and "dataset" in ref:
+        ref = DatasetRef(ref["dataset"], ref["problem"], dict(ref.get("options") or {}), ref.get("first"))
+    elif not isinstance(ref, DatasetRef):
+        ref = parse_dataset(ref)
+    pspec = get_problem(ref.problem)
+    problem = pspec.load(data_home=data_home, **ref.options)
+    if ref.first is not None:
+        train = problem.train if problem.train is not None else getattr(problem.model, "data", None)
+        if train is None or not hasattr(train, "subset"):
+            raise ValueError(f"dataset {ref.key!r}: problem {ref.problem!r} has no training set to cut to "
+                             f"the first {ref.first} examples")
+        sub = train.subset(np.arange(min(ref.first, problem.n)))
+        model = pspec.model_factory(sub)
+        problem = Problem(problem.name, model, problem.test, problem.default_lam, problem.info, pspec,
+                          problem.options)
+    return problem
 
 
 # ============================================================================ the spec
@@ -157,11 +265,12 @@ def _check_lams(field_name, v):
         raise _err(field_name, f"expected a non-empty list of λ values, got {v!r}")
     out = []
     for j, lam in enumerate(v):
-        if lam == "1/n":
-            out.append("1/n")
+        if lam in ("1/n", "default"):
+            out.append(lam)
             continue
         if isinstance(lam, str):
-            raise _err(f"{field_name}[{j}]", f"λ must be a number > 0 or '1/n', got {lam!r}")
+            raise _err(f"{field_name}[{j}]", f"λ must be a number > 0, '1/n' or 'default' (the problem's own λ), "
+                                             f"got {lam!r}")
         if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not (float(lam) > 0) or math.isinf(lam):
             raise _err(f"{field_name}[{j}]", f"λ must be a finite number > 0, got {lam!r}")
         out.append(float(lam))
@@ -264,7 +373,10 @@ class SweepSpec:
     name : str
     version : int
     datasets : tuple of str
-    lams : dict dataset -> list of (float or "1/n")
+        The datasets' keys (see :class:`DatasetRef`).
+    refs : dict key -> DatasetRef
+        The registered problem, loader options and cut of each dataset.
+    lams : dict dataset -> list of (float, "1/n" or "default": the problem's own λ)
     seeds : tuple of int
     methods : dict name -> normalized method settings (dict)
     budget : dict with max_passes (dict dataset -> float), time_limit, gap_check, gap_threshold,
@@ -278,6 +390,7 @@ class SweepSpec:
     name: str
     version: int
     datasets: tuple
+    refs: dict
     lams: dict
     seeds: tuple
     methods: dict
@@ -308,11 +421,10 @@ class SweepSpec:
             ds = [ds]
         if not isinstance(ds, (list, tuple)) or not ds:
             raise _err("datasets", f"expected a non-empty list of dataset names, got {ds!r}")
-        for j, x in enumerate(ds):
-            parse_dataset(x, f"datasets[{j}]")
-        ds = tuple(x.strip() for x in ds)
+        refs = tuple(parse_dataset(x, f"datasets[{j}]") for j, x in enumerate(ds))
+        ds = tuple(r.key for r in refs)
         if len(set(ds)) != len(ds):
-            raise _err("datasets", f"duplicate dataset names in {list(ds)}")
+            raise _err("datasets", f"duplicate dataset names in {list(ds)} (give a table's label to tell them apart)")
         methods_raw = d.get("methods")
         if not isinstance(methods_raw, dict) or not methods_raw:
             raise _err("methods", f"expected a non-empty table of methods, got {methods_raw!r}")
@@ -325,10 +437,8 @@ class SweepSpec:
             seen[same] = mname
         needs_lam = any(m["kind"] not in ("path", "grid") for m in methods.values())
         lams_raw = d.get("lams")
-        if lams_raw is None:
-            if needs_lam:
-                raise _err("lams", "missing: solve runs need a list of λ values")
-            lams = {x: [] for x in ds}
+        if lams_raw is None:  # each problem's own λ (gaplab.core.problems: default_lam)
+            lams = {x: (["default"] if needs_lam else []) for x in ds}
         else:
             lams = _per_dataset("lams", lams_raw, ds, _check_lams)
         seeds = d.get("seeds", 1)
@@ -383,9 +493,9 @@ class SweepSpec:
         if dh is not None and not isinstance(dh, str):
             raise _err("data_home", f"expected a directory path, got {dh!r}")
         desc = d.get("description", "")
-        return cls(name=name.strip(), version=version, datasets=ds, lams=lams, seeds=tuple(seeds),
-                   methods=methods, budget=bud, budget_name=bname, metrics=tuple(metrics), data_home=dh,
-                   description=str(desc), raw=json.loads(json.dumps(d, default=str)))
+        return cls(name=name.strip(), version=version, datasets=ds, refs=dict(zip(ds, refs)), lams=lams,
+                   seeds=tuple(seeds), methods=methods, budget=bud, budget_name=bname, metrics=tuple(metrics),
+                   data_home=dh, description=str(desc), raw=json.loads(json.dumps(d, default=str)))
 
     def runs(self) -> list[dict]:
         """The independent runs (see :func:`expand_runs`)."""
@@ -431,8 +541,15 @@ _NOT_KEYED = ("label", "run_id", "data_home")
 def run_id(config: dict) -> str:
     """Hash of a run's config (the store key): sha256 of its canonical JSON, 16 hex digits.
     The method's name is part of it; its display ``label`` and where the data lives
-    (``data_home``) are not."""
+    (``data_home``) are not. The dataset fields ``problem``, ``options`` and ``first`` are left
+    out when the dataset's name says it all (``"ocr-small"``, ``"ocr-small[:20]"``: a problem
+    without options), so stores written before sweeps read the problem registry stay valid."""
     key = {k: v for k, v in config.items() if k not in _NOT_KEYED}
+    first = key.get("first")
+    implied = key.get("problem", key.get("dataset")) + (f"[:{first}]" if first else "")
+    if not key.get("options") and key.get("dataset") == implied:
+        for k in ("problem", "options", "first"):
+            key.pop(k, None)
     return hashlib.sha256(_canonical(key).encode()).hexdigest()[:16]
 
 
@@ -441,12 +558,16 @@ def expand_runs(spec) -> list[dict]:
     seeds for path/grid runs. Each run is a plain dict (its config) with a ``run_id``."""
     spec = load_spec(spec)
     runs = []
+    from .problems import get_problem
     for ds in spec.datasets:
+        ref = spec.refs[ds]
         for mname, m in spec.methods.items():
             lams = [None] if m["kind"] in ("path", "grid") else spec.lams[ds]
-            for lam in lams:
+            # "default": the registered problem's own λ for these options (e.g. horse-small 10)
+            lams = [get_problem(ref.problem).lam(**ref.options) if lam == "default" else lam for lam in lams]
+            for lam in dict.fromkeys(lams):
                 for seed in spec.seeds:
-                    cfg = {"dataset": ds, "method": mname, **m, "seed": int(seed),
+                    cfg = {**ref.config(), "method": mname, **m, "seed": int(seed),
                            "max_passes": spec.budget["max_passes"][ds], "time_limit": spec.budget["time_limit"],
                            "gap_check": spec.budget["gap_check"], "gap_threshold": spec.budget["gap_threshold"],
                            "test_error": spec.budget["test_error"], "data_home": spec.data_home,
@@ -462,43 +583,62 @@ def expand_runs(spec) -> list[dict]:
 _MODELS: dict = {}
 
 
-def _model(dataset, data_home):
-    """The model and test data of a dataset, kept per worker process (one dataset at a time)."""
-    key = (dataset, data_home)
+def _problem(cfg):
+    """The loaded problem of a run's dataset (registry), kept per worker process (one dataset at a
+    time). Configs from before the registry (no ``problem`` field) name it in ``dataset``."""
+    ref = (DatasetRef(cfg["dataset"], cfg["problem"], dict(cfg.get("options") or {}), cfg.get("first"))
+           if "problem" in cfg else parse_dataset(cfg["dataset"]))
+    key = (ref.key, ref.problem, _canonical(ref.options), ref.first, cfg.get("data_home"))
     if key not in _MODELS:
-        from .models import ChainModel
-        train, test = load_dataset(dataset, data_home)
+        problem = load_dataset(ref, cfg.get("data_home"))
         _MODELS.clear()
-        _MODELS[key] = (ChainModel(train), test)
+        _MODELS[key] = problem
     return _MODELS[key]
 
 
 _WARM: set = set()
 
 
-def _warm_up(model, scfg):
+def _small_model(problem):
+    """A 3-example instance of the problem's model (the same model class and array types, so numba
+    loads the same compiled kernels): its first 3 training examples, else the problem's own
+    ``warmup`` instance; None if it has neither."""
+    train = getattr(problem.model, "data", None)
+    spec = problem.spec
+    if train is not None and hasattr(train, "subset") and spec is not None and spec.model_factory is not None:
+        return spec.model_factory(train.subset(np.arange(min(3, problem.n))))
+    if spec is not None and spec.warmup is not None:
+        return spec.warmup()
+    return None
+
+
+def _warm_up(problem, scfg):
     """Run the solver of this config once on 3 examples, so that the first timed run of a worker
     process does not pay for loading numba's compiled kernels (times stay comparable)."""
-    key = (type(model).__name__, scfg.step, scfg.cache.enabled, scfg.sampling, scfg.batch_step)
+    key = (type(problem.model).__name__, scfg.step, scfg.cache.enabled, scfg.sampling, scfg.batch_step)
     if key in _WARM:
         return
-    from .models import ChainModel
+    from .problems import model_box
     from .solver import Solver
-    small = ChainModel(model.data.subset(range(min(3, model.n)))) if hasattr(model, "data") else model
-    Solver(small, scfg.replace(max_passes=2.0, time_limit=math.inf, gap_check=1)).run(final_gap_check=True)
+    small = _small_model(problem)
+    if small is not None:
+        Solver(small, scfg.replace(max_passes=2.0, time_limit=math.inf, gap_check=1),
+               **model_box(small)).run(final_gap_check=True)
     _WARM.add(key)
 
 
-def _warm_up_path(model, scfg, cfg):
+def _warm_up_path(problem, scfg, cfg):
     """As :func:`_warm_up` for path and grid runs (their own kernels): the same method on 3
     examples, at most 5 breakpoints / grid points."""
-    key = (cfg["kind"], scfg.step, scfg.cache.enabled, scfg.sampling, cfg.get("heuristic"), cfg.get("true_gaps"))
-    if key in _WARM or not hasattr(model, "data"):
+    key = (type(problem.model).__name__, cfg["kind"], scfg.step, scfg.cache.enabled, scfg.sampling,
+           cfg.get("heuristic"), cfg.get("true_gaps"))
+    if key in _WARM:
         return
-    from .models import ChainModel
     from .regpath import grid_search, regularization_path
-    small = ChainModel(model.data.subset(range(min(3, model.n))))
-    if cfg["kind"] == "path":
+    small = _small_model(problem)
+    if small is None:
+        pass
+    elif cfg["kind"] == "path":
         regularization_path(small, solver_config=scfg, eps=cfg["eps"], kappa=cfg["kappa"], heuristic=cfg["heuristic"],
                             true_gaps=cfg["true_gaps"], max_breakpoints=5)
     else:
@@ -524,7 +664,9 @@ def execute_run(cfg: dict) -> dict:
     -------
     dict with ``rows`` (column name -> list: the trace of a solve run, one row per pass and gap
     check; the points of a path/grid run), ``summary`` (final numbers), ``lam`` (the resolved λ),
-    ``host``, ``pid``, ``elapsed_s``.
+    ``host``, ``pid``, ``elapsed_s`` (wall seconds of the whole task: loading, warm-up, run) and
+    ``cpu_s`` (CPU seconds of the worker process during the solver run or path, warm-up excluded;
+    with one thread per worker that is the run's own CPU time plus the worker's small overhead).
     """
     t0 = time.perf_counter()
     kind = cfg["kind"]
@@ -535,15 +677,19 @@ def execute_run(cfg: dict) -> dict:
         if not marker.exists():
             marker.write_text(str(os.getpid()))
             os.kill(os.getpid(), signal.SIGKILL)
-    model, test = _model(cfg["dataset"], cfg.get("data_home"))
+    problem = _problem(cfg)
+    model, test = problem.model, problem.test
     test_data = test if cfg.get("test_error") else None
     if kind in ("solve",) + TEST_KINDS:
+        from .problems import model_box
         from .solver import Solver
         lam = 1.0 / model.n if cfg["lam"] == "1/n" else float(cfg["lam"])
         scfg = _solver_config(cfg, lam, max_passes=cfg["max_passes"], time_limit=cfg["time_limit"],
                               gap_threshold=cfg["gap_threshold"], batch_step=cfg["batch_step"])
-        _warm_up(model, scfg)
-        result = Solver(model, scfg, test_data=test_data).run(final_gap_check=True)
+        _warm_up(problem, scfg)
+        c0 = time.process_time()
+        result = Solver(model, scfg, test_data=test_data, **model_box(model)).run(final_gap_check=True)
+        cpu_s = time.process_time() - c0
         keep = [c for c in TRACE_COLUMNS if c not in METRICS or c in cfg.get("metrics", METRICS)]
         rows = [{c: r.get(c) for c in keep} for r in result.trace]
         summary = {"status": result.status.name.lower(), "exact_gap": result.exact_gap, "primal": result.primal,
@@ -554,7 +700,8 @@ def execute_run(cfg: dict) -> dict:
     else:
         from .regpath import default_grid, grid_search, regularization_path
         scfg = _solver_config(cfg, 1.0)
-        _warm_up_path(model, scfg, cfg)
+        _warm_up_path(problem, scfg, cfg)  # the path and the grid use the model's box (model_box)
+        c0 = time.process_time()
         if kind == "path":
             path = regularization_path(model, solver_config=scfg, eps=cfg["eps"], kappa=cfg["kappa"],
                                        lam_min=cfg["lam_min"], heuristic=cfg["heuristic"],
@@ -566,6 +713,7 @@ def execute_run(cfg: dict) -> dict:
                                warm_start=cfg["warm_start"], solver_config=scfg, test_data=test_data,
                                max_passes_per_point=cfg["max_passes_per_point"], time_limit=cfg["time_limit"],
                                check_factor=cfg["check_factor"])
+        cpu_s = time.process_time() - c0
         rows = path.rows()
         names = list(rows[0]) if rows else ["index", "lam"]
         cols = _columns(rows, names)
@@ -573,7 +721,7 @@ def execute_run(cfg: dict) -> dict:
         summary = {"status": path.end_reason or "done", "points": len(path), "total_passes": path.total_passes,
                    "total_time_s": path.total_time_s, "lam_end": path.lam_end}
     return {"rows": cols, "summary": summary, "lam": lam, "host": socket.gethostname(), "pid": os.getpid(),
-            "elapsed_s": time.perf_counter() - t0}
+            "elapsed_s": time.perf_counter() - t0, "cpu_s": cpu_s}
 
 
 # ============================================================================ the store
@@ -702,6 +850,7 @@ class Store:
         self.manifest["runs"][rid] = {"config": cfg, "status": "done", "attempts": attempts, "errors": errors,
                                       "file": f"runs/{rid}.parquet", "summary": out["summary"],
                                       "host": out.get("host"), "pid": out.get("pid"),
+                                      "elapsed_s": out.get("elapsed_s"), "cpu_s": out.get("cpu_s"),
                                       "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         self._write_manifest()
 

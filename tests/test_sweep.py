@@ -80,6 +80,8 @@ def test_two_workers_match_serial_runs(swept):
     for rid, entry in st.manifest["runs"].items():
         cfg = entry["config"]
         assert entry["status"] == "done" and entry["attempts"] == 1
+        # the run's own CPU seconds (one compute thread per worker: at most its task's wall time)
+        assert 0 < entry["cpu_s"] <= 1.2 * entry["elapsed_s"] + 0.5
         stored = st.read_run(rid)
         serial = _serial_trace(cfg)
         assert len(stored) == len(serial) > 2
@@ -339,6 +341,7 @@ def test_app_sweeps_tab_browses_a_store(swept, tmp_path):
     view = SweepsView(store=path)
     assert view.store is not None and "4 runs recorded: 4 done, 0 failed" in view.info.object
     assert view.dataset.options == [f"ocr-small[:{WORDS}]"] and view.lam.options == ["0.1"]
+    assert view.view.options == {"Convergence": "convergence"} and not view.view.visible
     assert sorted(view.methods.value) == ["bcfw_uniform", "bcpfw_gap_cache"]
     fig = view.figure.object
     assert isinstance(fig, hv.Layout) and len(fig) == 2
@@ -406,6 +409,32 @@ def test_path_and_grid_runs_and_their_figures(tmp_path):
         y = curve.dimension_values(1)
         assert np.all(np.diff(y) <= 1e-9)
     assert plots.figure(tmp_path / "s") is not None  # auto: the path-vs-grid figure
+    # the app's Sweeps tab offers the two path views of this store (no convergence: no solve runs)
+    pytest.importorskip("panel")
+    from gaplab.app.sweeps_tab import SweepsView
+    view = SweepsView(store=tmp_path / "s")
+    assert view.view.options == {"κ study": "kappa", "Path vs grid": "path-grid"} and view.view.value == "kappa"
+    assert view.view.visible and view.lam.disabled and view.lam.options == []
+    assert view.dataset.options == [f"ocr-small[:{WORDS}]"]
+
+    def labels(fig, row=0):
+        return sorted(e.label for e in fig[row] if type(e) is hv.Curve)
+
+    assert labels(view.figure.object) == ["eps_k5", "eps_k9"] and len(view.figure.object) == 2
+    view.view.value = "path-grid"
+    assert labels(view.figure.object) == labels(view.figure.object, 1) == ["eps_k5", "eps_k9", "grid"]
+    assert sorted(view.methods.value) == ["eps_k5", "eps_k9", "grid"]
+    view.methods.value = ["grid", "eps_k9"]
+    fig = view.figure.object
+    assert labels(fig) == ["eps_k9", "grid"]
+    # hovering a curve shows its run config (the Bokeh hover tool lists the config column)
+    grid_curve = next(e for e in fig[0] if type(e) is hv.Curve and e.label == "grid")
+    assert "kind=grid" in grid_curve.dimension_values("config")[0]
+    assert "warm_start=primal" in grid_curve.dimension_values("config")[0]
+    from bokeh.models import HoverTool
+    plot = hv.render(fig[0], backend="bokeh")
+    tips = [str(t.tooltips) for t in plot.select(type=HoverTool)]
+    assert tips and any("config" in t for t in tips)
 
 
 def test_cli_sweep_on_an_existing_scheduler(client, tmp_path):
@@ -418,3 +447,76 @@ def test_cli_sweep_on_an_existing_scheduler(client, tmp_path):
     assert main(["sweep", str(spec), "--store", str(tmp_path / "st"), "--scheduler", address, "--quiet"]) == 0
     (entry,) = Store(tmp_path / "st").manifest["runs"].values()
     assert entry["status"] == "done" and entry["pid"] != os.getpid()
+
+
+# ---------------------------------------------------------------------------- the problem registry
+def _lsp_dir():
+    from test_pose_tree import LSP_DIR
+    return LSP_DIR
+
+
+@pytest.mark.parametrize("dataset", ["seg-tiny", "lsp-tiny"])
+def test_registered_problems_sweep_like_direct_solver_runs(dataset, tmp_path):
+    """Sweeps load datasets through the problem registry: seg-tiny (Python-tier graph-cut oracle,
+    loader option n, box w_P >= 0) and lsp-tiny (compiled tree oracle); with no λ in the spec
+    each problem's own λ is used. The stored traces equal direct Solver runs with the same seeds."""
+    from gaplab.core.problems import get_problem, load_problem, model_box
+    from gaplab.core.solver import Solver
+    data_home = None
+    if dataset == "lsp-tiny":
+        data_home = _lsp_dir()
+        if data_home is None:
+            pytest.skip("LSP joints.mat not found ($GAPLAB_DATA or ../shared/data/lsp)")
+        entry, options = "lsp-tiny", {}
+    else:
+        entry, options = {"problem": "seg-tiny", "options": {"n": 4}}, {"n": 4}
+    spec = {"name": f"reg-{dataset}", "datasets": [entry], "seeds": [0, 1],
+            "data_home": None if data_home is None else str(data_home),
+            "budget": {"max_passes": 4, "gap_check": 2},
+            "methods": {"bcpfw_gap_cache": {"sampling": "gap", "step": "pairwise", "cache": True}}}
+    rep = run_sweep(spec, tmp_path / "s", workers=0)
+    assert (rep.done, rep.failed) == (2, 0)
+    st = Store(tmp_path / "s")
+    problem = load_problem(dataset, data_home=data_home, **options)
+    assert problem.model.bounds() is not None or dataset == "lsp-tiny"
+    key = "seg-tiny(n=4)" if dataset == "seg-tiny" else "lsp-tiny"
+    for rid, e in st.manifest["runs"].items():
+        cfg = e["config"]
+        assert cfg["dataset"] == key and cfg["problem"] == dataset
+        assert cfg["lam"] == get_problem(dataset).lam(**options) == problem.default_lam
+        s = Solver(problem.model, lam=cfg["lam"], sampling="gap", step="pairwise", cache={"enabled": True},
+                   gap_check=2, max_passes=4, seed=cfg["seed"], **model_box(problem.model))
+        direct = s.run(final_gap_check=True).trace
+        stored = st.read_run(rid)
+        assert len(stored) == len(direct) > 2
+        for j, rec in enumerate(direct):
+            for col in ("kind", "effective_passes", "oracle_calls", "exact_gap", "heuristic_gap", "primal", "dual",
+                        "cache_hits"):
+                v = stored[col].iloc[j]
+                assert _same(v.item() if hasattr(v, "item") else v, rec[col]), (rid, j, col)
+    assert {e["config"]["seed"] for e in st.manifest["runs"].values()} == {0, 1}
+
+
+def test_spec_datasets_from_the_registry():
+    from gaplab.core.problems import problem_names
+    from gaplab.core.sweep import parse_dataset
+    with pytest.raises(ValueError) as exc:
+        load_spec(tiny_spec(datasets=["mnist"]))
+    msg = str(exc.value)
+    assert "'datasets[0]'" in msg and all(n in msg for n in problem_names())
+    # loader options are checked, defaults filled in, the label says what differs
+    ref = parse_dataset({"problem": "lsp-pose", "options": {"G": 16, "n_train": 100}})
+    assert ref.key == "lsp-pose(G=16,n_train=100)" and ref.options == {"G": 16, "n_types": 4, "n_train": 100}
+    for entry, field in [({"problem": "lsp-pose", "options": {"G": 1}}, "datasets[0].options.G"),
+                         ({"problem": "lsp-pose", "options": {"H": 3}}, "datasets[0].options"),
+                         ({"problem": "nope"}, "datasets[0].problem"),
+                         ({"problem": "seg-tiny", "first": 0}, "datasets[0].first"),
+                         ("toy[:3]", "datasets[0]")]:
+        with pytest.raises(ValueError) as exc:
+            load_spec(tiny_spec(datasets=[entry]))
+        assert f"'{field}'" in str(exc.value), (entry, str(exc.value))
+    # λ omitted or "default": the problem's own λ (horse-small 10, toy 1/n)
+    runs = expand_runs(tiny_spec(datasets=["horse-small", {"problem": "toy", "options": {"n": 8}}], lams=None))
+    assert {(r["dataset"], r["lam"]) for r in runs} == {("horse-small", 10.0), ("toy(n=8)", 1 / 8)}
+    runs = expand_runs(tiny_spec(lams=["default", 0.1]))
+    assert sorted({r["lam"] for r in runs}) == [0.01, 0.1]
