@@ -1365,11 +1365,16 @@ def _step_after_fw_corner(M, S, cfg_i, cfg_f, i, k, L, flags, fw_slot, fw_val, f
         if a_count[i] > limit:
             atoms_trim(M, S, cfg_i, i)
         elif a_count[i] == cap:
-            full = True
-            for q in range(a_count[i]):
-                if a_alpha[i, q] == 0.0:
-                    full = False
-                    break
+            # a full pool must grow before the block's next new labelling: when the cache may
+            # hold more (cap <= its size; Alg. 5 keeps up to `size` labellings, inactive ones
+            # included) or when every slot is active (the active set needs room)
+            full = cap <= limit
+            if not full:
+                full = True
+                for q in range(a_count[i]):
+                    if a_alpha[i, q] == 0.0:
+                        full = False
+                        break
             if full:
                 S.counters[C_GROW] = 1
     phase_log(S.log, S.counters, k, i, kind, flags, gam, gmax, S.gap_est[i], g_used, best_imp, track, S.a_alpha,
