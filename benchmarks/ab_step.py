@@ -58,19 +58,22 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--steps", type=int, default=20000)
     ap.add_argument("--warm", type=float, default=12)
+    ap.add_argument("--configs", default=",".join(CONFIGS),
+                    help="comma-separated subset of " + ", ".join(CONFIGS))
     ap.add_argument("--out", default="ab_step.json")
     a = ap.parse_args(argv)
     roots = {"old": a.old, "new": a.new}
-    res = {(k, c): [] for k in roots for c in CONFIGS}
+    configs = {c: CONFIGS[c] for c in a.configs.split(",")}
+    res = {(k, c): [] for k in roots for c in configs}
     for rnd in range(a.rounds):
-        for c, cfg in CONFIGS.items():
+        for c, cfg in configs.items():
             for k in (("old", "new") if rnd % 2 == 0 else ("new", "old")):
                 r = run_child(CHILD.format(warm=a.warm, reps=a.reps, steps=a.steps, **cfg), {"PYTHONPATH": roots[k]})
                 res[(k, c)].append(r)
                 print(rnd, k, c, round(r["us_per_step"], 3), r["hits"], file=sys.stderr, flush=True)
     out = {"dataset": "ocr-large", "lam": 0.001, "warm_passes": a.warm, "steps": a.steps, "rounds": a.rounds,
            "clock": "time.thread_time (CPU time of the stepping thread)", "configs": {}}
-    for c in CONFIGS:
+    for c in configs:
         o = float(np.median([r["us_per_step"] for r in res[("old", c)]]))
         n = float(np.median([r["us_per_step"] for r in res[("new", c)]]))
         out["configs"][c] = {"old_us_per_step": o, "new_us_per_step": n, "new_over_old": n / o,

@@ -666,27 +666,34 @@ def atom_insert(M, S, i, y, hsh, loss, k):
     """Insert labelling y (α = 0) into block i; evicts the least recently used inactive atom
     when the pool is full. Returns the slot, or -1 when every slot holds an active atom
     (the caller must grow the pool first; see C_GROW)."""
-    cap = S.a_alpha.shape[1]
+    return atom_insert_arr(M, i, y, hsh, loss, k, S.a_lab, S.a_alpha, S.a_count, S.a_hash, S.a_used, S.a_loss)
+
+
+@njit(cache=True, nogil=True)
+def atom_insert_arr(M, i, y, hsh, loss, k, a_lab, a_alpha, a_count, a_hash, a_used, a_loss):
+    """:func:`atom_insert` on the atom arrays (a call with the whole state tuple costs a
+    reference-count update per array)."""
+    cap = a_alpha.shape[1]
     L = M.lab_off[i + 1] - M.lab_off[i]
-    if S.a_count[i] < cap:
-        s = S.a_count[i]
-        S.a_count[i] += 1
+    if a_count[i] < cap:
+        s = a_count[i]
+        a_count[i] += 1
     else:
         s = -1
         oldest = np.iinfo(np.int64).max
         for q in range(cap):
-            if S.a_alpha[i, q] == 0.0 and S.a_used[i, q] < oldest:
-                oldest = S.a_used[i, q]
+            if a_alpha[i, q] == 0.0 and a_used[i, q] < oldest:
+                oldest = a_used[i, q]
                 s = q
         if s < 0:
             return -1
-    b = atom_base(M, S, i, s)
+    b = M.lab_off[i] * cap + s * L
     for t in range(L):
-        S.a_lab[b + t] = y[t]
-    S.a_alpha[i, s] = 0.0
-    S.a_loss[i, s] = loss
-    S.a_hash[i, s] = hsh
-    S.a_used[i, s] = k
+        a_lab[b + t] = y[t]
+    a_alpha[i, s] = 0.0
+    a_loss[i, s] = loss
+    a_hash[i, s] = hsh
+    a_used[i, s] = k
     return s
 
 
@@ -771,72 +778,94 @@ def purge_small(M, S, cfg_i, cfg_f, i):
 # ============================================================================ samplers
 
 
-@njit(cache=True, nogil=True)
-def _tree_leaf_value(S, cfg_f, i):
+@njit(cache=True, nogil=True, inline="always")
+def _leaf_weight(weights, gap_est, scalars, p, i):
     """Sampling weight of block i: the fixed weight, or its gap estimate g_i^p (Paper: Alg. 2
     has p = 1). For p != 1 the weight is (g_i / g_ref)^p with g_ref the largest gap estimate at
     the last rebuild, so that a large p neither underflows (every weight 0: uniform draws) nor
     overflows, and approaches max-gap sampling."""
-    if S.weights.shape[0] > 0:
-        return S.weights[i]
-    g = S.gap_est[i]
+    if weights.shape[0] > 0:
+        return weights[i]
+    g = gap_est[i]
     if not (g > 0.0):  # also NaN-safe
         return 0.0
-    p = cfg_f[F_P]
     if p == 1.0:
         return g
     if g == np.inf:
         return np.inf
-    return (g / S.scalars[S_GAP_REF]) ** p  # g_ref > 0: set by tree_rebuild before any leaf is computed
+    return (g / scalars[S_GAP_REF]) ** p  # g_ref > 0: set by tree_rebuild before any leaf is computed
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _tree_leaf_value(S, cfg_f, i):
+    return _leaf_weight(S.weights, S.gap_est, S.scalars, cfg_f[F_P], i)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def tree_update_arr(tree, weights, gap_est, scalars, p, i):
+    """Set leaf i of the sampling tree to block i's weight and update the sums above it (the
+    tree of Alg. 2's gap sampling: a draw and an update are O(log n))."""
+    if p != 1.0 and weights.shape[0] == 0 and not (scalars[S_GAP_REF] > 0.0):
+        tree_rebuild_arr(tree, weights, gap_est, scalars, p, gap_est.shape[0])  # p != 1: the first update fixes g_ref
+        return
+    size = tree.shape[0] // 2
+    j = size + i
+    leaf = _leaf_weight(weights, gap_est, scalars, p, i)
+    tree[j] = leaf
+    j //= 2
+    while j >= 1:
+        tree[j] = tree[2 * j] + tree[2 * j + 1]
+        j //= 2
+    # p != 1: a new largest gap may overflow, the sum of tiny weights underflow: rescale
+    if p != 1.0 and weights.shape[0] == 0 and (leaf > 1e200 or not (tree[1] > 1e-200)):
+        tree_rebuild_arr(tree, weights, gap_est, scalars, p, gap_est.shape[0])
 
 
 @njit(cache=True, nogil=True, inline="always")
 def tree_update(S, cfg_f, i):
-    if cfg_f[F_P] != 1.0 and S.weights.shape[0] == 0 and not (S.scalars[S_GAP_REF] > 0.0):
-        tree_rebuild(S, cfg_f, S.gap_est.shape[0])  # p != 1: the first update fixes g_ref
-        return
-    size = S.tree.shape[0] // 2
-    j = size + i
-    leaf = _tree_leaf_value(S, cfg_f, i)
-    S.tree[j] = leaf
-    j //= 2
-    while j >= 1:
-        S.tree[j] = S.tree[2 * j] + S.tree[2 * j + 1]
-        j //= 2
-    # p != 1: a new largest gap may overflow, the sum of tiny weights underflow: rescale
-    if cfg_f[F_P] != 1.0 and S.weights.shape[0] == 0 and (leaf > 1e200 or not (S.tree[1] > 1e-200)):
-        tree_rebuild(S, cfg_f, S.gap_est.shape[0])
+    tree_update_arr(S.tree, S.weights, S.gap_est, S.scalars, cfg_f[F_P], i)
+
+
+@njit(cache=True, nogil=True)
+def tree_rebuild_arr(tree, weights, gap_est, scalars, p, n):
+    """Rebuild the whole sampling tree (and, for p != 1, its reference gap g_ref)."""
+    size = tree.shape[0] // 2
+    ref = 0.0
+    for i in range(n):
+        g = gap_est[i]
+        if g < np.inf and g > ref:
+            ref = g
+    scalars[S_GAP_REF] = ref if ref > 0.0 else 1.0
+    for j in range(size, 2 * size):
+        tree[j] = 0.0
+    for i in range(n):
+        tree[size + i] = _leaf_weight(weights, gap_est, scalars, p, i)
+    for j in range(size - 1, 0, -1):
+        tree[j] = tree[2 * j] + tree[2 * j + 1]
 
 
 @njit(cache=True, nogil=True)
 def tree_rebuild(S, cfg_f, n):
-    size = S.tree.shape[0] // 2
-    ref = 0.0
-    for i in range(n):
-        g = S.gap_est[i]
-        if g < np.inf and g > ref:
-            ref = g
-    S.scalars[S_GAP_REF] = ref if ref > 0.0 else 1.0
-    for j in range(size, 2 * size):
-        S.tree[j] = 0.0
-    for i in range(n):
-        S.tree[size + i] = _tree_leaf_value(S, cfg_f, i)
-    for j in range(size - 1, 0, -1):
-        S.tree[j] = S.tree[2 * j] + S.tree[2 * j + 1]
+    tree_rebuild_arr(S.tree, S.weights, S.gap_est, S.scalars, cfg_f[F_P], n)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def mark_visited_arr(unv, unv_pos, counters, i):
+    """Remove block i from the list of blocks whose gap was never computed."""
+    pos = unv_pos[i]
+    if pos >= 0:
+        last = counters[C_UNVISITED] - 1
+        other = unv[last]
+        unv[pos] = other
+        unv_pos[other] = pos
+        unv[last] = i
+        unv_pos[i] = -1
+        counters[C_UNVISITED] = last
 
 
 @njit(cache=True, nogil=True, inline="always")
 def mark_visited(S, i):
-    """Remove block i from the list of blocks whose gap was never computed."""
-    pos = S.unv_pos[i]
-    if pos >= 0:
-        last = S.counters[C_UNVISITED] - 1
-        other = S.unv[last]
-        S.unv[pos] = other
-        S.unv_pos[other] = pos
-        S.unv[last] = i
-        S.unv_pos[i] = -1
-        S.counters[C_UNVISITED] = last
+    mark_visited_arr(S.unv, S.unv_pos, S.counters, i)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -883,12 +912,20 @@ def _tree_draw_arr(tree, rng, n):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def set_block_gap_arr(gap_est, gap_iter, unv, unv_pos, counters, tree, weights, scalars, sampling, p, i, g, k):
+    """Store block i's gap g (computed at iteration k), mark it visited and, under gap sampling,
+    update its sampling weight (Paper: Alg. 2 line 8)."""
+    gap_est[i] = g
+    gap_iter[i] = k
+    mark_visited_arr(unv, unv_pos, counters, i)
+    if sampling == SAMPLE_GAP or sampling == SAMPLE_EXACT_GAP:
+        tree_update_arr(tree, weights, gap_est, scalars, p, i)
+
+
+@njit(cache=True, nogil=True, inline="always")
 def set_block_gap(S, cfg_i, cfg_f, i, g, k):
-    S.gap_est[i] = g
-    S.gap_iter[i] = k
-    mark_visited(S, i)
-    if cfg_i[I_SAMPLING] == SAMPLE_GAP or cfg_i[I_SAMPLING] == SAMPLE_EXACT_GAP:
-        tree_update(S, cfg_f, i)
+    set_block_gap_arr(S.gap_est, S.gap_iter, S.unv, S.unv_pos, S.counters, S.tree, S.weights, S.scalars,
+                      cfg_i[I_SAMPLING], cfg_f[F_P], i, g, k)
 
 
 # ============================================================================ block step, in phases
@@ -1073,27 +1110,48 @@ def phase_cache_lookup(M, i, k, could_hit, best, mu_h, fw_slot, gap_est, gap_ite
     return False, -1, 0.0, 0.0
 
 
-@njit(cache=True, nogil=True)
-def phase_fw_corner(M, S, cfg_i, cfg_f, i, k, L, fw_val, mu_h, track):
+@njit(cache=True, nogil=True, inline="always")
+def phase_fw_corner(M, i, k, L, fw_val, mu_h, track, sampling, p, ybuf, counters, gap_est, gap_iter, unv, unv_pos,
+                    tree, weights, scalars, a_lab, a_alpha, a_count, a_hash, a_used, a_loss):
     """Phase *FW corner from the oracle* (Paper: Alg. 1 line 4, Alg. 2 line 7): count the
     oracle call, store the block gap g_i = (max − ⟨μ_i, h⟩)/n it certifies, and (with atoms)
-    find or insert the FW corner S.ybuf among the block's atoms. Returns (slot or -1, loss)."""
+    find or insert the FW corner ybuf among the block's atoms. Returns (slot or -1, loss)."""
     n = M.n
-    S.counters[C_ORACLE] += 1
-    S.counters[C_STEP_ORACLE] += 1
-    set_block_gap(S, cfg_i, cfg_f, i, (fw_val - mu_h) / n, k)
-    fw_loss = label_loss(M, i, S.ybuf)
+    counters[C_ORACLE] += 1
+    counters[C_STEP_ORACLE] += 1
+    set_block_gap_arr(gap_est, gap_iter, unv, unv_pos, counters, tree, weights, scalars, sampling, p, i,
+                      (fw_val - mu_h) / n, k)
+    fw_loss = label_loss(M, i, ybuf)
     fw_slot = -1
     if track:
-        hsh = label_hash(S.ybuf, L)
-        fw_slot = atom_find(M, S, i, S.ybuf, hsh)
+        hsh = label_hash(ybuf, L)
+        cap = a_alpha.shape[1]
+        lab0 = M.lab_off[i] * cap
+        for s in range(a_count[i]):  # the FW corner among the atoms (hash, then labels)
+            if a_hash[i, s] == hsh:
+                same = True
+                for t in range(L):
+                    if a_lab[lab0 + s * L + t] != ybuf[t]:
+                        same = False
+                        break
+                if same:
+                    fw_slot = s
+                    break
         if fw_slot < 0:
-            fw_slot = atom_insert(M, S, i, S.ybuf, hsh, fw_loss, k)
+            fw_slot = atom_insert_arr(M, i, ybuf, hsh, fw_loss, k, a_lab, a_alpha, a_count, a_hash, a_used, a_loss)
             if fw_slot < 0:  # callers grow the pools before a step (C_GROW); never reached
                 raise RuntimeError("atom pool full: grow_atoms must run before the step")
         else:
-            S.a_used[i, fw_slot] = k
+            a_used[i, fw_slot] = k
     return fw_slot, fw_loss
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _fw_corner(M, S, cfg_i, cfg_f, i, k, L, fw_val, mu_h):
+    """:func:`phase_fw_corner` on the state's arrays."""
+    return phase_fw_corner(M, i, k, L, fw_val, mu_h, cfg_i[I_TRACK] != 0, cfg_i[I_SAMPLING], cfg_f[F_P], S.ybuf,
+                           S.counters, S.gap_est, S.gap_iter, S.unv, S.unv_pos, S.tree, S.weights, S.scalars,
+                           S.a_lab, S.a_alpha, S.a_count, S.a_hash, S.a_used, S.a_loss)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -1307,11 +1365,16 @@ def _step_after_fw_corner(M, S, cfg_i, cfg_f, i, k, L, flags, fw_slot, fw_val, f
         if a_count[i] > limit:
             atoms_trim(M, S, cfg_i, i)
         elif a_count[i] == cap:
-            full = True
-            for q in range(a_count[i]):
-                if a_alpha[i, q] == 0.0:
-                    full = False
-                    break
+            # a full pool must grow before the block's next new labelling: when the cache may
+            # hold more (cap <= its size; Alg. 5 keeps up to `size` labellings, inactive ones
+            # included) or when every slot is active (the active set needs room)
+            full = cap <= limit
+            if not full:
+                full = True
+                for q in range(a_count[i]):
+                    if a_alpha[i, q] == 0.0:
+                        full = False
+                        break
             if full:
                 S.counters[C_GROW] = 1
     phase_log(S.log, S.counters, k, i, kind, flags, gam, gmax, S.gap_est[i], g_used, best_imp, track, S.a_alpha,
@@ -1389,7 +1452,7 @@ def run_steps(M, S, cfg_i, cfg_f, max_steps):
                 _m_scores(M, i, S.w, S.h)
             fw_val = _m_oracle(M, i, S.h, S.ybuf, S.vit_f, S.vit_i)
             flags = FLAG_ORACLE
-            fw_slot, fw_loss = phase_fw_corner(M, S, cfg_i, cfg_f, i, k, L, fw_val, mu_h, cfg_i[I_TRACK] != 0)
+            fw_slot, fw_loss = _fw_corner(M, S, cfg_i, cfg_f, i, k, L, fw_val, mu_h)
         _step_after_fw_corner(M, S, cfg_i, cfg_f, i, k, L, flags, fw_slot, fw_val, fw_loss, mu_h, a_slot, a_val,
                               sparse, dpos)
         done += 1
@@ -1454,7 +1517,7 @@ def post_step(M, S, cfg_i, cfg_f):
     else:
         fw_val = label_dot(M, i, S.ybuf, S.h)
         flags = FLAG_ORACLE
-        fw_slot, fw_loss = phase_fw_corner(M, S, cfg_i, cfg_f, i, k, L, fw_val, mu_h, cfg_i[I_TRACK] != 0)
+        fw_slot, fw_loss = _fw_corner(M, S, cfg_i, cfg_f, i, k, L, fw_val, mu_h)
     _step_after_fw_corner(M, S, cfg_i, cfg_f, i, k, L, flags, fw_slot, fw_val, fw_loss, mu_h, a_slot, a_val,
                           sparse, dpos)
 

@@ -400,7 +400,11 @@ class Solver:
     # ------------------------------------------------------------------ stepping
     def _grow_if_needed(self):
         if self.S.counters[kr.C_GROW]:
-            self.S = grow_atoms(self._M, self.S)
+            self.S = grow_atoms(self._M, self.S, cache_size=self._cache_slots())
+
+    def _cache_slots(self) -> int:
+        """Labellings the cache may keep per block (0 without a cache)."""
+        return int(self._ci[kr.I_CACHE_SIZE]) if self._ci[kr.I_CACHE] else 0
 
     def _advance(self, max_steps: int) -> int:
         """Run up to max_steps block steps without crossing a pass boundary."""
@@ -847,4 +851,4 @@ def _rescale_to_gt(solver: Solver, rho: float):
         solver.S = grow_atoms(solver._M, solver.S)
         done_upto = sub
     if solver.S.counters[kr.C_GROW]:
-        solver.S = grow_atoms(solver._M, solver.S)
+        solver.S = grow_atoms(solver._M, solver.S, cache_size=solver._cache_slots())

@@ -136,10 +136,14 @@ def _relayout(lab_off, old_lab, old_cap, new_lab, new_cap, count):
                 new_lab[nb + t] = old_lab[ob + t]
 
 
-def grow_atoms(M, S: kr.StateArrays, factor: int = 2) -> kr.StateArrays:
-    """A state whose atom pools hold ``factor`` times more slots (same content)."""
+def grow_atoms(M, S: kr.StateArrays, factor: int = 2, cache_size: int = 0) -> kr.StateArrays:
+    """A state whose atom pools hold ``factor`` times more slots (same content); while the pools
+    are smaller than the cache needs (``cache_size`` + 1 slots: the cache plus the newest FW
+    corner), at most that many."""
     n, cap = S.a_alpha.shape
     new_cap = cap * factor
+    if cap < cache_size + 1:
+        new_cap = min(new_cap, cache_size + 1)
     new_lab = np.zeros(int(M.lab_off[-1]) * new_cap, dtype=np.int64)
     _relayout(M.lab_off, S.a_lab, cap, new_lab, new_cap, S.a_count)
 

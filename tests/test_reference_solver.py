@@ -229,12 +229,10 @@ def test_reference_solver_reaches_the_independent_qp_optimum():
     assert 0.5 * lam * np.sum((state.w - w_star) ** 2) <= res.gap + 1e-12
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "fast solver: the atom pool starts with min(size, 16) + 1 slots and grows only when every slot "
-    "is active; kernels.atom_insert evicts an inactive atom from a full pool, so with "
-    "CacheConfig.size > 16 a block caches at most 17 labellings while it has inactive ones, not "
-    "`size` (Alg. 5's working set). Found by the reference solver; remove this marker when fixed."))
 def test_cache_holds_up_to_size_labellings():
+    """CacheConfig.size > 16 is honoured: the fast solver's atom pools grow until a block can
+    keep `size` labellings (inactive ones included), as the reference cache does (Alg. 5's working
+    set). The pools used to start at min(size, 16) + 1 slots and evict instead of growing."""
     train, _ = load_ocr("small")
     model = ChainModel(train.subset(np.arange(3)))
     solver, state = pair(model, 0.001, "pairwise", cache=True, size=100)
