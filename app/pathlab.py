@@ -556,9 +556,16 @@ class PathLab(param.Parameterized):
                 t0 = time.perf_counter()
                 w = path.w_at(lam)
                 read_s = time.perf_counter() - t0
-                te = float(problem.model.error(w, problem.test)) if problem.test is not None else math.nan
+                # w_at(λ) is w_j (or, above λ_0, a positive multiple with the same predictions):
+                # its test numbers are the ones recorded in breakpoint j's row; computed only
+                # when the row lacks them (a store written without test data or metric)
+                te = float(path.column("test_error")[j])
+                if not math.isfinite(te) and problem.test is not None:
+                    te = float(problem.model.error(w, problem.test))
                 metric = _problem_metric(problem)
-                tm = float(metric.fn(w)) if metric is not None else math.nan
+                tm = float(path.column("test_metric")[j]) if metric is not None else math.nan
+                if metric is not None and not math.isfinite(tm):
+                    tm = float(metric.fn(w))
             except (PathStoreError, ValueError, OSError) as exc:
                 s.notify(f"Pick: {exc}", "error")
                 return
