@@ -218,11 +218,14 @@ class PathView:
                                           sizing_mode="stretch_width"),
                                    self.slider, self.b_load, self.pick_info, sizing_mode="stretch_width")
         else:
+            # the store widgets on a row of their own: in one row the controls overflow a 1400-px window
+            self.store_input.margin, self.store_input.width = (0, 5, 5, 10), 420
+            self.b_open.margin = (0, 5, 5, 5)
             controls = pn.Row(wd["eps"], wd["kappa"], wd["lam_min"], wd["heuristic"], wd["grid"], self.b_start,
-                              self.b_stop, self.store_input, self.b_open)
+                              self.b_stop)
             pick = pn.Column(self.slider, pn.Row(self.b_best, self.b_load), self.pick_info,
                              sizing_mode="stretch_width", height=h, margin=(10, 0))
-            self.panel = pn.Column(controls, self.summary,
+            self.panel = pn.Column(controls, pn.Row(self.store_input, self.b_open), self.summary,
                                    pn.Row(pn.pane.Bokeh(c, **bokeh), pn.pane.Bokeh(g, **bokeh), sizing_mode="stretch_width"),
                                    pn.Row(pn.pane.Bokeh(t, **bokeh), pick, sizing_mode="stretch_width"),
                                    sizing_mode="stretch_width")
@@ -441,9 +444,10 @@ class PathView:
             self.b_load.visible = show
         if n and math.isfinite(lo):
             txt = (f"Drag the slider or click a plot to load <b>w(λ)</b>, any λ in [{lo:.3g}, {hi:.3g}], "
-                   + ("from the store (its test error is computed; no solver is loaded: the store holds "
-                      "no dual point)." if ps.opened else
-                      "into the solver (warm start from the breakpoint's dual point)."))
+                   + ("from the store (its test numbers are its breakpoint's row; no solver is loaded: the "
+                      "store holds no dual point)." if ps.opened else
+                      "from the store at once, and its dual point into the solver (warm start from the "
+                      "breakpoint's; a long replay from a checkpoint waits for your click)."))
             if ps.store:
                 txt += (f"<br><span style='color:#666'>Breakpoints on disk: <code>{html.escape(ps.store)}</code> "
                         "(the plots read only the store's rows)</span>")
@@ -458,7 +462,7 @@ class PathView:
                           and abs(snap.lam - ps.picked) <= 1e-9 * ps.picked)
                 rows = [("picked λ", f"<b class='gaplab-path-picked'>{ps.picked:.4g}</b>"),
                         ("its piece", f"[{_fmt(float(cols['next_lam'][j]), '.4g')}, {float(cols['lam'][j]):.4g}] "
-                                      f"(breakpoint j = {j})"),
+                                      f"(breakpoint j = <span class='gaplab-path-piece'>{j}</span>)"),
                         ("g<sub>j</sub> at λ<sub>j</sub>, Δ<sub>j</sub>",
                          f"{_fmt(float(cols['gap'][j]), '.3g')}, {_fmt(float(cols['delta'][j]), '.3g')}"),
                         ("test error of w<sub>j</sub>", f"{_fmt(100 * float(cols['test_error'][j]), '.2f')}%")]
