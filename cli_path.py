@@ -19,6 +19,8 @@ import math
 import sys
 import time
 
+import numpy as np
+
 from gaplab.cli import _clean, _json_default, add_solver_arguments, solver_config_from_args
 
 __all__ = ["add_commands", "cmd_path", "cmd_grid"]
@@ -234,6 +236,13 @@ def _finish(args, result, what: str, extra: dict) -> int:
     if len(result) and any(math.isfinite(v) for v in te):
         b = result.best("test_error")
         summary["best_test_error"] = {"lam": b.lam, "test_error": b.test_error, "index": b.index}
+    tm = result.column("test_metric") if len(result) else []
+    info = result.meta.get("test_metric")
+    if isinstance(info, dict) and any(math.isfinite(v) for v in tm):
+        vals = np.asarray(tm, dtype=np.float64)
+        j = int(np.nanargmax(vals) if info.get("higher_is_better", True) else np.nanargmin(vals))
+        summary["best_test_metric"] = {"name": info.get("name", "test metric"), "lam": float(result.lams[j]),
+                                       "value": float(vals[j]), "index": j}
     if not args.quiet:
         print(f"{what}: {summary['points']} points, λ {summary['lam_first']:.4g} -> {summary['lam_last']:.4g}"
               if len(result) else f"{what}: no point computed")
@@ -245,6 +254,9 @@ def _finish(args, result, what: str, extra: dict) -> int:
         if "best_test_error" in summary:
             b = summary["best_test_error"]
             print(f"  best test error {b['test_error']:.4f} at λ = {b['lam']:.4g}")
+        if "best_test_metric" in summary:
+            b = summary["best_test_metric"]
+            print(f"  best test {b['name']} {100 * b['value']:.2f} at λ = {b['lam']:.4g}")
     if result.store is not None and not args.quiet:
         io = result.io_stats
         print(f"  streamed {len(result)} points to the path store {result.store}/ "
@@ -256,12 +268,14 @@ def _finish(args, result, what: str, extra: dict) -> int:
 
 
 def _load_model(args):
-    """(model of the training set, test set, seconds spent loading) for --dataset (registry)."""
+    """(model of the training set, test set, seconds spent loading, the problem's headline test
+    metric to record per breakpoint or None) for --dataset (registry)."""
     from gaplab.cli_options import load_problem_from_args
 
     t0 = time.perf_counter()
     problem = load_problem_from_args(args)
-    return problem.model, problem.test, time.perf_counter() - t0
+    metric = problem.spec.path_metric(problem.model, problem.test) if args.test_error else None
+    return problem.model, problem.test, time.perf_counter() - t0, metric
 
 
 def cmd_path(args) -> int:
@@ -281,7 +295,7 @@ def cmd_path(args) -> int:
                      true_gaps=args.true_gaps, check_every=args.check_every, check_factor=args.check_factor,
                      batch_step=args.breakpoint_batch_step)
     scfg = solver_config_from_args(args, lam=1.0)
-    model, test, load_s = _load_model(args)
+    model, test, load_s, metric = _load_model(args)
     if not args.quiet:
         kind = "heuristic" if cfg.heuristic else "ε-approximate"
         print(f"gaplab path: {args.dataset} (n={model.n}, d={model.d}), {kind} path, ε={cfg.eps}, κ={cfg.kappa}, "
@@ -294,7 +308,7 @@ def cmd_path(args) -> int:
                                    checkpoint_every=args.checkpoint_every,
                                    checkpoint_file=args.out if args.checkpoint_every else None,
                                    store=args.store, overwrite=args.overwrite,
-                                   store_compress=args.store_compress)
+                                   store_compress=args.store_compress, test_metric=metric)
     except Interrupted as exc:
         printer.close()
         return _interrupted(args, "path", exc)
@@ -321,6 +335,7 @@ def _resume(args) -> int:
     _check_outputs(args)
     problem = get_problem(dataset).load(data_home=args.data_home, verify=args.verify)
     model, test = problem.model, problem.test
+    metric = problem.spec.path_metric(model, test) if args.test_error else None
     if not args.quiet:
         print(f"gaplab path: resuming {args.resume} ({len(saved)} breakpoints, λ down to {saved.lams[-1]:.4g}) "
               f"on {dataset}")
@@ -328,6 +343,7 @@ def _resume(args) -> int:
     printer = _Printer(args, lam_min)
     try:
         path = resume_path(args.resume, model, test_data=test if args.test_error else None, callback=printer,
+                           test_metric=metric,
                            checkpoint_every=args.checkpoint_every,
                            checkpoint_file=(args.out or args.resume) if args.checkpoint_every else None)
     except Interrupted as exc:
@@ -347,7 +363,7 @@ def cmd_grid(args) -> int:
     if not (args.eps > 0 and math.isfinite(args.eps)):
         raise ValueError(f"eps must be a finite number > 0, got {args.eps}")
     scfg = solver_config_from_args(args, lam=1.0)
-    model, test, load_s = _load_model(args)
+    model, test, load_s, metric = _load_model(args)
     if not args.quiet:
         print(f"gaplab grid: {args.dataset} (n={model.n}, d={model.d}), {lams.size} values of λ "
               f"{lams[0]:.4g} -> {lams[-1]:.4g}, ε={args.eps}, warm start: {args.warm_start}; solver "
@@ -360,7 +376,7 @@ def cmd_grid(args) -> int:
                            check_every=args.check_every, check_factor=args.check_factor,
                            batch_step=args.batch_step_warm, callback=printer,
                            meta={"dataset": args.dataset}, store=args.store, overwrite=args.overwrite,
-                           store_compress=args.store_compress)
+                           store_compress=args.store_compress, test_metric=metric)
     except Interrupted as exc:
         printer.close()
         return _interrupted(args, "grid", exc)

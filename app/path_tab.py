@@ -1,5 +1,6 @@
 """The regularization-path tab (Paper: Sec. 4, App. K): the path traced live, its cost and
-certificates against λ, test error against λ, and a λ picker that loads the path's model at λ
+certificates against λ, the problem's test metric against λ (CoNLL: chunk F1, as conlleval; OCR:
+test error), read from the path's rows (never from its weights), and a λ picker that loads the path's model at λ
 into the session's solver (then the Step and Convergence tabs show that model).
 
 Every number comes from :class:`~gaplab.app.pathlab.PathSnapshot` (computed by
@@ -144,8 +145,10 @@ class PathView:
             _legend_inside(t, "top_right")
         else:
             _legend_above(t)
-        t.add_tools(HoverTool(renderers=[tp], tooltips=[("λ", "@x{0.000e}"), ("test error", "@y{0.00%}")]))
+        self.test_hover = HoverTool(renderers=[tp], tooltips=[("λ", "@x{0.000e}"), ("test error", "@y{0.00%}")])
+        t.add_tools(self.test_hover)
         self.test = t
+        self._metric_shown = ("test_error", "test error", False)
 
         self.pick_spans = []
         for f, cls in ((c, "cost"), (g, "gaps"), (t, "test")):
@@ -194,6 +197,11 @@ class PathView:
         self.b_best = pn.widgets.Button(label="Pick the λ with the lowest test error", width=280,
                                         disabled=True, margin=(5, 10))
         self.b_best.on_click(lambda e: self.pick_best())
+        # a pick far from a solver checkpoint shows w_at(λ) from the store at once; loading its dual
+        # point (a replay of the breakpoints since the checkpoint) is then the user's choice
+        self.b_load = pn.widgets.Button(label="Load its dual point into the solver", width=280, visible=False,
+                                        margin=(5, 10), css_classes=["gaplab-path-load"])
+        self.b_load.on_click(lambda e: self.load_pending())
         self.pick_info = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10),
                                       styles={"font-size": "13px"}, css_classes=["gaplab-path-pick"])
         bokeh = dict(sizing_mode="stretch_width")
@@ -208,13 +216,16 @@ class PathView:
             self.panel = pn.Column(controls, self.summary, pn.pane.Bokeh(g, **bokeh),
                                    pn.Row(pn.pane.Bokeh(c, **bokeh), pn.pane.Bokeh(t, **bokeh),
                                           sizing_mode="stretch_width"),
-                                   self.slider, self.pick_info, sizing_mode="stretch_width")
+                                   self.slider, self.b_load, self.pick_info, sizing_mode="stretch_width")
         else:
+            # the store widgets on a row of their own: in one row the controls overflow a 1400-px window
+            self.store_input.margin, self.store_input.width = (0, 5, 5, 10), 420
+            self.b_open.margin = (0, 5, 5, 5)
             controls = pn.Row(wd["eps"], wd["kappa"], wd["lam_min"], wd["heuristic"], wd["grid"], self.b_start,
-                              self.b_stop, self.store_input, self.b_open)
-            pick = pn.Column(self.slider, self.b_best, self.pick_info, sizing_mode="stretch_width", height=h,
-                             margin=(10, 0))
-            self.panel = pn.Column(controls, self.summary,
+                              self.b_stop)
+            pick = pn.Column(self.slider, pn.Row(self.b_best, self.b_load), self.pick_info,
+                             sizing_mode="stretch_width", height=h, margin=(10, 0))
+            self.panel = pn.Column(controls, pn.Row(self.store_input, self.b_open), self.summary,
                                    pn.Row(pn.pane.Bokeh(c, **bokeh), pn.pane.Bokeh(g, **bokeh), sizing_mode="stretch_width"),
                                    pn.Row(pn.pane.Bokeh(t, **bokeh), pick, sizing_mode="stretch_width"),
                                    sizing_mode="stretch_width")
@@ -242,13 +253,25 @@ class PathView:
             self.pick(10.0 ** -float(event.new))
 
     def pick_best(self) -> bool:
-        """Load the breakpoint with the lowest test error (at its own λ_j)."""
+        """Load the breakpoint with the best test metric (lowest test error; highest chunk F1 on
+        CoNLL), at its own λ_j."""
         ps = self.lab.snapshot
-        te = np.asarray(ps.cols["test_error"], dtype=np.float64)
+        col, name, higher = ps.shown_metric
+        te = np.asarray(ps.cols[col], dtype=np.float64)
         if not np.isfinite(te).any():
-            self.session.notify("Pick: no test error on this path (no test set, or no breakpoint yet).", "warning")
+            self.session.notify(f"Pick: no test {name} on this path (no test set, or no breakpoint yet).", "warning")
             return False
-        return self.pick(float(ps.cols["lam"][int(np.nanargmin(te))]))
+        return self.pick(float(ps.cols["lam"][_best_index(te, higher)]))
+
+    def load_pending(self) -> bool:
+        """Load the dual point of the last pick whose load was deferred (a long replay)."""
+        pend = self.lab.snapshot.pending_load
+        if not pend:
+            self.session.notify("Pick: nothing to load (pick a λ first).", "warning")
+            return False
+        ok = self.lab.pick(float(pend["lam"]), load=True)
+        self.update(self.session.snapshot, force=True)
+        return ok
 
     def _on_tap(self, event):
         if event.x is not None and event.x > 0:
@@ -293,7 +316,7 @@ class PathView:
         self._set(self.cost_src, dict(x=lam, passes=cols["cum_passes"], time=cols["cum_time_s"]))
         gr = ps.grid
         self._set(self.grid_src, dict(x=gr["lam"], passes=gr["cum_passes"], time=gr["cum_time_s"],
-                                      test=gr["test_error"]))
+                                      test=gr[ps.shown_metric[0]]))
         ymax = max([float(np.nanmax(cols["cum_passes"])) if n else 1.0]
                    + ([float(np.nanmax(gr["cum_passes"]))] if len(gr["lam"]) else []))
         _grow(self.cost.y_range, 0.0, max(ymax, 1.0) * 1.08)
@@ -325,13 +348,20 @@ class PathView:
         self.gaps.title.text = ("Gap at each breakpoint vs ε (red: ε; dashed: κε)" if exact_path else
                                 "Heuristic path: stale gap sums vs ε (red: ε; dashed: κε)"
                                 if ps.kind else "Gap at each breakpoint vs ε")
-        # ---- test error
-        te = np.asarray(cols["test_error"], dtype=np.float64)
+        # ---- test metric (CoNLL: chunk F1; OCR: test error), from the rows only
+        col, mname, higher = ps.shown_metric
+        label = _metric_label(col, mname)
+        if (col, mname, higher) != self._metric_shown:
+            self._metric_shown = (col, mname, higher)
+            self.test.yaxis.axis_label = label
+            self.test_hover.tooltips = [("λ", "@x{0.000e}"), (label, "@y{0.00%}")]
+            self.b_best.label = f"Pick the λ with the {'highest' if higher else 'lowest'} {label}"
+        te = np.asarray(cols[col], dtype=np.float64)
         tx, ty = _staircase(lam, te, np.asarray(cols["next_lam"], dtype=np.float64), lo_end)
         self._set(self.test_src, dict(x=tx, y=ty))
         ok = np.isfinite(te)
         self._set(self.test_pts, dict(x=lam[ok], y=te[ok]))
-        vals = np.concatenate([te[ok], np.asarray(gr["test_error"], dtype=np.float64)])
+        vals = np.concatenate([te[ok], np.asarray(gr[col], dtype=np.float64)])
         vals = vals[np.isfinite(vals)]
         if vals.size:
             top = float(vals.max())
@@ -339,7 +369,8 @@ class PathView:
             pad = max(0.05 * (top - bot), 0.005)
             _set_range(self.test.y_range, max(0.0, bot - pad), min(1.0, top + pad))
         has_test = bool(ok.any()) or not n
-        self.test.title.text = "Test error vs λ" if has_test else "Test error vs λ: this dataset has no test set"
+        self.test.title.text = (f"{label[:1].upper() + label[1:]} vs λ" if has_test else
+                                f"{label[:1].upper() + label[1:]} vs λ: this dataset has no test set")
         # ---- shared λ axis (flipped) and the picker
         if n and math.isfinite(lo):
             gl = np.asarray(gr["lam"], dtype=np.float64)
@@ -400,19 +431,30 @@ class PathView:
         msg = ps.message if (ps.status in ("error",) or not n) else ""
         self.summary.object = (f"<div>{head}</div><div style='color:#555'>{solver}"
                                f"{' · ' + html.escape(msg) if msg else ''}</div>")
-        te_all = np.asarray(cols["test_error"], dtype=np.float64)
+        col, mname, higher = ps.shown_metric
+        te_all = np.asarray(cols[col], dtype=np.float64)
         self.b_best.disabled = not (n and np.isfinite(te_all).any())
+        pend = ps.pending_load
+        show = bool(n and pend and math.isfinite(ps.picked) and abs(pend["lam"] - ps.picked) <= 1e-12 * ps.picked
+                    and not ps.opened)
+        if show:
+            self.b_load.label = (f"Load its dual point into the solver (replays {pend['replay']} "
+                                 f"breakpoint{'s' if pend['replay'] != 1 else ''}, ~{pend['est_s']:.0f} s)")
+        if self.b_load.visible != show:
+            self.b_load.visible = show
         if n and math.isfinite(lo):
             txt = (f"Drag the slider or click a plot to load <b>w(λ)</b>, any λ in [{lo:.3g}, {hi:.3g}], "
-                   + ("from the store (its test error is computed; no solver is loaded: the store holds "
-                      "no dual point)." if ps.opened else
-                      "into the solver (warm start from the breakpoint's dual point)."))
+                   + ("from the store (its test numbers are its breakpoint's row; no solver is loaded: the "
+                      "store holds no dual point)." if ps.opened else
+                      "from the store at once, and its dual point into the solver (warm start from the "
+                      "breakpoint's; a long replay from a checkpoint waits for your click)."))
             if ps.store:
                 txt += (f"<br><span style='color:#666'>Breakpoints on disk: <code>{html.escape(ps.store)}</code> "
                         "(the plots read only the store's rows)</span>")
             if np.isfinite(te_all).any():
-                b = int(np.nanargmin(te_all))
-                txt += (f"<br>Lowest test error on the path: <b>{100 * te_all[b]:.2f}%</b> at "
+                b = _best_index(te_all, higher)
+                txt += (f"<br>{'Highest' if higher else 'Lowest'} {html.escape(_metric_label(col, mname))} on the path: "
+                        f"<b class='gaplab-path-best'>{100 * te_all[b]:.2f}%</b> at "
                         f"λ<sub>{b}</sub> = {float(cols['lam'][b]):.4g}.")
             if math.isfinite(ps.picked) and 0 <= ps.picked_piece < n:
                 j = ps.picked_piece
@@ -420,17 +462,31 @@ class PathView:
                           and abs(snap.lam - ps.picked) <= 1e-9 * ps.picked)
                 rows = [("picked λ", f"<b class='gaplab-path-picked'>{ps.picked:.4g}</b>"),
                         ("its piece", f"[{_fmt(float(cols['next_lam'][j]), '.4g')}, {float(cols['lam'][j]):.4g}] "
-                                      f"(breakpoint j = {j})"),
+                                      f"(breakpoint j = <span class='gaplab-path-piece'>{j}</span>)"),
                         ("g<sub>j</sub> at λ<sub>j</sub>, Δ<sub>j</sub>",
                          f"{_fmt(float(cols['gap'][j]), '.3g')}, {_fmt(float(cols['delta'][j]), '.3g')}"),
                         ("test error of w<sub>j</sub>", f"{_fmt(100 * float(cols['test_error'][j]), '.2f')}%")]
+                if col != "test_error":
+                    rows.append((f"test {html.escape(mname)} of w<sub>j</sub>",
+                                 f"{_fmt(100 * float(cols[col][j]), '.2f')}%"))
                 wi = ps.w_info
                 if wi and abs(wi.get("lam", math.nan) - ps.picked) <= 1e-12 * ps.picked:
                     rows.append(("w(λ) read from the store",
                                  f"<b class='gaplab-path-w-at'>{wi['nnz']:,}</b> non-zeros of d = {wi['d']:,}, "
                                  f"‖w‖ = {wi['norm']:.4g}, read in {1000 * wi['read_s']:.0f} ms"))
-                    rows.append(("test error of w(λ)", f"<b>{_fmt(100 * wi['test_error'], '.2f')}%</b>"))
-                    loaded = False
+                    rows.append(("test error of w(λ)", f"<b class='gaplab-path-w-error'>"
+                                                       f"{_fmt(100 * wi['test_error'], '.2f')}%</b>"))
+                    if wi.get("metric"):
+                        rows.append((f"test {html.escape(wi['metric'])} of w(λ)",
+                                     f"<b class='gaplab-path-w-metric'>{_fmt(100 * wi['test_metric'], '.2f')}%</b>"))
+                    if ps.opened:
+                        loaded = False
+                pend = ps.pending_load
+                if pend and abs(pend.get("lam", math.nan) - ps.picked) <= 1e-12 * ps.picked and not loaded:
+                    rows.append(("dual point", f"<span class='gaplab-path-pending'>not loaded: it replays "
+                                               f"{pend['replay']} breakpoint(s) from the checkpoint at j = "
+                                               f"{pend['base']} (about {pend['est_s']:.0f} s); use "
+                                               f"<i>Load its dual point</i></span>"))
                 if loaded and snap.status != "loading":
                     rows.append(("loaded: exact gap at λ", f"<b>{_fmt(snap.exact_gap, '.4g')}</b> "
                                  f"(≤ ε = {ps.eps:g})" if ps.kind == "eps" else f"<b>{_fmt(snap.exact_gap, '.4g')}</b>"))
@@ -452,6 +508,14 @@ class PathView:
             return self.session.run_label().rsplit(" · λ=", 1)[0]
         except Exception:  # pragma: no cover
             return ""
+
+
+def _metric_label(col: str, name: str) -> str:
+    return "test error" if col == "test_error" else f"test {name}"
+
+
+def _best_index(vals, higher_is_better: bool) -> int:
+    return int(np.nanargmax(vals) if higher_is_better else np.nanargmin(vals))
 
 
 def _legend_above(f):

@@ -22,7 +22,16 @@ breakpoint solvers at indices j ≡ 0 mod s plus the latest one, within
 :data:`CHECKPOINT_BUDGET_BYTES`; when the budget would be exceeded, the stride s doubles and
 every other checkpoint is dropped (an even spread over the path at any time).
 
-To load λ (:meth:`PathLab.pick`): j = the path's piece containing λ. From the closest
+A pick (:meth:`PathLab.pick`) first reads w_at(λ) from the path's store (below; one breakpoint
+file, tens of ms even on CoNLL) and publishes its test error and test metric
+(:attr:`PathSnapshot.w_info`). Loading the dual point into the session's solver follows at once
+when the replay from the nearest checkpoint is short (the breakpoints' own solve times sum to at
+most :data:`REPLAY_AUTO_S`: always on OCR, where every few breakpoints have a checkpoint);
+otherwise (a late λ on CoNLL, where one 195 MB checkpoint fits the budget and the replay takes
+minutes) the pick stops there and :attr:`PathSnapshot.pending_load` offers the load, which the
+tab shows as a button.
+
+To load λ's dual point: j = the path's piece containing λ. From the closest
 checkpoint j' <= j the lab *replays* the induction steps j'+1..j exactly as ``iter_path`` did
 them (Proposition-1 warm start, then the same solver run to κε; the solver state holds its RNG,
 so the replay is deterministic and is checked against the stored w_j), then warm-starts at λ:
@@ -59,17 +68,21 @@ import param
 from gaplab.core.regpath import (PathConfig, PathFileError, PathStoreError, RegPath, induction_step, iter_grid,
                                  iter_path, prop1_warm_start)
 
-__all__ = ["PathLab", "PathSnapshot", "CHECKPOINT_BUDGET_BYTES", "W_BUDGET_BYTES"]
+__all__ = ["PathLab", "PathSnapshot", "CHECKPOINT_BUDGET_BYTES", "W_BUDGET_BYTES", "REPLAY_AUTO_S"]
 
 CHECKPOINT_BUDGET_BYTES = 256 * 2**20   # solver copies kept for picking λ (per session)
 W_BUDGET_BYTES = 256 * 2**20            # (unused since issue 19: W goes to an on-disk store)
 MAX_BREAKPOINTS = 2000
 MAX_PASSES_PER_BREAKPOINT = 200.0
 PUBLISH_PERIOD_S = 0.1
+#: a pick loads the dual point into the session's solver by itself only when replaying from the
+#: nearest checkpoint is expected to take at most this long (the breakpoints' own solve times);
+#: otherwise it shows w_at(λ) read from the store at once and offers the load as a button
+REPLAY_AUTO_S = 2.0
 
 #: the columns of the path drawn by the views
 COLUMNS = ("lam", "rho", "gap", "exact_gap", "next_lam", "delta", "passes", "cum_passes", "cum_time_s",
-           "test_error", "certified")
+           "test_error", "test_metric", "certified")
 
 END_REASONS = {
     "rho<=0": "ρ ≤ 0: the last w is ε-approximate for every smaller λ",
@@ -104,7 +117,7 @@ class PathSnapshot:
     n_points: int
     end: str                    # end reason of the path ("" while computing)
     lam_end: float              # the path covers [lam_end, ∞)
-    grid: dict                  # lam, cum_passes, cum_time_s, test_error, exact_gap (rows so far)
+    grid: dict                  # lam, cum_passes, cum_time_s, test_error, test_metric, exact_gap (rows so far)
     elapsed_s: float
     checkpoints: tuple          # breakpoint indices with a stored solver
     picked: float               # λ last loaded into the session (NaN: none)
@@ -115,6 +128,20 @@ class PathSnapshot:
     store: str = ""             # the path store the breakpoints are in ("" before any)
     opened: bool = False        # the path was opened from a saved store (no solver checkpoints)
     w_info: dict = field(default_factory=dict)  # last w_at(λ) read from the store: lam, piece, nnz, ...
+    metric: dict = field(default_factory=dict)  # the headline test metric recorded per breakpoint
+    #                                             (column test_metric): name, higher_is_better; {}: none
+    pending_load: dict = field(default_factory=dict)  # picked λ whose dual point was not loaded (the
+    #                                             replay would be long): lam, piece, base, replay, est_s
+
+    @property
+    def shown_metric(self) -> tuple[str, str, bool]:
+        """(column, name, higher_is_better) of the test metric the views plot against λ: the
+        problem's headline metric recorded in the rows (CoNLL: "chunk F1") when there is one with
+        a finite value, else the test error (OCR; and a store written before the column)."""
+        name = self.metric.get("name") if self.metric else None
+        if name and (not self.n_points or np.isfinite(self.cols["test_metric"]).any()):
+            return "test_metric", str(name), bool(self.metric.get("higher_is_better", True))
+        return "test_error", "test error", False
 
     @property
     def lam_range(self) -> tuple[float, float]:
@@ -177,6 +204,7 @@ class PathLab(param.Parameterized):
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._version = 0
+        self._pick_seq = 0     # bumped by every read of w_at(λ): only the latest one is published
         self._gen = 0          # bumped by start/reset/close: a stale worker publishes nothing
         self._reset_state()
         self.param.watch(self._on_heuristic, "heuristic")
@@ -201,6 +229,8 @@ class PathLab(param.Parameterized):
         self._picked_piece = -1
         self._opened = False
         self._w_info: dict = {}
+        self._pending: dict = {}
+        self._metric = None   # PathMetric of the problem (None: its metric is the test error)
         tmp, self._store_tmp = getattr(self, "_store_tmp", None), None
         if tmp is not None:  # the previous path's store (its worker was stopped or abandoned)
             shutil.rmtree(tmp, ignore_errors=True)
@@ -257,6 +287,7 @@ class PathLab(param.Parameterized):
         except (ValueError, TypeError) as exc:
             s.notify(f"Path: invalid setting ({exc}).", "error")
             return False
+        metric = _problem_metric(problem)
         if s.running:
             s.pause()  # two solvers on two shared cores would halve both
         self._stop.clear()
@@ -266,9 +297,11 @@ class PathLab(param.Parameterized):
             self._cfg, self._scfg = cfg, scfg
             self._settings = {k: getattr(s, k) for k in s.SOLVER_SETTINGS if k != "lam"}
             self._label = s.run_label().rsplit(" · λ=", 1)[0]
-            self._path = RegPath("heuristic" if cfg.heuristic else "eps",
-                                 {"dataset": problem.name, "path_config": cfg.to_dict(),
-                                  "n": int(problem.model.arrays.n), "d": d})
+            self._metric = metric
+            meta = {"dataset": problem.name, "path_config": cfg.to_dict(), "n": int(problem.model.arrays.n), "d": d}
+            if metric is not None:
+                meta["test_metric"] = metric.describe()
+            self._path = RegPath("heuristic" if cfg.heuristic else "eps", meta)
             self._store_tmp = tempfile.mkdtemp(prefix="gaplab-path-")
             self._path.attach_store(Path(self._store_tmp) / "path")
             self._status = "running"
@@ -278,7 +311,7 @@ class PathLab(param.Parameterized):
             self._publish_locked()
             gen = self._gen
         grid = bool(self.grid)
-        t = threading.Thread(target=self._worker, args=(gen, problem, cfg, scfg, grid),
+        t = threading.Thread(target=self._worker, args=(gen, problem, cfg, scfg, grid, metric),
                              name=f"gaplab-path-{s.session_id}", daemon=True)
         self._thread = t
         t.start()
@@ -310,23 +343,23 @@ class PathLab(param.Parameterized):
             self._publish_locked()
 
     # ------------------------------------------------------------------ worker
-    def _worker(self, gen, problem, cfg, scfg, grid):
+    def _worker(self, gen, problem, cfg, scfg, grid, metric=None):
         try:
-            self._worker_body(gen, problem, cfg, scfg, grid)
+            self._worker_body(gen, problem, cfg, scfg, grid, metric)
         finally:
             with self._lock:
                 path = self._path if self._gen == gen else None
             if path is not None:
                 path.close_store()
 
-    def _worker_body(self, gen, problem, cfg, scfg, grid):
+    def _worker_body(self, gen, problem, cfg, scfg, grid, metric=None):
         last_pub = 0.0
 
         def stop():
             return self._stop.is_set() or self._gen != gen
 
         try:
-            for p in iter_path(problem.model, cfg, scfg, test_data=problem.test,
+            for p in iter_path(problem.model, cfg, scfg, test_data=problem.test, test_metric=metric,
                                should_stop=stop, keep_solver=True):
                 live, p.solver = p.solver, None
                 ck = live.copy()  # the generator warm-starts the next breakpoint from `live`
@@ -358,7 +391,7 @@ class PathLab(param.Parameterized):
                     "stopped" if stopped else "done")
                 self._publish_locked()
             if self._status == "grid":
-                self._run_grid(gen, problem, cfg, scfg, stop)
+                self._run_grid(gen, problem, cfg, scfg, stop, metric)
         except Exception as exc:  # never kill the server: report it in the tab and as a notification
             with self._lock:
                 if self._gen != gen:
@@ -375,7 +408,7 @@ class PathLab(param.Parameterized):
                 self._status = "stopped" if self._stop.is_set() else "done"
             self._publish_locked()
 
-    def _run_grid(self, gen, problem, cfg, scfg, stop):
+    def _run_grid(self, gen, problem, cfg, scfg, stop, metric=None):
         with self._lock:
             if self._gen != gen:
                 return
@@ -385,7 +418,7 @@ class PathLab(param.Parameterized):
         last_pub = 0.0
         for g in iter_grid(problem.model, lams, eps=cfg.eps, warm_start="primal", solver_config=scfg,
                            test_data=problem.test, max_passes_per_point=MAX_PASSES_PER_BREAKPOINT,
-                           should_stop=stop):
+                           should_stop=stop, test_metric=metric):
             with self._lock:
                 if self._gen != gen:
                     return
@@ -436,7 +469,7 @@ class PathLab(param.Parameterized):
         if self._status in ("stopped", "done", "grid", "error") and n_points and not end:
             end = "stopped"
         grid = {k: _frozen(np.array([r[k] for r in self._grid_rows], dtype=np.float64))
-                for k in ("lam", "cum_passes", "cum_time_s", "test_error", "exact_gap")}
+                for k in ("lam", "cum_passes", "cum_time_s", "test_error", "test_metric", "exact_gap")}
         cfg = self._cfg
         return PathSnapshot(
             version=self._version, status=self._status,
@@ -448,7 +481,9 @@ class PathLab(param.Parameterized):
             picked_piece=self._picked_piece, message=self._message,
             max_breakpoints=cfg.max_breakpoints if cfg else 0, settings=dict(self._settings),
             store=str(path.store) if path is not None and path.store is not None else "",
-            opened=self._opened, w_info=dict(self._w_info))
+            opened=self._opened, w_info=dict(self._w_info),
+            metric=dict(path.meta.get("test_metric") or {}) if path is not None else {},
+            pending_load=dict(self._pending))
 
     # ------------------------------------------------------------------ the on-disk store
     def open_store(self, directory) -> bool:
@@ -493,38 +528,76 @@ class PathLab(param.Parameterized):
         return path.w_at(float(lam))
 
     def _pick_from_store(self, lam: float, path: RegPath, problem) -> bool:
-        """Read w_at(λ) from the store in a thread; publish its piece, nnz, read time and test
-        error (no solver is loaded: an opened store has no dual point to warm-start from)."""
+        """Read w_at(λ) from the store in a thread; publish its piece, nnz, read time, test error
+        and test metric (no solver is loaded: an opened store has no dual point to warm-start
+        from)."""
         s = self.session
         try:
             j, _scale = path.piece_at(lam)
         except ValueError as exc:
             s.notify(f"Pick: {exc}.", "warning")
             return False
+        with self._lock:
+            self._pending = {}
+        self._read_w_at(lam, j, path, problem)
+        return True
+
+    def _read_w_at(self, lam: float, j: int, path: RegPath, problem) -> None:
+        """In a thread: w_at(λ) from the path's store (one breakpoint file) and its test numbers,
+        published as :attr:`PathSnapshot.w_info` (tens of ms on CoNLL: no solver involved)."""
+        s = self.session
+        with self._lock:
+            self._pick_seq += 1
+            seq = self._pick_seq
+        t_pick = time.perf_counter()
 
         def job():
             try:
                 t0 = time.perf_counter()
                 w = path.w_at(lam)
                 read_s = time.perf_counter() - t0
-                te = float(problem.model.error(w, problem.test)) if problem.test is not None else math.nan
+                # w_at(λ) is w_j (or, above λ_0, a positive multiple with the same predictions):
+                # its test numbers are the ones recorded in breakpoint j's row; computed only
+                # when the row lacks them (a store written without test data or metric)
+                te = float(path.column("test_error")[j])
+                if not math.isfinite(te) and problem.test is not None:
+                    te = float(problem.model.error(w, problem.test))
+                metric = _problem_metric(problem)
+                tm = float(path.column("test_metric")[j]) if metric is not None else math.nan
+                if metric is not None and not math.isfinite(tm):
+                    tm = float(metric.fn(w))
             except (PathStoreError, ValueError, OSError) as exc:
                 s.notify(f"Pick: {exc}", "error")
                 return
             info = {"lam": lam, "piece": j, "nnz": int(np.count_nonzero(w)), "d": int(w.size),
-                    "read_s": read_s, "test_error": te, "norm": float(np.linalg.norm(w))}
+                    "read_s": read_s, "test_error": te, "norm": float(np.linalg.norm(w)),
+                    "test_metric": tm, "metric": metric.name if metric is not None else "",
+                    "total_s": time.perf_counter() - t_pick}
             with self._lock:
-                if self._path is not None and self._path.store == path.store and self._problem is problem:
+                if (self._path is not None and self._path.store == path.store and self._problem is problem
+                        and self._pick_seq == seq):   # a later pick's numbers are not overwritten
                     self._picked, self._picked_piece, self._w_info = lam, j, info
                     self._publish_locked()
 
         threading.Thread(target=job, name="gaplab-path-w-at", daemon=True).start()
-        return True
 
     # ------------------------------------------------------------------ picking a λ
-    def pick(self, lam: float) -> bool:
-        """Load the path's model at ``lam`` into the session's solver (in the session's worker
-        thread; returns False with a notification if it cannot). See the module docstring."""
+    def pick(self, lam: float, load: bool | None = None) -> bool:
+        """Pick ``lam`` on the path: w_at(λ) is read from the path's store at once (its test
+        numbers in :attr:`PathSnapshot.w_info`) and the path's model at λ (its dual point) is
+        loaded into the session's solver, in the session's worker thread. Returns False with a
+        notification if it cannot. See the module docstring.
+
+        Parameters
+        ----------
+        lam : float
+            λ > 0 within the path's range.
+        load : bool or None
+            Load the dual point into the solver: None (default) when the replay from the nearest
+            checkpoint is expected to take at most :data:`REPLAY_AUTO_S` seconds (else the pick
+            shows w_at(λ) only and :attr:`PathSnapshot.pending_load` offers the load); True:
+            always; False: never. An opened store has no dual point: never.
+        """
         s = self.session
         with self._lock:
             path = None if self._path is None else self._path.snapshot()
@@ -554,6 +627,23 @@ class PathLab(param.Parameterized):
             return False
         rows = path.rows()
         base_j = max(k for k in cks if k <= j)   # checkpoint 0 is never dropped
+        replay = j - base_j
+        est_s = float(sum(rows[k]["time_s"] for k in range(base_j + 1, j + 1)))
+        if path.store is not None:   # the numbers of w(λ) at once, from the store
+            self._read_w_at(lam, j, path, problem)
+        if load is None:
+            load = est_s <= REPLAY_AUTO_S or path.store is None
+        if not load:
+            with self._lock:
+                if self._problem is problem:
+                    self._picked, self._picked_piece = lam, j
+                    self._pending = {"lam": lam, "piece": j, "base": base_j, "replay": replay, "est_s": est_s}
+                    self._publish_locked()
+            return True
+        with self._lock:
+            if self._pending:
+                self._pending = {}
+                self._publish_locked()
         base = cks[base_j]
         exact = path.kind == "eps"
         w_j = path.point(j).w   # one row (path.W would stack all J weight vectors)
@@ -579,7 +669,6 @@ class PathLab(param.Parameterized):
                     self._publish_locked()
             return new
 
-        replay = j - base_j
         note = (f"Loaded the path's model at λ = {lam:.4g} (breakpoint {j}: λ_{j} = {rows[j]['lam']:.4g}"
                 + (f", replayed {replay} breakpoint(s) from the checkpoint at {base_j}" if replay else "")
                 + ").")
@@ -587,6 +676,13 @@ class PathLab(param.Parameterized):
                             busy=f"loading the path's model at λ = {lam:.4g}"
                                  + (f" (replaying {replay} breakpoint(s))" if replay else "") + "…",
                             note=note, origin=f"path, λ={lam:.4g}")
+
+
+def _problem_metric(problem):
+    """The problem's headline test metric as a PathMetric (CoNLL: chunk F1), or None (OCR: its
+    metric is the test error, recorded anyway)."""
+    spec = getattr(problem, "spec", None)
+    return None if spec is None else spec.path_metric(problem.model, problem.test)
 
 
 def _replay_step(solver, prev_row: dict, cfg: PathConfig, exact: bool):

@@ -179,6 +179,16 @@ class ProblemSpec:
         value, details = self.evaluate(model, w, test)
         return float(value), dict(details or {})
 
+    def path_metric(self, model, test):
+        """The headline test metric as a :class:`~gaplab.core.regpath.PathMetric` for a
+        regularization path or grid search to record at every breakpoint (column
+        ``test_metric``), or None when the problem's metric is the test error (recorded anyway)
+        or there is no test set. CoNLL-2000: chunk F1 (conlleval)."""
+        if test is None or self.metric == "test error":
+            return None
+        from .regpath import PathMetric
+        return PathMetric(self.metric, lambda w: self.test_metric(model, w, test)[0], self.higher_is_better)
+
 
 @dataclass(frozen=True, eq=False)
 class Problem:

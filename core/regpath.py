@@ -74,7 +74,7 @@ __all__ = [
     "PathConfig", "PathInit", "PathPoint", "RegPath",
     "init_reg_path", "block_deltas", "prop1_warm_start", "induction_step",
     "iter_path", "regularization_path", "iter_grid", "grid_search", "default_grid",
-    "resume_path", "PathFileError", "PathStoreError",
+    "resume_path", "PathFileError", "PathStoreError", "PathMetric",
 ]
 
 PathStoreError = pst.PathStoreError
@@ -559,6 +559,58 @@ def _solve(solver: Solver, target: float, *, heuristic: bool, verify: bool, max_
 
 
 # ============================================================================ points and the path object
+@dataclass(frozen=True)
+class PathMetric:
+    """A problem's headline test metric, recorded at every breakpoint next to the test error
+    (column ``test_metric``; its name in the path's ``meta["test_metric"]``).
+
+    Attributes
+    ----------
+    name : str
+        E.g. ``"chunk F1"`` (CoNLL-2000: conlleval's chunk-level F1).
+    fn : callable(w) -> float
+        Its value at w (float64 (d,)) on the test set, a fraction in [0, 1] (or NaN).
+    higher_is_better : bool
+        True for F1 and accuracies, False for errors.
+    """
+
+    name: str
+    fn: Callable[[np.ndarray], float]
+    higher_is_better: bool = True
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError(f"PathMetric name must be a non-empty string, got {self.name!r}")
+        if not callable(self.fn):
+            raise TypeError(f"PathMetric fn must be callable(w) -> float, got {type(self.fn).__name__}")
+
+    def describe(self) -> dict:
+        """JSON-ready name and direction (stored in the path's metadata)."""
+        return {"name": self.name, "higher_is_better": bool(self.higher_is_better)}
+
+
+class _Tests:
+    """Test data and the optional headline metric of the diagnostics (outside the timed work)."""
+
+    __slots__ = ("data", "metric")
+
+    def __init__(self, data=None, metric: PathMetric | None = None):
+        if metric is not None and not isinstance(metric, PathMetric):
+            raise TypeError(f"test_metric must be a PathMetric (name, fn(w) -> float), got {type(metric).__name__}")
+        self.data, self.metric = data, metric
+
+
+def _as_tests(test_data, test_metric) -> _Tests:
+    return test_data if isinstance(test_data, _Tests) else _Tests(test_data, test_metric)
+
+
+def _metric_meta(meta: dict, test_metric: PathMetric | None) -> dict:
+    if test_metric is not None:
+        meta = dict(meta)
+        meta["test_metric"] = test_metric.describe()
+    return meta
+
+
 @dataclass
 class PathPoint:
     """One breakpoint of a path (or one grid point), as soon as it is computed.
@@ -593,6 +645,10 @@ class PathPoint:
         Cumulative from the start of the path / grid search.
     test_error : float
         Test error of w_j (NaN without test data).
+    test_metric : float
+        The problem's headline test metric of w_j when one is given (:class:`PathMetric`, e.g.
+        CoNLL's chunk F1; its name in the path's ``meta["test_metric"]``), else NaN. Paths and
+        stores written before it existed read back with NaN.
     status : str
         "init" (λ_∞), "converged" (exact gap <= target), "converged_heuristic", "max_passes",
         "time_limit", "stopped".
@@ -624,6 +680,7 @@ class PathPoint:
     cum_passes: float = 0.0
     cum_time_s: float = 0.0
     test_error: float = math.nan
+    test_metric: float = math.nan
     status: str = ""
     certified: bool = False
     end: str = ""
@@ -635,7 +692,9 @@ class PathPoint:
 
 
 _FLOAT_COLS = ("lam", "rho", "gap", "exact_gap", "primal", "dual", "ell", "delta", "next_lam", "passes",
-               "time_s", "solver_time_s", "cum_passes", "cum_time_s", "test_error")
+               "time_s", "solver_time_s", "cum_passes", "cum_time_s", "test_error", "test_metric")
+#: columns added after the format was first written: NaN when an older file or store lacks them
+_OPTIONAL_COLS = ("test_metric",)
 _INT_COLS = ("index", "oracle_calls")
 _BOOL_COLS = ("certified",)
 _STR_COLS = ("status", "end")
@@ -941,7 +1000,7 @@ class RegPath:
     @classmethod
     def _from_npz(cls, z, bad) -> "RegPath":
         needed = ("meta_json", "lams", "W") + _FLOAT_COLS + _INT_COLS + _BOOL_COLS + _STR_COLS
-        missing = [k for k in needed if k not in z.files]
+        missing = [k for k in needed if k not in z.files and k not in _OPTIONAL_COLS]
         if missing:
             raise bad(f"missing arrays {', '.join(missing)}")
         try:
@@ -972,7 +1031,8 @@ class RegPath:
             raise bad("λ must be strictly decreasing")
         if not np.all(np.isfinite(W)):
             raise bad("W holds NaN or inf")
-        cols = {c: z[c] for c in _FLOAT_COLS + _INT_COLS + _BOOL_COLS + _STR_COLS}
+        cols = {c: z[c] if c in z.files else np.full(J, math.nan)
+                for c in _FLOAT_COLS + _INT_COLS + _BOOL_COLS + _STR_COLS}
         for c, a in cols.items():
             if a.shape != (J,):
                 raise bad(f"column {c!r} has shape {a.shape}, expected ({J},)")
@@ -1045,7 +1105,7 @@ class RegPath:
         out = cls(man["kind"], meta)
         for j, r in enumerate(man["rows"]):
             try:
-                row = {c: float(r[c]) for c in _FLOAT_COLS}
+                row = {c: float(r[c] if c in r or c not in _OPTIONAL_COLS else math.nan) for c in _FLOAT_COLS}
                 row.update({c: int(r[c]) for c in _INT_COLS})
                 row["certified"] = bool(r["certified"])
                 row.update({c: str(r[c]) for c in _STR_COLS})
@@ -1168,7 +1228,7 @@ def _next_step(point: PathPoint, eps: float, lam_min: float) -> None:
 
 def iter_path(model, config: PathConfig | None = None, solver_config: SolverConfig | None = None, *,
               test_data=None, should_stop: Callable[[], bool] | None = None, keep_solver: bool = False,
-              **overrides) -> Iterator[PathPoint]:
+              test_metric: PathMetric | None = None, **overrides) -> Iterator[PathPoint]:
     """Compute the regularization path, yielding each breakpoint as soon as it is computed.
 
     Parameters
@@ -1186,6 +1246,9 @@ def iter_path(model, config: PathConfig | None = None, solver_config: SolverConf
         Polled during the solver runs and between breakpoints (app's Stop button).
     keep_solver : bool
         Attach the live solver to each yielded point (``point.solver``).
+    test_metric : PathMetric, optional
+        A headline test metric recorded at every breakpoint (``point.test_metric``, outside the
+        timed work), e.g. CoNLL's chunk F1: ``get_problem(name).path_metric(model, test)``.
 
     Yields
     ------
@@ -1196,7 +1259,7 @@ def iter_path(model, config: PathConfig | None = None, solver_config: SolverConf
     _check_model(model)
     cfg = _path_config(config, overrides)
     scfg = _as_solver_config(solver_config)
-    return _path_points(model, cfg, scfg, test_data, should_stop, keep_solver)
+    return _path_points(model, cfg, scfg, _as_tests(test_data, test_metric), should_stop, keep_solver)
 
 
 def _check_model(model):
@@ -1220,7 +1283,7 @@ class _Clock:
         return time.perf_counter() - self.t_start - self.excluded + self.offset
 
 
-def _path_points(model, cfg: PathConfig, scfg: SolverConfig, test_data, should_stop, keep_solver):
+def _path_points(model, cfg: PathConfig, scfg: SolverConfig, tests: _Tests, should_stop, keep_solver):
     eps, kappa = cfg.eps, cfg.kappa
     target = kappa * eps
     clock = _Clock()  # diagnostics (test error, true gaps) are not part of the path's cost
@@ -1238,16 +1301,16 @@ def _path_points(model, cfg: PathConfig, scfg: SolverConfig, test_data, should_s
     point.ell, point.delta = _ell_delta(solver)
     point.dual = solver.dual_objective()
     point.cum_passes, point.cum_time_s = point.passes, point.time_s
-    clock.excluded += _diagnostics(point, solver, model, test_data, cfg.true_gaps)
+    clock.excluded += _diagnostics(point, solver, model, tests, cfg.true_gaps)
     _next_step(point, eps, cfg.lam_min)
     _budget_end(point, cfg, clock.used(), should_stop)
     if keep_solver:
         point.solver = solver
     yield point
-    yield from _induction_points(model, cfg, solver, point, test_data, should_stop, keep_solver, clock)
+    yield from _induction_points(model, cfg, solver, point, tests, should_stop, keep_solver, clock)
 
 
-def _induction_points(model, cfg: PathConfig, solver: Solver, point: PathPoint, test_data, should_stop,
+def _induction_points(model, cfg: PathConfig, solver: Solver, point: PathPoint, tests, should_stop,
                       keep_solver, clock: _Clock):
     """The breakpoints after ``point`` (solved by ``solver``), until the path ends (Alg. 7)."""
     eps = cfg.eps
@@ -1275,7 +1338,7 @@ def _induction_points(model, cfg: PathConfig, solver: Solver, point: PathPoint, 
         cum_passes += point.passes
         cum_time += point.time_s
         point.cum_passes, point.cum_time_s = cum_passes, cum_time
-        clock.excluded += _diagnostics(point, solver, model, test_data, cfg.true_gaps and not exact)
+        clock.excluded += _diagnostics(point, solver, model, tests, cfg.true_gaps and not exact)
         _next_step(point, eps, cfg.lam_min)
         if status in ("time_limit", "stopped") and point.end in ("", "not_converged"):
             point.end = status
@@ -1322,16 +1385,18 @@ def induction_step(solver: Solver, lam_new: float, config: PathConfig, *, gap: f
     return new, res, status
 
 
-def _diagnostics(point, solver, model, test_data, true_gap: bool) -> float:
+def _diagnostics(point, solver, model, tests: _Tests, true_gap: bool) -> float:
     """The extras of a point that are not part of the method's cost: the exact gap where the
-    method did not compute one (uncounted pass; Fig. 7) and the test error. Returns their seconds,
-    which the caller excludes from the path's time."""
+    method did not compute one (uncounted pass; Fig. 7), the test error and the headline test
+    metric. Returns their seconds, which the caller excludes from the path's time."""
     t1 = time.perf_counter()
     if true_gap:
         ex = solver.exact_gap(count=False)
         point.exact_gap, point.primal = ex.gap, ex.primal
-    if test_data is not None:
-        point.test_error = model.error(point.w, test_data)
+    if tests.data is not None:
+        point.test_error = model.error(point.w, tests.data)
+    if tests.metric is not None:
+        point.test_metric = float(tests.metric.fn(point.w))
     return time.perf_counter() - t1
 
 
@@ -1355,7 +1420,7 @@ def regularization_path(model, config: PathConfig | None = None, solver_config: 
                         test_data=None, should_stop=None, callback: Callable[[PathPoint], object] | None = None,
                         meta: dict | None = None, checkpoint_every: int = 0, checkpoint_file=None,
                         store=None, overwrite: bool = False, store_compress: bool = False,
-                        **overrides) -> RegPath:
+                        test_metric: PathMetric | None = None, **overrides) -> RegPath:
     """The whole path (ε-approximate, or heuristic with ``heuristic=True``) as a :class:`RegPath`.
     ``callback(point)`` is called on every breakpoint (CLI table, progress bar); returning True
     stops the path. See :func:`iter_path` for the parameters.
@@ -1376,10 +1441,12 @@ def regularization_path(model, config: PathConfig | None = None, solver_config: 
     cfg = _path_config(config, overrides)
     scfg = _as_solver_config(solver_config)
     every = _check_checkpoint(checkpoint_every, checkpoint_file if store is None else store)
-    path = RegPath("heuristic" if cfg.heuristic else "eps", _path_meta(model, cfg, scfg, meta))
+    tests = _as_tests(test_data, test_metric)
+    path = RegPath("heuristic" if cfg.heuristic else "eps",
+                   _metric_meta(_path_meta(model, cfg, scfg, meta), tests.metric))
     if store is not None:
         path._attach_writer(store, overwrite=overwrite, compress_values=store_compress)
-    points = iter_path(model, cfg, scfg, test_data=test_data, should_stop=should_stop, keep_solver=True)
+    points = iter_path(model, cfg, scfg, test_data=tests, should_stop=should_stop, keep_solver=True)
     return _collect(path, points, callback, first_is_lam_inf=True, checkpoint_every=every,
                     checkpoint_file=checkpoint_file)
 
@@ -1419,7 +1486,7 @@ def iter_grid(model, lams=None, *, eps: float = 0.1, warm_start: str = "primal",
               solver_config: SolverConfig | None = None, test_data=None, max_passes_per_point: float = 1000.0,
               time_limit: float = math.inf, verify_heuristic_gap: bool = True, check_every: float = 1.0,
               check_factor: float = 0.8, batch_step: bool = False, should_stop: Callable[[], bool] | None = None,
-              keep_solver: bool = False) -> Iterator[PathPoint]:
+              keep_solver: bool = False, test_metric: PathMetric | None = None) -> Iterator[PathPoint]:
     """Grid search: solve to exact gap <= ε at each λ of a decreasing grid (default 2^15..2^-15),
     yielding each point as it is computed.
 
@@ -1427,8 +1494,10 @@ def iter_grid(model, lams=None, *, eps: float = 0.1, warm_start: str = "primal",
     by Proposition 1, gap estimates moved accordingly; the paper's choice) or "dual" (keep α,
     w ← (λ_old/λ) w; gap estimates left stale). ``check_every`` and ``check_factor`` as in
     :class:`PathConfig` (the exact gap pass runs once the stale sum is <= check_factor·ε).
+    ``test_data`` and ``test_metric`` as in :func:`iter_path`.
     """
     _check_model(model)
+    tests = _as_tests(test_data, test_metric)
     lams = _check_grid(lams)
     eps = _finite_positive("eps", eps)
     key = str(warm_start).strip().lower() if warm_start is not None else "none"
@@ -1440,12 +1509,12 @@ def iter_grid(model, lams=None, *, eps: float = 0.1, warm_start: str = "primal",
         raise ValueError(f"time_limit must be > 0 (inf for none), got {time_limit!r}")
     checked = PathConfig(check_every=check_every, check_factor=check_factor)
     scfg = _as_solver_config(solver_config)
-    return _grid_points(model, lams, eps, mode, scfg, test_data, max_passes_per_point, float(time_limit),
+    return _grid_points(model, lams, eps, mode, scfg, tests, max_passes_per_point, float(time_limit),
                         verify_heuristic_gap, checked.check_every, checked.check_factor, batch_step, should_stop,
                         keep_solver)
 
 
-def _grid_points(model, lams, eps, mode, scfg, test_data, max_passes_per_point, time_limit,
+def _grid_points(model, lams, eps, mode, scfg, tests, max_passes_per_point, time_limit,
                  verify_heuristic_gap, check_every, check_factor, batch_step, should_stop, keep_solver):
     t_start = time.perf_counter()
     excluded = 0.0
@@ -1478,7 +1547,7 @@ def _grid_points(model, lams, eps, mode, scfg, test_data, max_passes_per_point, 
         cum_passes += point.passes
         cum_time += point.time_s
         point.cum_passes, point.cum_time_s = cum_passes, cum_time
-        excluded += _diagnostics(point, solver, model, test_data, False)
+        excluded += _diagnostics(point, solver, model, tests, False)
         if j == len(lams) - 1:
             point.end = "done"
         elif status in ("time_limit", "stopped"):
@@ -1497,9 +1566,11 @@ def grid_search(model, lams=None, *, eps: float = 0.1, warm_start: str = "primal
                 time_limit: float = math.inf, verify_heuristic_gap: bool = True, check_every: float = 1.0,
                 check_factor: float = 0.8, batch_step: bool = False, should_stop=None,
                 callback: Callable[[PathPoint], object] | None = None, meta: dict | None = None,
-                store=None, overwrite: bool = False, store_compress: bool = False) -> RegPath:
+                store=None, overwrite: bool = False, store_compress: bool = False,
+                test_metric: PathMetric | None = None) -> RegPath:
     """Grid search as a :class:`RegPath` of kind "grid" (see :func:`iter_grid`); ``store``: stream
-    the points to an on-disk store, as :func:`regularization_path`."""
+    the points to an on-disk store, as :func:`regularization_path`; ``test_metric``: record a
+    headline test metric at every point (:class:`PathMetric`)."""
     lams_arr = _check_grid(lams)
     scfg = _as_solver_config(solver_config)
     m = {"n": int(model.arrays.n), "d": int(model.arrays.d), "eps": float(eps), "warm_start": str(warm_start),
@@ -1507,13 +1578,14 @@ def grid_search(model, lams=None, *, eps: float = 0.1, warm_start: str = "primal
          "batch_step": bool(batch_step),
          "solver_config": _solver_config_dict(scfg)}
     m.update(meta or {})
-    path = RegPath("grid", m)
+    path = RegPath("grid", _metric_meta(m, test_metric))
     if store is not None:
         path._attach_writer(store, overwrite=overwrite, compress_values=store_compress)
     points = iter_grid(model, lams_arr, eps=eps, warm_start=warm_start, solver_config=scfg, test_data=test_data,
                        max_passes_per_point=max_passes_per_point, time_limit=time_limit,
                        verify_heuristic_gap=verify_heuristic_gap, check_every=check_every,
-                       check_factor=check_factor, batch_step=batch_step, should_stop=should_stop)
+                       check_factor=check_factor, batch_step=batch_step, should_stop=should_stop,
+                       test_metric=test_metric)
     return _collect(path, points, callback)
 
 
@@ -1652,7 +1724,7 @@ def _restore_solver(model, info: dict, arrays: dict, bad) -> Solver:
 
 def resume_path(file, model, *, test_data=None, should_stop=None,
                 callback: Callable[[PathPoint], object] | None = None, checkpoint_every: int = 0,
-                checkpoint_file=None) -> RegPath:
+                checkpoint_file=None, test_metric: PathMetric | None = None) -> RegPath:
     """Continue a regularization path saved with its solver state (an interrupted path, or a
     checkpoint: ``gaplab path --checkpoint-every N``), from its last breakpoint, to the end an
     uninterrupted run reaches. The path and solver settings are those saved in the file.
@@ -1663,7 +1735,7 @@ def resume_path(file, model, *, test_data=None, should_stop=None,
         The saved path (.npz).
     model : ChainModel or MulticlassModel
         The model over the same training set (n and d are checked).
-    test_data, should_stop, callback :
+    test_data, should_stop, callback, test_metric :
         As in :func:`regularization_path`.
     checkpoint_every, checkpoint_file :
         Save the path (with the solver state) every N new breakpoints.
@@ -1732,5 +1804,7 @@ def resume_path(file, model, *, test_data=None, should_stop=None,
         path._writer.truncate(len(path))
         path._sync_store()
     clock = _Clock(offset=point.cum_time_s)
-    points = _induction_points(model, cfg, solver, point, test_data, should_stop, True, clock)
+    tests = _as_tests(test_data, test_metric)
+    path.meta = _metric_meta(path.meta, tests.metric)
+    points = _induction_points(model, cfg, solver, point, tests, should_stop, True, clock)
     return _collect(path, points, callback, checkpoint_every=checkpoint_every, checkpoint_file=checkpoint_file)

@@ -11,6 +11,7 @@ import re
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from gaplab.app.testing import CHROMIUM_ARGS, AppServer, find_chromium
@@ -281,6 +282,46 @@ def test_path_tab_traces_breakpoints_and_picks_a_lambda(page):
     page.page.locator(".gaplab-block").first.wait_for()
     time.sleep(0.3)
     page.shot("path_model_step")
+    assert page.errors() == [], page.failed_requests
+
+
+def test_open_store_shows_its_breakpoints_and_a_picked_models_numbers(page, tmp_path):
+    from gaplab.core.problems import get_problem
+    from gaplab.core.regpath import PathConfig, RegPath, regularization_path
+
+    problem = get_problem("ocr-small").load()
+    store = tmp_path / "ocr_small_store"
+    saved = regularization_path(problem.model, PathConfig(eps=0.5, lam_min=0.1), test_data=problem.test,
+                                meta={"dataset": "ocr-small"}, store=store)
+    J = len(saved)
+    page.page.locator(".bk-tab", has_text="Regularization path").first.click()
+    box = page.page.locator(".gaplab-path-store input").first
+    box.fill(str(store))
+    box.press("Enter")
+    time.sleep(0.2)
+    page.button("Open store").click()
+    count = page.page.locator(".gaplab-path-breakpoints").first
+    count.wait_for()
+    assert int(count.inner_text()) == J
+    # the plots hold the store's breakpoints (λ_j, g_j) as the browser sees them
+    xs = page.page.evaluate("""() => {
+        const src = window.Bokeh.documents[0].get_model_by_name('path_gaps');
+        return [Array.from(src.data.x), Array.from(src.data.gap)]; }""")
+    assert xs[0] == pytest.approx(list(saved.lams), rel=1e-12) and xs[1] == pytest.approx(list(saved.column("gap")))
+    # a click on the test-error plot picks the λ under the mouse: w_at(λ) read from the store
+    plot = page.page.locator(".gaplab-path-test").first.bounding_box()
+    page.page.mouse.click(plot["x"] + 0.5 * plot["width"], plot["y"] + 0.55 * plot["height"])
+    nnz = page.page.locator(".gaplab-path-w-at").first
+    nnz.wait_for(timeout=30_000)
+    picked = float(page.page.locator(".gaplab-path-picked").first.inner_text())
+    assert saved.lams[-1] / 10 < picked < saved.lams[0]
+    j = int(page.page.locator(".gaplab-path-piece").first.inner_text())
+    w = RegPath.open(store).point(j).w    # w_at(λ) = w_j on the picked piece
+    assert nnz.inner_text() == f"{np.count_nonzero(w):,}"
+    err = page.page.locator(".gaplab-path-w-error").first.inner_text()
+    assert err == f"{100 * problem.model.error(w, problem.test):.2f}%"
+    time.sleep(0.4)
+    page.shot("path_store_opened")
     assert page.errors() == [], page.failed_requests
 
 
