@@ -50,12 +50,13 @@ Max oracle (:func:`pose_oracle`)
     arg-max (child cell·T + type) is kept for back-tracking. Cost O(N·T·G² + N·T²·G²) per
     call; nothing is allocated. Measured (benchmarks/bench_pose.py --reference, LSP, T = 4,
     shared 2-core machine under load, CPU-time medians over 20 images × 3 calls; see
-    benchmarks/results/bench_pose.json): about 2.2 / 8 / 31 ms at G = 32 / 64 / 128, against
-    3.5 / 13 / 54 ms for the previous implementation timed on the same calls (same labellings).
-    About 80 % of a call are the 100 transforms (25 edges × 4 types), ~17 µs each at G = 32 on
-    real node tables: the envelope's pops depend on the noisy scores, so they are mispredicted
-    branches (the same transform repeated on one input, which the branch predictor learns,
-    takes 11 µs). A branch-free filter drops most points that cannot be hull vertices before
+    benchmarks/results/bench_pose.json): 2.4 / 8.5 / 43 ms at G = 32 / 64 / 128, against
+    3.7 / 13.6 / 70 ms for the previous implementation timed on the same calls (×1.55 / 1.59 /
+    1.61, same labellings; CPU times inflate under load: 2.2 / 8 / 31 ms and 3.5 / 13 / 54 ms
+    on a quieter moment). About 80 % of a call are the 100 transforms (25 edges × 4 types),
+    ~17 µs each at G = 32 on real node tables: the envelope's pops depend on the noisy
+    scores, so they are mispredicted branches (the same transform repeated on one input,
+    which the branch predictor learns, takes 11 µs). A branch-free filter drops most points that cannot be hull vertices before
     the envelope is built (see :func:`_dt1d`).
 
 Differences from the paper's model
