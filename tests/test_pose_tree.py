@@ -403,14 +403,15 @@ def test_oracle_matches_the_previous_implementation_on_random_instances():
     """The sped-up oracle (hull-based transform with candidate filtering, fused arg-max, no
     per-cell loss divisions) returns the same labelling and value as the implementation it
     replaced (tests/pose_oracle_reference.py), loss-augmented and plain, on the 26-node tree
-    and on random small trees, at random weights (ties have probability 0)."""
+    and on random small trees, at random weights, and on a 4×4 grid at w = 0 and sparse w
+    where exact ties abound (the same tie-breaking: the same arithmetic of the tables)."""
     from pose_oracle_reference import old_pose_oracle, old_scratch_f, old_scratch_i
     rng = np.random.default_rng(11)
     xy = rng.normal(0, 1, size=(6, 14, 2)) + np.array([[0, 3], [0, 1.5], [0, 0], [1, 0], [1, 1.5], [1, 3],
                                                         [-1, -1], [-0.5, -1.5], [0, -2], [1, -2], [1.5, -1.5],
                                                         [2, -1], [0.5, -2.3], [0.5, -3]]) * 4
     models = [PoseModel(lsp.make_pose_data(xy, np.zeros((6, 14), bool), G=G, n_types=T, seed=G))
-              for G, T in ((13, 3), (24, 4))]
+              for G, T in ((4, 4), (13, 3), (24, 4))]
     models += [PoseModel(tiny_data(G=G, parent=(-1, 0, 1, 0, 3, 0, 5), T=3, n=4, seed=G, noise=1.0)) for G in (2, 9)]
     for model in models:
         M = model.arrays
@@ -422,6 +423,8 @@ def test_oracle_matches_the_previous_implementation_on_random_instances():
             w = random_w(model, rng, scale=rng.choice([0.05, 1.0, 5.0]))
             if i == 1:  # some zero quadratic weights (the linear branch of the transform)
                 w[model.quadratic_index()[::3]] = 0.0
+            if i in (2, 3) and model.G == 4:  # many exact ties: the same tie-breaking is needed
+                w = np.zeros(model.d) if i == 2 else w * (rng.random(model.d) < 0.3)
             pose_scores(M, i, w, h)
             for loss_coef in (1.0, 0.0):
                 h[model.d] = loss_coef

@@ -537,7 +537,6 @@ def pose_oracle(M, i, h, y, vit_f, vit_i):
     he = sf[o_he:o_he + G]
     z = sf[o_z:o_z + G + 2]
     # node tables: w_U,p φ_p + lc·loss_p, the same in every type's layer
-    inv_n = 1.0 / N
     for p in range(N):
         base = p * TG
         Sp = sf[base:base + GG]
@@ -555,7 +554,7 @@ def pose_oracle(M, i, h, y, vit_f, vit_i):
                 for xx in range(G):  # as _node_loss, term by term
                     dx = float(xx) - gx
                     r = (dx * dx + dy2) / s2
-                    Sp[row + xx] = wu * Sp[row + xx] + lc * ((1.0 if r > 1.0 else r) * inv_n)
+                    Sp[row + xx] = wu * Sp[row + xx] + lc * ((1.0 if r > 1.0 else r) / N)
         else:
             for c in range(GG):
                 Sp[c] = wu * Sp[c]
