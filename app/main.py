@@ -155,7 +155,7 @@ class GapLabApp(pn.viewable.Viewer):
         self._cb = None
         # ---- views of the tabs
         self.status = StatusView()
-        self.anatomy = AnatomyView()
+        self.anatomy = AnatomyView(on_part=self._choose_part)
         self.blocks = BlockGapsView(height=290, prob_height=150, name="block_gaps")
         # projector mode's Step tab: the anatomy stacked left, the block gaps right (both above
         # the fold at 1280×720); the bars are bins of ⌈n/120⌉ blocks (max ĝ, summed P), so a
@@ -181,7 +181,7 @@ class GapLabApp(pn.viewable.Viewer):
     # ------------------------------------------------------------------ building
     def _lesson_view(self, key):
         if key == "anatomy":
-            return AnatomyView(stacked=True)
+            return AnatomyView(stacked=True, on_part=self._choose_part)
         if key == "blocks":
             return BlockGapsView(height=300, prob_height=160)
         if key == "gap":
@@ -306,7 +306,7 @@ class GapLabApp(pn.viewable.Viewer):
             return
         self.projector = on
         if on and self.anatomy_p is None:
-            self.anatomy_p = AnatomyView(stacked=True, compact=True)
+            self.anatomy_p = AnatomyView(stacked=True, compact=True, on_part=self._choose_part)
             self.blocks_p = BlockGapsView(height=250, prob_height=165, name="block_gaps_projector",
                                           max_bars=PROJECTOR_BARS)
             self.blocks_p.info.height = 64
@@ -435,6 +435,14 @@ class GapLabApp(pn.viewable.Viewer):
         t0 = time.perf_counter()
         fn()
         self.action_ms.append((fn.__name__, 1e3 * (time.perf_counter() - t0)))
+
+    def _choose_part(self, part: int):
+        """The anatomy's part picker (pose models): draw that part's score map."""
+        try:
+            self.session.set_pose_part(part)
+        except ValueError as exc:
+            self.session.notify(str(exc), "warning")
+        self.refresh()
 
     def on_step(self):
         self.session.step()

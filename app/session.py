@@ -119,6 +119,41 @@ class StepInfo:
     # segmentation (describe_block kind "mask"): uint8 (H, W, 3) RGB overlays of the photo with
     # superpixel borders, the ground truth, the FW and the away corner (see _mask_overlays)
     overlays: tuple | None = field(default=None, repr=False)
+    # pose (describe_block kind "pose"): what the anatomy draws (see _pose_panels): the score map
+    # of one part and the skeletons of the ground truth, the FW corner and the away corner
+    pose: dict | None = field(default=None, repr=False)
+
+
+def _takes_part(model) -> bool:
+    """True if ``model.describe_block`` takes a ``part`` argument (the pose model)."""
+    import inspect
+    try:
+        return "part" in inspect.signature(model.describe_block).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _pose_panels(truth, fw, away, part_names) -> dict | None:
+    """For a pose block (``describe_block`` kind "pose"): ``G``, ``part`` (index), ``part_name``,
+    ``part_names`` (every node's name, for the part picker), ``score_map`` (float64 (G, G), read
+    only), ``edges`` (int64 (N − 1, 2) child-parent pairs) and ``skeletons``: (name, key, cells
+    int64 (N, 2) as (x, y), loss) for the ground truth, the FW corner and the away corner (the
+    away corner only when the step had one). None for other models."""
+    if truth is None or "pose" not in truth:
+        return None
+    d = truth["pose"]
+    sk = []
+    for name, key, desc in (("ground truth", "truth", truth), ("FW corner", "fw", fw), ("away corner", "away", away)):
+        if desc is None or "pose" not in desc:
+            continue
+        sk.append((name, key, _frozen(np.asarray(desc["pose"]["skeleton"], dtype=np.int64)),
+                   float(desc["pose"]["loss"])))
+    N = len(sk[0][2])
+    names = tuple(str(x) for x in part_names) if part_names is not None and len(part_names) == N \
+        else tuple(str(p) for p in range(N))
+    return {"G": int(d["G"]), "part": int(d["part"]), "part_name": str(d["part_name"]), "part_names": names,
+            "score_map": _frozen(np.asarray(d["score_map"], dtype=np.float64)),
+            "edges": _frozen(np.asarray(d["edges"], dtype=np.int64)), "skeletons": tuple(sk)}
 
 
 _OVERLAY_COLORS = {"truth": (255, 200, 0), "fw": (0, 170, 255), "away": (255, 60, 160)}
@@ -328,6 +363,7 @@ class Session(SessionSettings):
         self._status = "idle"
         self._version = 0
         self._chunk = 64
+        self._pose_part = None   # the part whose score map the pose anatomy draws (None: the model's default)
         self._trace: list = []
         self._last_check = None
         self._manual: list = []
@@ -529,6 +565,8 @@ class Session(SessionSettings):
                 solver = Solver(problem.model, cfg, test_data=problem.test, **model_box(problem.model))
             self._origin = origin
             self._note = ""
+            if self._pose_part is not None and self._pose_part >= getattr(getattr(problem.model, "arrays", None), "N", 0):
+                self._pose_part = None   # the chosen part does not exist in the new model
             self._problem = problem
             self._solver = solver
             self._applied = self._current_values()
@@ -874,9 +912,10 @@ class Session(SessionSettings):
         model = s.model
         i = r.block
         names = self._label_names()
-        truth = self._describe(model, i, model.ground_truth(i), names)
-        fw = self._describe(model, i, r.fw_corner, names)
-        away = self._describe(model, i, r.away_corner, names)
+        part = self._pose_part
+        truth = self._describe(model, i, model.ground_truth(i), names, part)
+        fw = self._describe(model, i, r.fw_corner, names, part)
+        away = self._describe(model, i, r.away_corner, names, part)
         image = truth.get("image")
         words = truth.get("words")
         note = truth.get("note") or (self._problem.block_note(i) if self._problem is not None else "")
@@ -893,19 +932,43 @@ class Session(SessionSettings):
             active_set_size=r.active_set_size, truth=truth["labels"], fw_corner=fw["labels"],
             away_corner=away["labels"] if away else None,
             overlays=_mask_overlays(truth, fw, away),
+            pose=_pose_panels(truth, fw, away, getattr(getattr(model, "data", None), "node_names", None)),
             image=_frozen(image) if image is not None else None,
             tokens=tuple(words) if words is not None and not isinstance(words, str) else None, note=note,
             probability=prob, sampling=str(self.sampling), gap_prev=gprev)
 
+    def set_pose_part(self, part) -> None:
+        """Choose the part whose score map the pose anatomy draws (an int node index, or None
+        for the model's default); the last step is described again with it."""
+        if part is not None:
+            if isinstance(part, bool) or not isinstance(part, (int, np.integer)) or part < 0:
+                raise ValueError(f"part must be None or an int >= 0 (a node of the pose tree), got {part!r}")
+            part = int(part)
+        with self._lock:
+            s = self._solver
+            n_parts = getattr(getattr(s, "model", None), "arrays", None)
+            n_parts = getattr(n_parts, "N", None)
+            if part is not None and n_parts is not None and part >= n_parts:
+                raise ValueError(f"part must lie in [0, {n_parts}) for this pose model, got {part}")
+            if part == self._pose_part:
+                return
+            self._pose_part = part
+            if s is not None and self._last_step is not None and self._last_step.pose is not None:
+                self._capture_last_step()
+                self._publish()
+
     @staticmethod
-    def _describe(model, i, y, names) -> dict | None:
+    def _describe(model, i, y, names, part=None) -> dict | None:
         """What the anatomy shows of labelling y of block i, from ``model.describe_block(i, y)``:
         ``labels`` (one display string per position: the model's ``label_text`` if it gives it,
         else the label names of its data), ``image``, ``words``, ``note``. Entries the model does
         not give yet are taken from the training data's extras (``images``, ``words``)."""
         if y is None:
             return None
-        d = dict(model.describe_block(i, y))
+        if part is not None and _takes_part(model):
+            d = dict(model.describe_block(i, y, part=part))
+        else:
+            d = dict(model.describe_block(i, y))
         if d.get("label_text") is not None:
             labels = tuple(str(t) for t in d["label_text"])
         else:
@@ -914,6 +977,8 @@ class Session(SessionSettings):
         out = {"labels": labels, "image": d.get("image"), "words": d.get("words"), "note": d.get("note", "")}
         if d.get("kind") == "mask":
             out["mask"] = d
+        if d.get("kind") == "pose":
+            out["pose"] = d
         data = getattr(model, "data", None)
         extras = getattr(data, "extras", None) or {}
         if out["image"] is None and extras.get("images") is not None:

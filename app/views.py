@@ -655,6 +655,44 @@ BlockGapsView._ranges = _block_ranges
 
 
 # ----------------------------------------------------------------------------- one step
+POSE_COLORS = {"truth": "#ffc800", "fw": "#00aaff", "away": "#ff3ca0"}
+
+
+def pose_svg(pose, k: int, px: int) -> str:
+    """An inline SVG (px × px) of skeleton k of ``pose`` (StepInfo.pose: ``score_map`` (G, G),
+    ``edges`` (N − 1, 2), ``skeletons`` (name, key, cells (N, 2) as (x, y), loss), ``part``)
+    over the part's score map (grayscale PNG, bright = high). Cell (x, y) is drawn at its centre
+    (x + ½, y + ½) in a viewBox of G × G; the ground truth is repeated thin and dashed under a
+    corner's skeleton."""
+    G = int(pose["G"])
+    m = np.asarray(pose["score_map"], dtype=np.float64)
+    lo, hi = float(m.min()), float(m.max())
+    img = np.zeros(m.shape, np.uint8) if hi <= lo else np.round(255 * (m - lo) / (hi - lo)).astype(np.uint8)
+    edges = np.asarray(pose["edges"], dtype=np.int64)
+    lw = max(G / 70, 0.25)
+
+    def lines(cells, color, width, dash=""):
+        c = np.asarray(cells, dtype=np.float64) + 0.5
+        segs = "".join(f"<line x1='{c[a, 0]:.1f}' y1='{c[a, 1]:.1f}' x2='{c[b, 0]:.1f}' y2='{c[b, 1]:.1f}'/>"
+                       for a, b in edges)
+        dots = "".join(f"<circle cx='{x:.1f}' cy='{y:.1f}' r='{1.3 * width:.2f}'/>" for x, y in c) if not dash else ""
+        return (f"<g stroke='{color}' stroke-width='{width:.2f}' stroke-linecap='round' fill='{color}'"
+                + (f" stroke-dasharray='{dash}'" if dash else "") + f">{segs}{dots}</g>")
+
+    name, key, cells, _ = pose["skeletons"][k]
+    body = ""
+    if key != "truth":
+        body += lines(pose["skeletons"][0][2], POSE_COLORS["truth"], 0.6 * lw, dash=f"{2 * lw:.2f}")
+    body += lines(cells, POSE_COLORS.get(key, "#fff"), lw)
+    px_, py_ = (np.asarray(cells)[int(pose["part"])] + 0.5)
+    body += (f"<circle class='gaplab-part-ring' cx='{px_:.1f}' cy='{py_:.1f}' r='{max(G / 18, 0.8):.2f}' fill='none' "
+             f"stroke='white' stroke-width='{0.8 * lw:.2f}'/>")
+    return (f"<svg class='gaplab-pose' data-key='{key}' viewBox='0 0 {G} {G}' width='{px}' height='{px}' "
+            f"style='border:1px solid #ddd;background:#000'>"
+            f"<image href='{_png(img)}' x='0' y='0' width='{G}' height='{G}' preserveAspectRatio='none' "
+            f"style='image-rendering:pixelated'/>{body}</svg>")
+
+
 def _png(gray) -> str:
     """A data-URI PNG of a small 8-bit grayscale (H, W) or RGB (H, W, 3) image (no imaging
     library needed)."""
@@ -782,8 +820,15 @@ class AnatomyView(_Base):
     MAX_TOKENS = 16
     RUNNING_MIN_INTERVAL_S = 0.45   # while a run goes, redraw at most twice per second
 
-    def __init__(self, stacked: bool = False, name=None, compact: bool = False):
+    def __init__(self, stacked: bool = False, name=None, compact: bool = False, on_part=None):
         super().__init__()
+        # pose models: a part picker (whose score map is drawn); on_part(index) asks the session
+        # to describe the last step again with that part
+        self._on_part = on_part
+        self._part_guard = False
+        self.part_picker = pn.widgets.Select(name="score map of part", options={}, width=230, margin=(0, 10),
+                                             visible=False, css_classes=["gaplab-part-picker"])
+        self.part_picker.param.watch(self._part_chosen, "value")
         # fixed heights: content that changes 10x/s must not make the browser re-layout the page
         # (a long CoNLL sentence chunked three times may need more: the word pane then scrolls)
         self._stacked = stacked
@@ -804,8 +849,13 @@ class AnatomyView(_Base):
                                      styles={"font-size": "13.5px", "overflow": "hidden",
                                              "background": "#f4f7fa", "border-left": "4px solid #1f3b57",
                                              "padding": "2px 8px"})
-        self.panel = pn.Column(layout(self.word, self.table, sizing_mode="stretch_width"), self.sentence,
-                               sizing_mode="stretch_width", css_classes=["gaplab-anatomy"])
+        self.panel = pn.Column(self.part_picker, layout(self.word, self.table, sizing_mode="stretch_width"),
+                               self.sentence, sizing_mode="stretch_width", css_classes=["gaplab-anatomy"])
+
+    def _part_chosen(self, event):
+        if self._part_guard or event.new is None or self._on_part is None:
+            return
+        self._on_part(int(event.new))
 
     def _height(self, chunks: bool) -> int:
         """Height of the input pane: taller for a chunked sentence (three wrapped rows); it only
@@ -847,7 +897,11 @@ class AnatomyView(_Base):
             return
         chunks = st.tokens is not None and is_iob(st.truth)
         self._set_height(chunks)
-        if getattr(st, "overlays", None):
+        pose = getattr(st, "pose", None)
+        self._show_picker(pose)
+        if pose:
+            self._draw_pose(snap, st, pose)
+        elif getattr(st, "overlays", None):
             self._draw_masks(snap, st)
         elif chunks:
             self._draw_chunks(snap, st)
@@ -879,6 +933,46 @@ class AnatomyView(_Base):
             "<div style='color:#666;font-size:11.5px;margin-top:2px'>box: a chunk (B-X starts a chunk of "
             "type X, I-X continues it); red box: not a gold chunk; red word: its tag differs from the "
             "gold tag (adds loss); hover a word for its tag</div>")
+
+    def _show_picker(self, pose):
+        """The part picker: shown for a pose block (when a session listens), its options the
+        tree's nodes, its value the part drawn (set without calling back)."""
+        want = pose is not None and self._on_part is not None
+        if self.part_picker.visible != want:
+            self.part_picker.visible = want
+        if not want:
+            return
+        opts = {f"{k}: {nm}": k for k, nm in enumerate(pose["part_names"])}
+        self._part_guard = True
+        try:
+            if self.part_picker.options != opts:
+                self.part_picker.options = opts
+            if self.part_picker.value != pose["part"]:
+                self.part_picker.value = pose["part"]
+        finally:
+            self._part_guard = False
+
+    def _draw_pose(self, snap, st, pose):
+        """A pose block (Paper: App. I): the score map of one part (bright: high score) with
+        the skeleton (the 26-node tree) of the ground truth, the FW corner and the away corner
+        over it, one panel each; the corners' panels repeat the ground truth thin and dashed, and
+        the drawn part is ringed."""
+        px = max(110, self.word.height - 95)
+        note = f" — {st.note}" if st.note else ""
+        cells = "".join(
+            f"<td style='text-align:center;padding:0 4px;vertical-align:top'>{pose_svg(pose, k, px)}"
+            f"<div style='font-size:12px;color:#444'>{html.escape(name)}"
+            + (f" (loss {loss:.3f})" if key != "truth" else "") + "</div></td>"
+            for k, (name, key, _, loss) in enumerate(pose["skeletons"]))
+        self.word.object = self._big(
+            f"<div style='font-weight:600;font-size:15px;margin-bottom:4px'>Anatomy of the last step: "
+            f"block <span class='gaplab-block'>{st.block}</span>{note} "
+            f"<span style='font-weight:normal;font-size:12.5px;color:#555'>({len(pose['skeletons'][0][2])} "
+            f"parts on a {pose['G']}×{pose['G']} grid; score map of "
+            f"<b class='gaplab-part'>{html.escape(pose['part_name'])}</b>)</span></div>"
+            f"<div style='overflow-x:auto'><table><tr>{cells}</tr></table></div>"
+            "<div style='color:#666;font-size:12px'>gold: ground truth; blue: FW corner; pink: away corner; "
+            "ring: the part whose score map is shown (bright: high score)</div>")
 
     def _draw_masks(self, snap, st):
         """A segmentation block (Paper: App. I): the photo with its superpixels, the ground truth,

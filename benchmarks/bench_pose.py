@@ -7,9 +7,14 @@ pose_oracle, after pose_scores, scratch allocated once) on ``--images`` images, 
 times each; report the median ms per call, the 10/90 % quantiles, and the child's peak RSS
 (model arrays + scratch + one pass of the oracle over every training image).
 
+With ``--reference`` the same child also times the previous implementation of the oracle
+(tests/pose_oracle_reference.py, kept as the tests' slow reference) on the same images,
+interleaved call by call, and checks that both return the same labelling: ``ref_cpu_ms_median``
+and ``speedup_cpu`` in the JSON (before/after under the same machine load).
+
 Run from the repository root:  python benchmarks/bench_pose.py [--G 32 64 128] [--types 6]
-[--full-pass] [--out FILE]. Wall-clock medians and CPU-time medians are both reported (the
-latter is less sensitive to other processes on a shared machine).
+[--full-pass] [--reference] [--out FILE]. Wall-clock medians and CPU-time medians are both
+reported (the latter is less sensitive to other processes on a shared machine).
 Needs joints.mat ($GAPLAB_DATA, data_home, or the user cache).
 """
 from __future__ import annotations
@@ -26,7 +31,11 @@ CHILD = r"""
 import json, time, numpy as np
 from gaplab.core.datasets.lsp import load_lsp
 from gaplab.core.models.pose_tree import PoseModel, pose_scores, pose_oracle
-G, T, n_img, reps, data_home, full = {G}, {T}, {images}, {reps}, {data_home!r}, {full}
+G, T, n_img, reps, data_home, full, refer = {G}, {T}, {images}, {reps}, {data_home!r}, {full}, {reference}
+if refer:
+    import sys
+    sys.path.insert(0, {tests_dir!r})
+    from pose_oracle_reference import old_pose_oracle, old_scratch_f, old_scratch_i
 t0 = time.perf_counter()
 tr, te = load_lsp(G, n_types=T, seed=0, data_home=data_home)
 model = PoseModel(tr)
@@ -42,7 +51,11 @@ y = np.empty(2 * M.N, dtype=np.int64)
 sf, si = model.scratch()
 pose_scores(M, 0, w, h)
 t0 = time.perf_counter(); pose_oracle(M, 0, h, y, sf, si); t_compile = time.perf_counter() - t0
-times, cpu = [], []
+if refer:
+    of, oi = np.empty(old_scratch_f(M)), np.empty(old_scratch_i(M), dtype=np.int64)
+    y_old = np.empty_like(y)
+    old_pose_oracle(M, 0, h, y_old, of, oi)
+times, cpu, ref_cpu, same = [], [], [], 0
 for i in range(n_img):
     pose_scores(M, i, w, h)
     for r in range(reps):
@@ -50,6 +63,11 @@ for i in range(n_img):
         pose_oracle(M, i, h, y, sf, si)
         times.append(time.perf_counter() - t0)
         cpu.append((time.process_time() - c0) * 1e3)
+        if refer:
+            c0 = time.process_time()
+            old_pose_oracle(M, i, h, y_old, of, oi)
+            ref_cpu.append((time.process_time() - c0) * 1e3)
+            same += int(np.array_equal(y, y_old))
 # one loss-augmented pass over all training images (what an exact gap pass costs)
 t0 = time.perf_counter()
 losses = []
@@ -63,7 +81,10 @@ print(json.dumps(dict(G=G, T=T, n=M.n, d=model.d, p_i=model.d + 1, K=M.K, positi
     scratch_mb=(sf.nbytes + si.nbytes) / 2**20, load_s=t_load, first_call_s=t_compile,
     oracle_ms_median=float(np.median(ms)), oracle_ms_q10=float(np.quantile(ms, 0.1)),
     oracle_ms_q90=float(np.quantile(ms, 0.9)), calls=len(ms), full_pass_s=t_pass if full else None, est_pass_s=float(np.median(ms)) * M.n / 1e3,
-    cpu_ms_median=float(np.median(cpu)) ,
+    cpu_ms_median=float(np.median(cpu)),
+    ref_cpu_ms_median=float(np.median(ref_cpu)) if refer else None,
+    speedup_cpu=float(np.median(ref_cpu) / np.median(cpu)) if refer else None,
+    same_labelling_as_ref=f"{{same}}/{{len(ref_cpu)}}" if refer else None,
     mean_loss_aug=float(np.mean(losses)) if losses else None)))
 """
 
@@ -76,17 +97,22 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--data-home", default=None)
     ap.add_argument("--full-pass", action="store_true", help="also time one oracle pass over all 1,000 images")
+    ap.add_argument("--reference", action="store_true",
+                    help="also time the previous oracle (tests/pose_oracle_reference.py) on the same calls")
     ap.add_argument("--out", default="bench_pose.json")
     a = ap.parse_args(argv)
     rows = []
     for G in a.G:
         res = run_child(CHILD.format(G=G, T=a.types, images=a.images, reps=a.reps, data_home=a.data_home,
-                                     full=a.full_pass))
+                                     full=a.full_pass, reference=a.reference,
+                                     tests_dir=str(Path(__file__).resolve().parents[1] / "tests")))
         rows.append(res)
         print(f"G={G:4d}  oracle median {res['oracle_ms_median']:8.2f} ms  "
               f"[{res['oracle_ms_q10']:.2f}, {res['oracle_ms_q90']:.2f}] (CPU {res['cpu_ms_median']:.2f} ms)  "
               f"pass over n={res['n']}: ~{res['est_pass_s']:.1f} s  scratch {res['scratch_mb']:.1f} MB  "
-              f"peak RSS {res['peak_rss_mb']:.0f} MB", flush=True)
+              f"peak RSS {res['peak_rss_mb']:.0f} MB"
+              + (f"  previous oracle CPU {res['ref_cpu_ms_median']:.2f} ms (x{res['speedup_cpu']:.2f}, "
+                 f"same labelling {res['same_labelling_as_ref']})" if a.reference else ""), flush=True)
     p = write_json(a.out, {"rows": rows, "args": vars(a)})
     print(json.dumps({"out": str(p)}))
 

@@ -11,7 +11,9 @@
                        at λ ∈ {100, 10, 1}, 1 seed, 30 passes (data from $GAPLAB_DATA).
 --preset pose          (issue 18) the 8 combinations on LSP pose (G = 32, the first 100 training
                        poses, λ = 0.1, the model's box), 1 seed (joints.mat from --data-home or
-                       $GAPLAB_DATA).
+                       $GAPLAB_DATA). --pose-n / --pose-G set the training poses and the grid
+                       (e.g. --pose-n 1000: all of LSP's training poses; the outputs are then
+                       named convergence_pose_n1000_G32.*).
 
 The same experiments as sweep specs (run on Dask into a resumable store, drawn by gaplab.plots):
 benchmarks/specs/convergence_{sampling,combinations,conll}.toml, e.g.
@@ -48,6 +50,7 @@ def label(sampling, step, cache):
 
 
 _MODELS = {}
+POSE_OPTS = {"G": 32, "n_train": 100}   # preset pose: set from --pose-G / --pose-n
 
 
 def load_model(dataset, data_home=None):
@@ -56,7 +59,7 @@ def load_model(dataset, data_home=None):
         if dataset in ("horse-small", "lsp-pose"):  # issues 17 and 18 (lsp-pose: G = 32, first 100 poses)
             from gaplab.core.problems import load_problem
             _MODELS.clear()
-            opts = {"G": 32, "n_train": 100} if dataset == "lsp-pose" else {}
+            opts = dict(POSE_OPTS) if dataset == "lsp-pose" else {}
             _MODELS[dataset] = load_problem(dataset, data_home, **opts).model
             return _MODELS[dataset]
         if dataset == "conll2000":
@@ -193,7 +196,13 @@ def main(argv=None):
     ap.add_argument("--passes-small", type=float, default=None)
     ap.add_argument("--passes-large", type=float, default=None)
     ap.add_argument("--gap-check", type=float, default=10)
+    ap.add_argument("--pose-n", type=int, default=100, help="preset pose: training poses (<= 1000)")
+    ap.add_argument("--pose-G", type=int, default=32, help="preset pose: grid side G")
     args = ap.parse_args(argv)
+    POSE_OPTS.update(G=args.pose_G, n_train=args.pose_n)
+    tag = args.preset
+    if args.preset == "pose" and (args.pose_n, args.pose_G) != (100, 32):
+        tag = f"pose_n{args.pose_n}_G{args.pose_G}"
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -224,7 +233,7 @@ def main(argv=None):
     for col, (ds, lam, passes) in enumerate(settings):
         res = run_setting(ds, lam, methods, seeds, passes, args.gap_check, args.data_home)
         dname = {"conll2000": "CoNLL-2000", "horse-small": "horse-small",
-                 "lsp-pose": "LSP pose (G = 32, n = 100)"}.get(ds, f"OCR-{ds}")
+                 "lsp-pose": f"LSP pose (G = {POSE_OPTS['G']}, n = {POSE_OPTS['n_train']})"}.get(ds, f"OCR-{ds}")
         plot(axes[0, col], axes[1, col], res, f"{dname}, λ = {lam}")
         summary["settings"].append({"dataset": dname, "lam": lam, "pass_budget": passes,
                                     "comparison": comparisons(res),
@@ -236,9 +245,9 @@ def main(argv=None):
     fig.suptitle("gaplab: duality gap (exact, at gap checks) — median and min–max over seeds"
                  if len(seeds) > 1 else "gaplab: duality gap (exact, at gap checks)", fontsize=11)
     fig.tight_layout()
-    png = out_dir() / f"convergence_{args.preset}.png"
+    png = out_dir() / f"convergence_{tag}.png"
     save_figure(fig, png, dpi=110)
-    path = write_json(f"convergence_{args.preset}.json", summary)
+    path = write_json(f"convergence_{tag}.json", summary)
     brief = [{"dataset": s["dataset"], "lam": s["lam"], **s["comparison"]} for s in summary["settings"]]
     print(json.dumps(brief, indent=1))
     print(f"wrote {png} and {path}", file=sys.stderr)

@@ -397,3 +397,38 @@ def test_oracle_on_the_26_node_tree_beats_every_single_node_change():
                     y2 = y.copy()
                     y2[2 * p], y2[2 * p + 1] = c, t
                     assert pose_label_dot(M, i, y2, h) <= best + 1e-9
+
+
+def test_oracle_matches_the_previous_implementation_on_random_instances():
+    """The sped-up oracle (hull-based transform with candidate filtering, fused arg-max, no
+    per-cell loss divisions) returns the same labelling and value as the implementation it
+    replaced (tests/pose_oracle_reference.py), loss-augmented and plain, on the 26-node tree
+    and on random small trees, at random weights, and on a 4×4 grid at w = 0 and sparse w
+    where exact ties abound (the same tie-breaking: the same arithmetic of the tables)."""
+    from pose_oracle_reference import old_pose_oracle, old_scratch_f, old_scratch_i
+    rng = np.random.default_rng(11)
+    xy = rng.normal(0, 1, size=(6, 14, 2)) + np.array([[0, 3], [0, 1.5], [0, 0], [1, 0], [1, 1.5], [1, 3],
+                                                        [-1, -1], [-0.5, -1.5], [0, -2], [1, -2], [1.5, -1.5],
+                                                        [2, -1], [0.5, -2.3], [0.5, -3]]) * 4
+    models = [PoseModel(lsp.make_pose_data(xy, np.zeros((6, 14), bool), G=G, n_types=T, seed=G))
+              for G, T in ((4, 4), (13, 3), (24, 4))]
+    models += [PoseModel(tiny_data(G=G, parent=(-1, 0, 1, 0, 3, 0, 5), T=3, n=4, seed=G, noise=1.0)) for G in (2, 9)]
+    for model in models:
+        M = model.arrays
+        h = np.empty(model.d + 1)
+        y, y_old = np.empty(2 * M.N, np.int64), np.empty(2 * M.N, np.int64)
+        sf, si = model.scratch()
+        of, oi = np.empty(old_scratch_f(M)), np.empty(old_scratch_i(M), np.int64)
+        for i in range(model.n):
+            w = random_w(model, rng, scale=rng.choice([0.05, 1.0, 5.0]))
+            if i == 1:  # some zero quadratic weights (the linear branch of the transform)
+                w[model.quadratic_index()[::3]] = 0.0
+            if i in (2, 3) and model.G == 4:  # many exact ties: the same tie-breaking is needed
+                w = np.zeros(model.d) if i == 2 else w * (rng.random(model.d) < 0.3)
+            pose_scores(M, i, w, h)
+            for loss_coef in (1.0, 0.0):
+                h[model.d] = loss_coef
+                val = pose_oracle(M, i, h, y, sf, si)
+                val_old = old_pose_oracle(M, i, h, y_old, of, oi)
+                np.testing.assert_array_equal(y, y_old)
+                assert val == pytest.approx(val_old, rel=1e-12, abs=1e-12)
