@@ -94,9 +94,25 @@ def _missing_html() -> str:
             "then restart the app.")
 
 
+def _served() -> bool:
+    """True inside a Bokeh server session (``gaplab app``, ``panel serve``), False in a notebook
+    or a plain Python process."""
+    doc = pn.state.curdoc
+    return doc is not None and getattr(doc, "session_context", None) is not None
+
+
 def _extension():
-    """Load Panel's extensions for this document (idempotent; called by every app)."""
-    pn.extension("mathjax", notifications=True)
+    """Load Panel's extensions for this document (called by every app).
+
+    Served: MathJax and the toast notifications. In a notebook only MathJax, and only when the
+    notebook has not loaded it already (``pn.extension("mathjax")`` in an earlier line): a second
+    call writes all of Panel's JavaScript into the cell's output again, and the toasts' library
+    (notyf) comes from a CDN there (offline: "Notyf is not defined" at the first toast); the
+    sidebar's alert shows the same messages."""
+    if _served():
+        pn.extension("mathjax", notifications=True)
+    elif not (pn.extension._loaded and "mathjax" in pn.extension._loaded_extensions):
+        pn.extension("mathjax")
 
 
 class GapLabApp(pn.viewable.Viewer):
@@ -113,9 +129,12 @@ class GapLabApp(pn.viewable.Viewer):
         Compile the solver kernels in a background thread of this process (once per process;
         ``gaplab app`` starts it with the server). Until it ends, the buttons that run the
         solver are disabled and the page shows the progress. The served entry points
-        (``gaplab app``, ``app/panel_app.py``) turn it on; off by default because in a notebook
-        the background compile's page updates broke the rendering in JupyterLab (BokehJS
-        "reference ... isn't known") — there the first Step compiles what it needs.
+        (``gaplab app``, ``app/panel_app.py``) turn it on; off by default so that a notebook's
+        kernel does not spend minutes of CPU on model kinds it may never use (there the first
+        Step compiles what it needs).
+
+    In a notebook the app changes none of its Bokeh models until the page has opened the comm of
+    its display (:meth:`_notebook_comms_open`), then sends its whole state once.
     """
 
     def __init__(self, session: Session | None = None, *, periodic: bool = True, warm: bool = False,
@@ -126,6 +145,7 @@ class GapLabApp(pn.viewable.Viewer):
             kernels.start(log=False)
         self._kkey = None
         self._unloaded_force = 0.0
+        self._comm_waited = False
         self.session = session if session is not None else Session()
         self.toy = ToyLab()
         self._msg_seen = 0
@@ -470,14 +490,36 @@ class GapLabApp(pn.viewable.Viewer):
         self._page_loaded = True
         self.refresh(force=True)
 
+    def _notebook_comms_open(self) -> bool:
+        """False while a notebook display of the app still waits for the page to open its comm.
+
+        In Jupyter, Panel sends model changes over a comm that the page opens once it has
+        rendered the cell's output; changes made before that are queued, each retried on its
+        own timer, and so may reach the page out of order: a patch that names a stylesheet or
+        a glyph defined in a later patch fails in BokehJS ("reference ... isn't known") and the
+        page never shows the change (the app stayed on "loading"). So the app changes nothing
+        until every display's comm is open. Served pages have no comm: always True."""
+        from panel.io.state import state
+        for ref in list(self._layout._models):
+            view = state._views.get(ref)
+            comm = view[3] if view is not None else None
+            if comm is not None and getattr(comm, "_comm", True) is None:
+                return False
+        return True
+
     def _tick(self):
         if self._closed:
             return
+        if not self._notebook_comms_open():
+            self._comm_waited = True
+            return
         force = False
+        if self._comm_waited:   # the page has just connected: send the state it has not seen
+            self._comm_waited = False
+            force = True
         if not self._page_loaded:
-            # Until the page says it has loaded, resend everything once a second (changes made
-            # before its websocket connected may be lost). In JupyterLab the onload callback may
-            # never come: the app must refresh anyway (it stayed on "loading" before).
+            # Served: until the page says it has loaded, resend everything once a second
+            # (changes made before its websocket connected may be lost).
             now = time.perf_counter()
             if now - self._unloaded_force < 1.0:
                 return
@@ -562,7 +604,7 @@ class GapLabApp(pn.viewable.Viewer):
         self.alert.alert_type = {"error": "danger", "warning": "warning", "success": "success"}.get(level, "info")
         self.alert.object = text
         self.alert.visible = True
-        notes = pn.state.notifications
+        notes = pn.state.notifications if _served() else None   # toasts only when served (_extension)
         if notes is not None:
             for level, text in msgs:
                 try:
