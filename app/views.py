@@ -21,8 +21,8 @@ import zlib
 
 import numpy as np
 import panel as pn
-from bokeh.models import (ColorBar, ColumnDataSource, CustomJSTickFormatter, HoverTool, Legend,
-                          LegendItem, LinearColorMapper, LogTicker, NumeralTickFormatter,
+from bokeh.models import (ColorBar, ColumnDataSource, CustomJSTicker, CustomJSTickFormatter, HoverTool,
+                          Legend, LegendItem, LinearColorMapper, NumeralTickFormatter,
                           PrintfTickFormatter, Range1d, Span)
 from bokeh.core.properties import value
 from bokeh.palettes import Category10_10, Viridis256
@@ -52,12 +52,62 @@ def _fig(**kw):
     f.toolbar.logo = None
     f.toolbar.autohide = True
     if kw.get("y_axis_type") == "log":
-        f.yaxis.ticker = LogTicker(mantissas=[1, 2, 5], desired_num_ticks=6)
+        f.yaxis.ticker = log_ticker()
         f.yaxis.formatter = _log_formatter()
     if kw.get("x_axis_type") == "log":
-        f.xaxis.ticker = LogTicker(mantissas=[1, 2, 5], desired_num_ticks=6)
+        f.xaxis.ticker = log_ticker()
         f.xaxis.formatter = _log_formatter()
     return f
+
+
+# Major ticks of a log axis: the decades inside the visible range (every k-th when there are
+# more than 7), or 1-2-5 steps when fewer than two decades are visible; never the linear ticks
+# Bokeh's LogTicker falls back to on a range under two decades (0.01, 8e-3, 6e-3, 4e-3 piled up
+# at the top of the block-gap axis).
+_LOG_MAJOR_JS = """
+const lo = Math.min(cb_data.start, cb_data.end), hi = Math.max(cb_data.start, cb_data.end);
+if (!(lo > 0) || !isFinite(hi)) { return []; }
+const eps = 1e-9;
+const k0 = Math.ceil(Math.log10(lo) - eps), k1 = Math.floor(Math.log10(hi) + eps);
+if (k1 - k0 + 1 >= 2) {
+  const step = Math.max(1, Math.ceil((k1 - k0 + 1) / 7));
+  const out = [];
+  for (let k = k0; k <= k1; k++) { if ((k - k0) % step == 0) { out.push(Number(Math.pow(10, k).toPrecision(12))); } }
+  return out;
+}
+const out = [];
+for (let k = k0 - 1; k <= k1; k++) {
+  for (const m of [1, 2, 5]) {
+    const t = Number((m * Math.pow(10, k)).toPrecision(12));
+    if (t >= lo * (1 - eps) && t <= hi * (1 + eps)) { out.push(t); }
+  }
+}
+return out;
+"""
+
+# Minor ticks: 2..9 times each decade inside the range (none when the labels are 1-2-5 steps
+# or when the decades are thinned)
+_LOG_MINOR_JS = """
+const lo = Math.min(cb_data.start, cb_data.end), hi = Math.max(cb_data.start, cb_data.end);
+const major = cb_data.major_ticks;
+if (!(lo > 0) || major.length < 2) { return []; }
+const ratio = major[1] / major[0];
+if (Math.abs(ratio - 10) > 1e-6) { return []; }
+const out = [];
+for (let k = Math.floor(Math.log10(lo)); k <= Math.ceil(Math.log10(hi)); k++) {
+  for (let m = 2; m <= 9; m++) {
+    const t = m * Math.pow(10, k);
+    if (t > lo && t < hi) { out.push(t); }
+  }
+}
+return out;
+"""
+
+
+def log_ticker() -> CustomJSTicker:
+    """Ticker of the app's log axes: decades only when at least two are visible (thinned to at
+    most 7 labels), 1-2-5 steps on a narrower range; minor ticks at 2..9 × each decade."""
+    return CustomJSTicker(major_code=_LOG_MAJOR_JS, minor_code=_LOG_MINOR_JS)
 
 
 _LOG_TICK_JS = """
