@@ -51,6 +51,8 @@ _LAYOUT = (("dataset", "lam"), ("sampling", "gap_power"), ("step_kind", "gap_che
 
 PROJECTOR_BARS = 120
 
+BLOCKS_HEIGHT = 560   # px taken by the Step tab's per-block gap plots (their place while unmade)
+
 LESSON_TITLES = [lesson.title.split("·", 1)[-1].strip() for lesson in LESSON_PAGES]
 
 #: the lesson page (1-based) that explains a setting (named in the setting's tooltip)
@@ -143,9 +145,12 @@ class GapLabApp(pn.viewable.Viewer):
         _extension()
         if warm:
             kernels.start(log=False)
+            if _served():
+                kernels.yield_to_page(10.0)   # the background compile waits for this page (onload)
         self._kkey = None
         self._unloaded_force = 0.0
         self._comm_waited = False
+        self._t_made = time.perf_counter()
         self.session = session if session is not None else Session()
         self.toy = ToyLab()
         self._msg_seen = 0
@@ -156,7 +161,13 @@ class GapLabApp(pn.viewable.Viewer):
         # ---- views of the tabs
         self.status = StatusView()
         self.anatomy = AnatomyView()
-        self.blocks = BlockGapsView(height=290, prob_height=150, name="block_gaps")
+        # Served, the per-block gap plots (two figures: 40 % of the app's build time and a
+        # quarter of its Bokeh models) are made when the page has loaded (_on_page_load), so
+        # that the page is up and its buttons answer sooner; a spacer of their height keeps the
+        # page from jumping. In a notebook or headless they are made now.
+        served = _served()
+        self._blocks = None if served else self._new_blocks()
+        self._blocks_spacer = pn.Spacer(height=BLOCKS_HEIGHT, sizing_mode="stretch_width") if served else None
         # projector mode's Step tab: the anatomy stacked left, the block gaps right (both above
         # the fold at 1280×720); the bars are bins of ⌈n/120⌉ blocks (max ĝ, summed P), so a
         # bar is ≥ 6 px wide for any n
@@ -321,14 +332,14 @@ class GapLabApp(pn.viewable.Viewer):
         else:
             self.topbar.objects = []
             self.run_box.objects = self._run_rows()
-            self._step_tab.objects = [self.anatomy.panel, self.blocks.panel]
+            self._step_tab.objects = self._step_objects()
         self.topbar.visible = on
         self.sidebar.visible = not on
         self.subtitle.visible = not on
         self._apply_big(self._layout, on)
         if hasattr(self, "_lessons"):
             self._lessons.set_width(620 if on else 480)
-        for extra in (self.anatomy, self.blocks, self.anatomy_p, self.blocks_p, self.sidebar):
+        for extra in (self.anatomy, self._blocks, self.anatomy_p, self.blocks_p, self.sidebar):
             if extra is None:
                 continue
             self._apply_big(extra.panel if hasattr(extra, "panel") else extra, on)
@@ -360,7 +371,7 @@ class GapLabApp(pn.viewable.Viewer):
                         styles={"background": "#1f3b57", "border-radius": "4px"},
                         sizing_mode="stretch_width", margin=(5, 10))
         self.topbar = pn.Row(visible=False, sizing_mode="stretch_width", css_classes=["gaplab-topbar"])
-        step_tab = pn.Column(self.anatomy.panel, self.blocks.panel, sizing_mode="stretch_width")
+        step_tab = pn.Column(*self._step_objects(), sizing_mode="stretch_width")
         self._step_tab = step_tab
         self._boxes = [step_tab] + [pn.Column(sizing_mode="stretch_width") for _ in self.TAB_NAMES[1:]]
         self.tabs = pn.Tabs(*zip(self.TAB_NAMES, self._boxes), dynamic=True, sizing_mode="stretch_width")
@@ -374,6 +385,27 @@ class GapLabApp(pn.viewable.Viewer):
 
     def __panel__(self):
         return self._layout
+
+    @staticmethod
+    def _new_blocks():
+        return BlockGapsView(height=290, prob_height=150, name="block_gaps")
+
+    @property
+    def blocks(self) -> BlockGapsView:
+        """The Step tab's per-block gap plots (made on first use, see ``__init__``)."""
+        if self._blocks is None:
+            self._blocks = self._new_blocks()
+            if self.projector:
+                self._apply_big(self._blocks.panel, True)
+            else:
+                self._step_tab.objects = self._step_objects()
+        return self._blocks
+
+    def _step_objects(self):
+        """The Step tab's contents in normal mode."""
+        if self._blocks is None:
+            return [self.anatomy.panel, self._blocks_spacer]
+        return [self.anatomy.panel, self._blocks.panel]
 
     TAB_NAMES = ("Step", "Convergence", "Cache & active sets", "Regularization path", "Toy example", "Lessons",
                  "Sweeps")
@@ -473,7 +505,9 @@ class GapLabApp(pn.viewable.Viewer):
         """The views drawn in the active tab (others are brought up to date when shown)."""
         tab = self.tabs.active
         if tab == STEP:
-            return [self.anatomy_p, self.blocks_p] if self.projector else [self.anatomy, self.blocks]
+            if self.projector:
+                return [self.anatomy_p, self.blocks_p]
+            return [self.anatomy] if self._blocks is None else [self.anatomy, self._blocks]
         if tab == CONVERGENCE:
             return [self.gap_passes, self.gap_time, self.primal_dual, self.test_error]
         if tab == CACHE:
@@ -488,6 +522,8 @@ class GapLabApp(pn.viewable.Viewer):
 
     def _on_page_load(self):
         self._page_loaded = True
+        kernels.page_loaded()
+        self.blocks   # noqa: B018 - made now (see __init__), inside this session's document
         self.refresh(force=True)
 
     def _notebook_comms_open(self) -> bool:
@@ -525,6 +561,8 @@ class GapLabApp(pn.viewable.Viewer):
                 return
             self._unloaded_force = now
             force = True
+            if self._blocks is None and now - self._t_made > 5.0:   # no onload: make them anyway
+                self.blocks  # noqa: B018
         try:
             self.refresh(force=force)
         except Exception as exc:  # a drawing bug must not kill the periodic callback
