@@ -142,6 +142,13 @@ class GapLabApp(pn.viewable.Viewer):
     def __init__(self, session: Session | None = None, *, periodic: bool = True, warm: bool = False,
                  **params):
         super().__init__(**params)
+        if _served():
+            # Panel links a component's stylesheets to the server's dist_url, a template variable
+            # it sets on the document only when it writes the page (after this factory ran):
+            # components made before then got cdn.holoviz.org links (offline: failed requests,
+            # console errors). Set it now, to the value Panel will give it.
+            from panel.io.resources import get_dist_path
+            pn.state.curdoc._template_variables.setdefault("dist_url", get_dist_path())
         _extension()
         if warm:
             kernels.start(log=False)

@@ -122,6 +122,26 @@ return (m === 1) ? pow : (m + "\u00b7" + pow);
 """
 
 
+class LiveHTML(pn.pane.HTML):
+    """An HTML pane for text that changes several times per second (status line, anatomy, step
+    sentence): a new ``object`` sends only the model's new text. Panel's HTML pane recomputes
+    every property of its model on each change (stylesheets, sizing, styles: 4.5 ms per update
+    on this machine against 0.05 ms here), which was a third of a Step's server time."""
+
+    def _update(self, ref, model):
+        text = self._transform_object(self.object)["object"]
+        if model.text != text:
+            model.text = text
+
+
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+
+
+def _bold(text: str) -> str:
+    """``**x**`` -> ``<b>x</b>`` (the info lines are HTML: Markdown took 8 ms per update)."""
+    return _BOLD.sub(r"<b>\1</b>", text)
+
+
 def legend_above(f):
     """Move the figure's legend into one transparent horizontal row above the plot (never over
     the data)."""
@@ -584,8 +604,8 @@ class BlockGapsView(_Base):
                        major_label_text_font_size="11px", location=(0, 0))
         g.add_layout(pad, "right")
         # fixed heights: text that changes 10x/s must not make the browser re-layout the page
-        self.info = pn.pane.Markdown("", styles={"font-size": "13px", "overflow": "hidden"}, margin=(0, 10),
-                                     height=46, sizing_mode="stretch_width")
+        self.info = LiveHTML("", styles={"font-size": "13px", "overflow": "hidden", "line-height": "1.45"},
+                             margin=(4, 10, 0, 10), height=46, sizing_mode="stretch_width")
         self.panel = pn.Column(self.info, _figure_pane(f), _figure_pane(g), sizing_mode="stretch_width")
 
     def _draw(self, snap):
@@ -671,7 +691,7 @@ class BlockGapsView(_Base):
             parts.append(f"χ(ĝ)³ = {snap.chi_cubed:.2f} (Thm. 2: gain of gap over uniform sampling "
                          "with exact gaps, equal curvatures)")
         parts.append("dashed line: last block")
-        self.info.object = " · ".join(parts)
+        self.info.object = _bold(" · ".join(parts))
 
 
 def _nice_up(v: float) -> float:
@@ -840,15 +860,15 @@ class AnatomyView(_Base):
         # compact: projector mode (text at least 18 px, the table in two columns)
         self._scale = 1.3 if compact else 1.0
         self._compact = compact
-        self.word = pn.pane.HTML("", sizing_mode="stretch_width", margin=(5, 10), height=self._height(False),
+        self.word = LiveHTML("", sizing_mode="stretch_width", margin=(5, 10), height=self._height(False),
                                  styles={"font-size": "14px", "overflow-x": "hidden", "overflow-y": "auto"})
-        self.table = pn.pane.HTML("", width=430 if not stacked else None, margin=(5, 10),
+        self.table = LiveHTML("", width=430 if not stacked else None, margin=(5, 10),
                                   height=235 if not compact else 300,
                                   sizing_mode=None if not stacked else "stretch_width",
                                   styles={"font-size": "14px", "overflow": "hidden"})
         layout = pn.Column if stacked else pn.Row
         # "what just happened": one sentence about the last step, under it
-        self.sentence = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10),
+        self.sentence = LiveHTML("", sizing_mode="stretch_width", margin=(0, 10),
                                      height=44 if not compact else 120,
                                      css_classes=["gaplab-sentence"],
                                      styles={"font-size": "13.5px", "overflow": "hidden",
@@ -1100,8 +1120,8 @@ class StatusView(_Base):
 
     def __init__(self):
         super().__init__()
-        self.panel = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), height=24,
-                                  styles={"font-size": "13.5px", "white-space": "nowrap"})
+        self.panel = LiveHTML("", sizing_mode="stretch_width", margin=(0, 10), height=24,
+                              styles={"font-size": "13.5px", "white-space": "nowrap"})
 
     def _draw(self, snap):
         from .session import STATUS_LABELS
