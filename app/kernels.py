@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-__all__ = ["KernelState", "start", "state", "wait", "COMPILE_NOTE"]
+__all__ = ["KernelState", "start", "state", "wait", "yield_to_page", "page_loaded", "COMPILE_NOTE"]
 
 #: what the page says while the kernels compile
 COMPILE_NOTE = "compiling solver kernels (once per install, about a minute)"
@@ -64,6 +64,7 @@ class _Warmup:
         self._message = ""
         self._t0 = 0.0
         self._t1 = None
+        self._yield_until = 0.0   # the background phase waits until then (a page is being built)
 
     def start(self, *, log=True, extra=None) -> bool:
         """Start the compile thread (idempotent: False if it was already started)."""
@@ -82,6 +83,19 @@ class _Warmup:
         with self._lock:
             self._fraction = float(fraction)
             self._message = str(message)
+            background = self._status == "background"
+        # Between two background jobs: let a page that is being built have the CPU (on two
+        # cores the warm-up of the other model kinds had doubled the first page's load time)
+        while background and time.perf_counter() < self._yield_until:
+            time.sleep(0.05)
+
+    def yield_to_page(self, seconds: float) -> None:
+        with self._lock:
+            self._yield_until = max(self._yield_until, time.perf_counter() + float(seconds))
+
+    def page_loaded(self) -> None:
+        with self._lock:
+            self._yield_until = 0.0
 
     def _first(self):
         """The kernels of the default settings on a tiny chain model (OCR's model class)."""
@@ -155,6 +169,18 @@ def start(*, log: bool = True, extra=None) -> bool:
 def state() -> KernelState:
     """The compile's current :class:`KernelState` (never blocks)."""
     return _WARMUP.state()
+
+
+def yield_to_page(seconds: float = 10.0) -> None:
+    """A page is being built: the background phase of the compile (the kernels the default
+    settings do not need) pauses between two jobs for at most ``seconds``, or until
+    :func:`page_loaded`. The kernels of the default settings never wait."""
+    _WARMUP.yield_to_page(seconds)
+
+
+def page_loaded() -> None:
+    """The page has loaded: the background compile goes on."""
+    _WARMUP.page_loaded()
 
 
 def wait(timeout: float | None = None) -> bool:

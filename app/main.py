@@ -51,6 +51,8 @@ _LAYOUT = (("dataset", "lam"), ("sampling", "gap_power"), ("step_kind", "gap_che
 
 PROJECTOR_BARS = 120
 
+BLOCKS_HEIGHT = 560   # px taken by the Step tab's per-block gap plots (their place while unmade)
+
 LESSON_TITLES = [lesson.title.split("·", 1)[-1].strip() for lesson in LESSON_PAGES]
 
 #: the lesson page (1-based) that explains a setting (named in the setting's tooltip)
@@ -94,9 +96,25 @@ def _missing_html() -> str:
             "then restart the app.")
 
 
+def _served() -> bool:
+    """True inside a Bokeh server session (``gaplab app``, ``panel serve``), False in a notebook
+    or a plain Python process."""
+    doc = pn.state.curdoc
+    return doc is not None and getattr(doc, "session_context", None) is not None
+
+
 def _extension():
-    """Load Panel's extensions for this document (idempotent; called by every app)."""
-    pn.extension("mathjax", notifications=True)
+    """Load Panel's extensions for this document (called by every app).
+
+    Served: MathJax and the toast notifications. In a notebook only MathJax, and only when the
+    notebook has not loaded it already (``pn.extension("mathjax")`` in an earlier line): a second
+    call writes all of Panel's JavaScript into the cell's output again, and the toasts' library
+    (notyf) comes from a CDN there (offline: "Notyf is not defined" at the first toast); the
+    sidebar's alert shows the same messages."""
+    if _served():
+        pn.extension("mathjax", notifications=True)
+    elif not (pn.extension._loaded and "mathjax" in pn.extension._loaded_extensions):
+        pn.extension("mathjax")
 
 
 def _pin_local_resources() -> None:
@@ -110,12 +128,11 @@ def _pin_local_resources() -> None:
     every stylesheet local. No effect in a notebook or when Panel is told to use its CDN.
     """
     from panel.io.resources import LOCAL_DIST, use_cdn
-    doc = pn.state.curdoc
-    if doc is None or getattr(doc, "session_context", None) is None or use_cdn():
+    if not _served() or use_cdn():
         return
     rel = pn.state.rel_path
     # the same value panel.io.server.server_html_page_for_session computes for resources="server"
-    doc._template_variables.setdefault("dist_url", f"{rel}/{LOCAL_DIST}" if rel else LOCAL_DIST)
+    pn.state.curdoc._template_variables.setdefault("dist_url", f"{rel}/{LOCAL_DIST}" if rel else LOCAL_DIST)
 
 
 class GapLabApp(pn.viewable.Viewer):
@@ -132,20 +149,27 @@ class GapLabApp(pn.viewable.Viewer):
         Compile the solver kernels in a background thread of this process (once per process;
         ``gaplab app`` starts it with the server). Until it ends, the buttons that run the
         solver are disabled and the page shows the progress. The served entry points
-        (``gaplab app``, ``app/panel_app.py``) turn it on; off by default because in a notebook
-        the background compile's page updates broke the rendering in JupyterLab (BokehJS
-        "reference ... isn't known") — there the first Step compiles what it needs.
+        (``gaplab app``, ``app/panel_app.py``) turn it on; off by default so that a notebook's
+        kernel does not spend minutes of CPU on model kinds it may never use (there the first
+        Step compiles what it needs).
+
+    In a notebook the app changes none of its Bokeh models until the page has opened the comm of
+    its display (:meth:`_notebook_comms_open`), then sends its whole state once.
     """
 
     def __init__(self, session: Session | None = None, *, periodic: bool = True, warm: bool = False,
                  **params):
         super().__init__(**params)
+        _pin_local_resources()   # before any component is built
         _extension()
-        _pin_local_resources()
         if warm:
             kernels.start(log=False)
+            if _served():
+                kernels.yield_to_page(10.0)   # the background compile waits for this page (onload)
         self._kkey = None
         self._unloaded_force = 0.0
+        self._comm_waited = False
+        self._t_made = time.perf_counter()
         self.session = session if session is not None else Session()
         self.toy = ToyLab()
         self._msg_seen = 0
@@ -156,7 +180,13 @@ class GapLabApp(pn.viewable.Viewer):
         # ---- views of the tabs
         self.status = StatusView()
         self.anatomy = AnatomyView(on_part=self._choose_part)
-        self.blocks = BlockGapsView(height=290, prob_height=150, name="block_gaps")
+        # Served, the per-block gap plots (two figures: 40 % of the app's build time and a
+        # quarter of its Bokeh models) are made when the page has loaded (_on_page_load), so
+        # that the page is up and its buttons answer sooner; a spacer of their height keeps the
+        # page from jumping. In a notebook or headless they are made now.
+        served = _served()
+        self._blocks = None if served else self._new_blocks()
+        self._blocks_spacer = pn.Spacer(height=BLOCKS_HEIGHT, sizing_mode="stretch_width") if served else None
         # projector mode's Step tab: the anatomy stacked left, the block gaps right (both above
         # the fold at 1280×720); the bars are bins of ⌈n/120⌉ blocks (max ĝ, summed P), so a
         # bar is ≥ 6 px wide for any n
@@ -321,14 +351,14 @@ class GapLabApp(pn.viewable.Viewer):
         else:
             self.topbar.objects = []
             self.run_box.objects = self._run_rows()
-            self._step_tab.objects = [self.anatomy.panel, self.blocks.panel]
+            self._step_tab.objects = self._step_objects()
         self.topbar.visible = on
         self.sidebar.visible = not on
         self.subtitle.visible = not on
         self._apply_big(self._layout, on)
         if hasattr(self, "_lessons"):
             self._lessons.set_width(620 if on else 480)
-        for extra in (self.anatomy, self.blocks, self.anatomy_p, self.blocks_p, self.sidebar):
+        for extra in (self.anatomy, self._blocks, self.anatomy_p, self.blocks_p, self.sidebar):
             if extra is None:
                 continue
             self._apply_big(extra.panel if hasattr(extra, "panel") else extra, on)
@@ -360,7 +390,7 @@ class GapLabApp(pn.viewable.Viewer):
                         styles={"background": "#1f3b57", "border-radius": "4px"},
                         sizing_mode="stretch_width", margin=(5, 10))
         self.topbar = pn.Row(visible=False, sizing_mode="stretch_width", css_classes=["gaplab-topbar"])
-        step_tab = pn.Column(self.anatomy.panel, self.blocks.panel, sizing_mode="stretch_width")
+        step_tab = pn.Column(*self._step_objects(), sizing_mode="stretch_width")
         self._step_tab = step_tab
         self._boxes = [step_tab] + [pn.Column(sizing_mode="stretch_width") for _ in self.TAB_NAMES[1:]]
         self.tabs = pn.Tabs(*zip(self.TAB_NAMES, self._boxes), dynamic=True, sizing_mode="stretch_width")
@@ -374,6 +404,27 @@ class GapLabApp(pn.viewable.Viewer):
 
     def __panel__(self):
         return self._layout
+
+    @staticmethod
+    def _new_blocks():
+        return BlockGapsView(height=290, prob_height=150, name="block_gaps")
+
+    @property
+    def blocks(self) -> BlockGapsView:
+        """The Step tab's per-block gap plots (made on first use, see ``__init__``)."""
+        if self._blocks is None:
+            self._blocks = self._new_blocks()
+            if self.projector:
+                self._apply_big(self._blocks.panel, True)
+            else:
+                self._step_tab.objects = self._step_objects()
+        return self._blocks
+
+    def _step_objects(self):
+        """The Step tab's contents in normal mode."""
+        if self._blocks is None:
+            return [self.anatomy.panel, self._blocks_spacer]
+        return [self.anatomy.panel, self._blocks.panel]
 
     TAB_NAMES = ("Step", "Convergence", "Cache & active sets", "Regularization path", "Toy example", "Lessons",
                  "Sweeps")
@@ -481,7 +532,9 @@ class GapLabApp(pn.viewable.Viewer):
         """The views drawn in the active tab (others are brought up to date when shown)."""
         tab = self.tabs.active
         if tab == STEP:
-            return [self.anatomy_p, self.blocks_p] if self.projector else [self.anatomy, self.blocks]
+            if self.projector:
+                return [self.anatomy_p, self.blocks_p]
+            return [self.anatomy] if self._blocks is None else [self.anatomy, self._blocks]
         if tab == CONVERGENCE:
             return [self.gap_passes, self.gap_time, self.primal_dual, self.test_error]
         if tab == CACHE:
@@ -496,21 +549,47 @@ class GapLabApp(pn.viewable.Viewer):
 
     def _on_page_load(self):
         self._page_loaded = True
+        kernels.page_loaded()
+        self.blocks   # noqa: B018 - made now (see __init__), inside this session's document
         self.refresh(force=True)
+
+    def _notebook_comms_open(self) -> bool:
+        """False while a notebook display of the app still waits for the page to open its comm.
+
+        In Jupyter, Panel sends model changes over a comm that the page opens once it has
+        rendered the cell's output; changes made before that are queued, each retried on its
+        own timer, and so may reach the page out of order: a patch that names a stylesheet or
+        a glyph defined in a later patch fails in BokehJS ("reference ... isn't known") and the
+        page never shows the change (the app stayed on "loading"). So the app changes nothing
+        until every display's comm is open. Served pages have no comm: always True."""
+        from panel.io.state import state
+        for ref in list(self._layout._models):
+            view = state._views.get(ref)
+            comm = view[3] if view is not None else None
+            if comm is not None and getattr(comm, "_comm", True) is None:
+                return False
+        return True
 
     def _tick(self):
         if self._closed:
             return
+        if not self._notebook_comms_open():
+            self._comm_waited = True
+            return
         force = False
+        if self._comm_waited:   # the page has just connected: send the state it has not seen
+            self._comm_waited = False
+            force = True
         if not self._page_loaded:
-            # Until the page says it has loaded, resend everything once a second (changes made
-            # before its websocket connected may be lost). In JupyterLab the onload callback may
-            # never come: the app must refresh anyway (it stayed on "loading" before).
+            # Served: until the page says it has loaded, resend everything once a second
+            # (changes made before its websocket connected may be lost).
             now = time.perf_counter()
             if now - self._unloaded_force < 1.0:
                 return
             self._unloaded_force = now
             force = True
+            if self._blocks is None and now - self._t_made > 5.0:   # no onload: make them anyway
+                self.blocks  # noqa: B018
         try:
             self.refresh(force=force)
         except Exception as exc:  # a drawing bug must not kill the periodic callback
@@ -590,7 +669,7 @@ class GapLabApp(pn.viewable.Viewer):
         self.alert.alert_type = {"error": "danger", "warning": "warning", "success": "success"}.get(level, "info")
         self.alert.object = text
         self.alert.visible = True
-        notes = pn.state.notifications
+        notes = pn.state.notifications if _served() else None   # toasts only when served (_extension)
         if notes is not None:
             for level, text in msgs:
                 try:

@@ -21,8 +21,8 @@ import zlib
 
 import numpy as np
 import panel as pn
-from bokeh.models import (ColorBar, ColumnDataSource, CustomJSTickFormatter, HoverTool, Legend,
-                          LegendItem, LinearColorMapper, LogTicker, NumeralTickFormatter,
+from bokeh.models import (ColorBar, ColumnDataSource, CustomJSTicker, CustomJSTickFormatter, HoverTool,
+                          Legend, LegendItem, LinearColorMapper, NumeralTickFormatter,
                           PrintfTickFormatter, Range1d, Span)
 from bokeh.core.properties import value
 from bokeh.palettes import Category10_10, Viridis256
@@ -52,12 +52,62 @@ def _fig(**kw):
     f.toolbar.logo = None
     f.toolbar.autohide = True
     if kw.get("y_axis_type") == "log":
-        f.yaxis.ticker = LogTicker(mantissas=[1, 2, 5], desired_num_ticks=6)
+        f.yaxis.ticker = log_ticker()
         f.yaxis.formatter = _log_formatter()
     if kw.get("x_axis_type") == "log":
-        f.xaxis.ticker = LogTicker(mantissas=[1, 2, 5], desired_num_ticks=6)
+        f.xaxis.ticker = log_ticker()
         f.xaxis.formatter = _log_formatter()
     return f
+
+
+# Major ticks of a log axis: the decades inside the visible range (every k-th when there are
+# more than 7), or 1-2-5 steps when fewer than two decades are visible; never the linear ticks
+# Bokeh's LogTicker falls back to on a range under two decades (0.01, 8e-3, 6e-3, 4e-3 piled up
+# at the top of the block-gap axis).
+_LOG_MAJOR_JS = """
+const lo = Math.min(cb_data.start, cb_data.end), hi = Math.max(cb_data.start, cb_data.end);
+if (!(lo > 0) || !isFinite(hi)) { return []; }
+const eps = 1e-9;
+const k0 = Math.ceil(Math.log10(lo) - eps), k1 = Math.floor(Math.log10(hi) + eps);
+if (k1 - k0 + 1 >= 2) {
+  const step = Math.max(1, Math.ceil((k1 - k0 + 1) / 7));
+  const out = [];
+  for (let k = k0; k <= k1; k++) { if ((k - k0) % step == 0) { out.push(Number(Math.pow(10, k).toPrecision(12))); } }
+  return out;
+}
+const out = [];
+for (let k = k0 - 1; k <= k1; k++) {
+  for (const m of [1, 2, 5]) {
+    const t = Number((m * Math.pow(10, k)).toPrecision(12));
+    if (t >= lo * (1 - eps) && t <= hi * (1 + eps)) { out.push(t); }
+  }
+}
+return out;
+"""
+
+# Minor ticks: 2..9 times each decade inside the range (none when the labels are 1-2-5 steps
+# or when the decades are thinned)
+_LOG_MINOR_JS = """
+const lo = Math.min(cb_data.start, cb_data.end), hi = Math.max(cb_data.start, cb_data.end);
+const major = cb_data.major_ticks;
+if (!(lo > 0) || major.length < 2) { return []; }
+const ratio = major[1] / major[0];
+if (Math.abs(ratio - 10) > 1e-6) { return []; }
+const out = [];
+for (let k = Math.floor(Math.log10(lo)); k <= Math.ceil(Math.log10(hi)); k++) {
+  for (let m = 2; m <= 9; m++) {
+    const t = m * Math.pow(10, k);
+    if (t > lo && t < hi) { out.push(t); }
+  }
+}
+return out;
+"""
+
+
+def log_ticker() -> CustomJSTicker:
+    """Ticker of the app's log axes: decades only when at least two are visible (thinned to at
+    most 7 labels), 1-2-5 steps on a narrower range; minor ticks at 2..9 × each decade."""
+    return CustomJSTicker(major_code=_LOG_MAJOR_JS, minor_code=_LOG_MINOR_JS)
 
 
 _LOG_TICK_JS = """
@@ -70,6 +120,26 @@ if (e >= -2 && e <= 3) { return String(Number(tick.toPrecision(2))); }
 const pow = "10" + String(e).split("").map(c => sup[c]).join("");
 return (m === 1) ? pow : (m + "\u00b7" + pow);
 """
+
+
+class LiveHTML(pn.pane.HTML):
+    """An HTML pane for text that changes several times per second (status line, anatomy, step
+    sentence): a new ``object`` sends only the model's new text. Panel's HTML pane recomputes
+    every property of its model on each change (stylesheets, sizing, styles: 4.5 ms per update
+    on this machine against 0.05 ms here), which was a third of a Step's server time."""
+
+    def _update(self, ref, model):
+        text = self._transform_object(self.object)["object"]
+        if model.text != text:
+            model.text = text
+
+
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+
+
+def _bold(text: str) -> str:
+    """``**x**`` -> ``<b>x</b>`` (the info lines are HTML: Markdown took 8 ms per update)."""
+    return _BOLD.sub(r"<b>\1</b>", text)
 
 
 def legend_above(f):
@@ -534,8 +604,8 @@ class BlockGapsView(_Base):
                        major_label_text_font_size="11px", location=(0, 0))
         g.add_layout(pad, "right")
         # fixed heights: text that changes 10x/s must not make the browser re-layout the page
-        self.info = pn.pane.Markdown("", styles={"font-size": "13px", "overflow": "hidden"}, margin=(0, 10),
-                                     height=46, sizing_mode="stretch_width")
+        self.info = LiveHTML("", styles={"font-size": "13px", "overflow": "hidden", "line-height": "1.45"},
+                             margin=(4, 10, 0, 10), height=46, sizing_mode="stretch_width")
         self.panel = pn.Column(self.info, _figure_pane(f), _figure_pane(g), sizing_mode="stretch_width")
 
     def _draw(self, snap):
@@ -621,7 +691,7 @@ class BlockGapsView(_Base):
             parts.append(f"χ(ĝ)³ = {snap.chi_cubed:.2f} (Thm. 2: gain of gap over uniform sampling "
                          "with exact gaps, equal curvatures)")
         parts.append("dashed line: last block")
-        self.info.object = " · ".join(parts)
+        self.info.object = _bold(" · ".join(parts))
 
 
 def _nice_up(v: float) -> float:
@@ -835,15 +905,15 @@ class AnatomyView(_Base):
         # compact: projector mode (text at least 18 px, the table in two columns)
         self._scale = 1.3 if compact else 1.0
         self._compact = compact
-        self.word = pn.pane.HTML("", sizing_mode="stretch_width", margin=(5, 10), height=self._height(False),
+        self.word = LiveHTML("", sizing_mode="stretch_width", margin=(5, 10), height=self._height(False),
                                  styles={"font-size": "14px", "overflow-x": "hidden", "overflow-y": "auto"})
-        self.table = pn.pane.HTML("", width=430 if not stacked else None, margin=(5, 10),
+        self.table = LiveHTML("", width=430 if not stacked else None, margin=(5, 10),
                                   height=235 if not compact else 300,
                                   sizing_mode=None if not stacked else "stretch_width",
                                   styles={"font-size": "14px", "overflow": "hidden"})
         layout = pn.Column if stacked else pn.Row
         # "what just happened": one sentence about the last step, under it
-        self.sentence = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10),
+        self.sentence = LiveHTML("", sizing_mode="stretch_width", margin=(0, 10),
                                      height=44 if not compact else 120,
                                      css_classes=["gaplab-sentence"],
                                      styles={"font-size": "13.5px", "overflow": "hidden",
@@ -1150,8 +1220,8 @@ class StatusView(_Base):
 
     def __init__(self):
         super().__init__()
-        self.panel = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), height=24,
-                                  styles={"font-size": "13.5px", "white-space": "nowrap"})
+        self.panel = LiveHTML("", sizing_mode="stretch_width", margin=(0, 10), height=24,
+                              styles={"font-size": "13.5px", "white-space": "nowrap"})
 
     def _draw(self, snap):
         from .session import STATUS_LABELS

@@ -85,6 +85,12 @@ class Page:
         self.button("Step").wait_for()
         if wait_ready:
             self.wait_status(r"● ready")
+            self.wait_block_plot()
+
+    def wait_block_plot(self, timeout_ms=TIMEOUT_MS):
+        """The Step tab's per-block gap plot is made once the page has loaded (after "ready")."""
+        self.page.wait_for_function("""() => { const d = window.Bokeh && window.Bokeh.documents[0];
+            return !!(d && d.get_model_by_name('block_gaps')); }""", timeout=timeout_ms, polling=50)
 
     def button(self, name):
         return self.page.get_by_role("button", name=name, exact=True)

@@ -2,7 +2,8 @@
 app cell, and check that the app renders (status "ready") and that Step changes the anatomy.
 
 Skipped cleanly without JupyterLab (PyPI, the ``test`` extra), Playwright, a Chromium executable
-or a ``python3`` kernel.
+or a ``python3`` kernel. It takes about 48 s on this 2-core machine at load 9 (67 s at load 12):
+JupyterLab's start, the kernel's imports and the app cell's inline JavaScript dominate.
 """
 from __future__ import annotations
 
@@ -27,11 +28,6 @@ CHROMIUM = find_chromium()
 if CHROMIUM is None:
     pytest.skip("no Chromium executable (apt-get install chromium, or set GAPLAB_CHROMIUM)",
                 allow_module_level=True)
-
-if not os.environ.get("GAPLAB_JUPYTERLAB_TEST"):
-    # a known failure (see the xfail below) that costs about 2.5 minutes: run it on request
-    pytest.skip("live JupyterLab test: set GAPLAB_JUPYTERLAB_TEST=1 to run it (known failure, issue 16 "
-                "item 10)", allow_module_level=True)
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts"
@@ -85,13 +81,20 @@ def lab(tmp_path_factory):
     log.close()
 
 
-@pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 16 item 10, open: in JupyterLab 4 the app renders but stays on 'loading ocr-small': "
-    "the session's snapshots never reach the page (the periodic callback's updates, or the "
-    "callback itself, do not run there). The app used to render nothing at all: the background "
-    "kernel compile is now off in notebooks (BokehJS 'reference ... isn't known')."))
+def _wait_text(locator, pattern, timeout):
+    deadline = time.time() + timeout
+    text = ""
+    while time.time() < deadline:
+        text = locator.inner_text()
+        if re.search(pattern, text):
+            return text
+        time.sleep(0.1)
+    return text
+
+
 def test_app_runs_live_in_jupyterlab(lab):
+    """The tour's app cell rendered in JupyterLab follows its session (the dataset loads in the
+    background, the status turns "ready") and a Step clicked in the page is answered there."""
     pw = sync_api.sync_playwright().start()
     try:
         try:
@@ -99,36 +102,46 @@ def test_app_runs_live_in_jupyterlab(lab):
         except Exception as exc:  # pragma: no cover - depends on the machine
             pytest.skip(f"Chromium at {CHROMIUM} does not start: {exc}")
         page = browser.new_page(viewport={"width": 1600, "height": 1000})
+        console = []
+        page.on("console", lambda m: console.append((m.type, m.text)))
+        page.on("pageerror", lambda e: console.append(("pageerror", str(e))))
         page.set_default_timeout(60_000)
         page.goto(lab, timeout=90_000)
         page.locator(".jp-Notebook .jp-CodeCell").first.wait_for(timeout=90_000)
         # wait until the kernel is connected, then run the app cell (the first code cell)
         page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").first.wait_for(timeout=90_000)
         cell = page.locator(".jp-Notebook .jp-CodeCell").first
-        cell.locator(".jp-InputArea-prompt").first.click()     # select the cell (command mode)
-        time.sleep(0.3)
-        page.keyboard.press("Shift+Enter")
+        prompt = cell.locator(".jp-InputArea-prompt").first
+        for _ in range(3):   # on a loaded machine a Shift+Enter pressed as the kernel connects is lost
+            prompt.click()                       # select the cell (command mode)
+            time.sleep(0.3)
+            page.keyboard.press("Shift+Enter")
+            if re.search(r"\[[*\d]", _wait_text(prompt, r"\[[*\d]", 20)):   # queued or run: [*] / [1]
+                break
         status = page.locator(".gaplab-status").first
         try:
-            status.wait_for(timeout=int(os.environ.get('GAPLAB_LAB_TIMEOUT_MS', 45_000)))
+            status.wait_for(timeout=90_000)
         except Exception:
             page.screenshot(path=str(ARTIFACTS / "jupyterlab_failed.png"))
             raise
-        deadline = time.time() + 120
-        while time.time() < deadline and not re.search(r"ready.*ocr-small.*iteration 0\b", status.inner_text()):
-            time.sleep(0.2)
-        text = status.inner_text()
+        text = _wait_text(status, r"ready.*ocr-small.*iteration 0\b", 120)
         page.screenshot(path=str(ARTIFACTS / "jupyterlab_app.png"))
         assert re.search(r"ready.*ocr-small.*iteration 0\b", text), text   # not stuck on "loading"
         page.get_by_role("button", name="Step", exact=True).first.click()
-        page.locator(".gaplab-block").first.wait_for(timeout=30_000)
-        deadline = time.time() + 30
-        while time.time() < deadline and not re.search(r"iteration 1\b", status.inner_text()):
-            time.sleep(0.1)
-        assert re.search(r"iteration 1\b", status.inner_text()), status.inner_text()
-        assert "What just happened" in page.locator(".gaplab-sentence").first.inner_text() or \
-            page.get_by_text("What just happened").count() > 0
+        # the first Step may compile the solver kernels in the notebook's kernel (a cold numba
+        # cache: about a minute); with the cache it is answered at once
+        text = _wait_text(status, r"iteration 1\b", 180)
+        assert re.search(r"iteration 1\b", text), text
+        block = page.locator(".gaplab-block").first
+        block.wait_for(timeout=30_000)
+        assert 0 <= int(block.inner_text()) < 626                       # the anatomy names the block
+        assert page.get_by_text("What just happened").count() > 0
         page.screenshot(path=str(ARTIFACTS / "jupyterlab_step.png"))
+        # no BokehJS patch was refused (the cause of the old "loading" page: patches sent out of
+        # order before the page had opened its comm); resources that fail to load are not counted
+        # here: in a notebook Panel links its stylesheets from cdn.holoviz.org, offline they fail
+        errors = [m for m in console if m[0] in ("error", "pageerror") and "Failed to load resource" not in m[1]]
+        assert errors == [], errors
         browser.close()
     finally:
         pw.stop()
