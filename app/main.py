@@ -302,7 +302,12 @@ class GapLabApp(pn.viewable.Viewer):
         rows += [pn.Row(*(wd[n] for n in rest[k:k + 2])) for k in range(0, len(rest), 2)]
         rows += [pn.Row(*(wd[n] for n in row if n in wd)) for row in _LAYOUT[1:]]
         self.settings_box = pn.Column(pn.pane.HTML("<b>Settings</b>", margin=(5, 10, 0, 10)), *rows,
-                                      pn.layout.Divider(margin=(5, 10)))
+                                      # an <hr> pane, not pn.layout.Divider: Divider's model skips Panel's
+                                      # stylesheet patching, and in a session the server re-creates
+                                      # (page slower to connect than the unused-session lifetime) its
+                                      # CSS link stays on cdn.holoviz.org (fails offline)
+                                      pn.pane.HTML("<hr style='border:0;border-top:1px solid #ddd;margin:0'>",
+                                                   sizing_mode="stretch_width", margin=(5, 10)))
         self._speed_note = pn.pane.HTML(
             "<span style='font-size:11.5px;color:#666'>Pause keeps the run; Stop ends it "
             "(the next Run starts anew)</span>", width=150, margin=(18, 5, 0, 0))

@@ -67,7 +67,7 @@ def _local(url: str) -> bool:
 class Page:
     """One browser context on the app with its console log."""
 
-    def __init__(self, browser, url, viewport=(1400, 900), wait_ready=True):
+    def __init__(self, browser, url, viewport=(1400, 900), wait_ready=True, bokeh_js_delay_s=0.0):
         self.ctx = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]},
                                        accept_downloads=True)
         self.page = self.ctx.new_page()
@@ -81,6 +81,9 @@ class Page:
         # the app must work without internet (a classroom): every request goes to its own server
         self.external = []
         self.page.on("request", lambda r: None if _local(r.url) else self.external.append(r.url))
+        if bokeh_js_delay_s:  # a slow page: BokehJS arrives after the delay
+            self.page.route("**/static/js/bokeh.min.js*",
+                            lambda route: (time.sleep(bokeh_js_delay_s), route.continue_()))
         self.page.goto(url, timeout=60_000)
         self.button("Step").wait_for()
         if wait_ready:
@@ -155,6 +158,20 @@ def test_page_loads_without_console_errors(page):
         page.page.locator(".bk-tab", has_text=tab).first.click()
         time.sleep(0.4)
     assert page.errors() == [], page.failed_requests
+
+
+def test_a_page_slower_than_the_session_lifetime_stays_offline(server, browser):
+    """A page whose websocket connects after the server discarded its unused session (1 s here;
+    under load in CI) gets a session re-created by the server, never rendered as HTML: every
+    stylesheet must still come from the app's server (a pn.layout.Divider's did not, and CI
+    without internet failed on cdn.holoviz.org requests)."""
+    p = Page(browser, server.url, bokeh_js_delay_s=2.5)
+    try:
+        p.button("Step").click()
+        p.wait_status(r"iteration 1\b")
+        assert p.errors() == [], (p.external, p.failed_requests)
+    finally:
+        p.close()
 
 
 def test_step_changes_block_index_and_gap_plot(page):
