@@ -2,8 +2,9 @@
 app cell, and check that the app renders (status "ready") and that Step changes the anatomy.
 
 Skipped cleanly without JupyterLab (PyPI, the ``test`` extra), Playwright, a Chromium executable
-or a ``python3`` kernel. It takes about 48 s on this 2-core machine at load 9 (67 s at load 12):
-JupyterLab's start, the kernel's imports and the app cell's inline JavaScript dominate.
+or a ``python3`` kernel. It takes 94 s on this 2-core machine at load 1.5 (JupyterLab's start,
+the kernel's imports and compiles, the app cell's inline JavaScript), which does not fit the
+default run's 10-minute budget: run it with ``GAPLAB_JUPYTERLAB_TEST=1``.
 """
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ import pytest
 from gaplab.app.testing import CHROMIUM_ARGS, find_chromium, free_port
 
 pytestmark = pytest.mark.browser
+
+if not os.environ.get("GAPLAB_JUPYTERLAB_TEST"):
+    pytest.skip("live JupyterLab test (94 s): set GAPLAB_JUPYTERLAB_TEST=1 to run it", allow_module_level=True)
 
 pytest.importorskip("jupyterlab", reason="JupyterLab (PyPI) is not installed")
 sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright (PyPI) is not installed")
