@@ -797,11 +797,6 @@ def _leaf_weight(weights, gap_est, scalars, p, i):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _tree_leaf_value(S, cfg_f, i):
-    return _leaf_weight(S.weights, S.gap_est, S.scalars, cfg_f[F_P], i)
-
-
-@njit(cache=True, nogil=True, inline="always")
 def tree_update_arr(tree, weights, gap_est, scalars, p, i):
     """Set leaf i of the sampling tree to block i's weight and update the sums above it (the
     tree of Alg. 2's gap sampling: a draw and an update are O(log n))."""

@@ -31,3 +31,37 @@ def tiny_chain():
 def ocr_small():
     from gaplab.core.datasets.ocr import load_ocr
     return load_ocr("small")
+
+
+# ----------------------------------------------------------------------------- suite schedule
+# The browser tests' app server compiles every model kind's kernels before its first page (about
+# 4 minutes on 2 cores with a cold numba cache, while the test process waits). Instead, a
+# background process compiles them from the start of the session (the numba cache on disk is
+# shared) while the other tests run on the other core, and the browser tests run last.
+
+def pytest_collection_modifyitems(session, config, items):
+    """Run the tests marked ``browser`` after all the others (order otherwise kept)."""
+    browser = [it for it in items if it.get_closest_marker("browser") is not None]
+    if browser and len(browser) < len(items):
+        items[:] = [it for it in items if it.get_closest_marker("browser") is None] + browser
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _warm_kernels_in_background(request):
+    """Start ``gaplab.core.warmup.warmup()`` in a subprocess when the session has browser tests
+    (``GAPLAB_TEST_BACKGROUND_WARMUP=0`` turns it off); stopped at the end if still running."""
+    import os
+    import subprocess
+    wanted = os.environ.get("GAPLAB_TEST_BACKGROUND_WARMUP", "1") != "0"
+    if not wanted or not any(it.get_closest_marker("browser") is not None for it in request.session.items):
+        yield
+        return
+    proc = subprocess.Popen([sys.executable, "-c", "from gaplab.core.warmup import warmup; warmup()"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    yield
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
