@@ -37,27 +37,37 @@ def ocr_small():
 # The browser tests' app server compiles every model kind's kernels before its first page (about
 # 4 minutes on 2 cores with a cold numba cache, while the test process waits). Instead, a
 # background process compiles them from the start of the session (the numba cache on disk is
-# shared) while the other tests run on the other core, and the browser tests run last.
+# shared) while the core tests run on the other core; the app tests (which assume compiled
+# kernels: timings, paced runs, waits) run after the core tests and first wait for that
+# compile to end; the browser tests run last.
+_WARMUP: dict = {"proc": None}
+
+
+def _stage(item) -> int:
+    if item.get_closest_marker("browser") is not None:
+        return 2
+    return 1 if item.path.name.startswith("test_app_") else 0
+
 
 def pytest_collection_modifyitems(session, config, items):
-    """Run the tests marked ``browser`` after all the others (order otherwise kept)."""
-    browser = [it for it in items if it.get_closest_marker("browser") is not None]
-    if browser and len(browser) < len(items):
-        items[:] = [it for it in items if it.get_closest_marker("browser") is None] + browser
+    """Core tests first, then the app tests, then the tests marked ``browser`` (order otherwise
+    kept: ``sorted`` is stable)."""
+    items[:] = sorted(items, key=_stage)
 
 
 @pytest.fixture(scope="session", autouse=True)
 def _warm_kernels_in_background(request):
-    """Start ``gaplab.core.warmup.warmup()`` in a subprocess when the session has browser tests
-    (``GAPLAB_TEST_BACKGROUND_WARMUP=0`` turns it off); stopped at the end if still running."""
+    """Start ``gaplab.core.warmup.warmup()`` in a subprocess when the session has app or browser
+    tests (``GAPLAB_TEST_BACKGROUND_WARMUP=0`` turns it off); stopped at the end if still running."""
     import os
     import subprocess
     wanted = os.environ.get("GAPLAB_TEST_BACKGROUND_WARMUP", "1") != "0"
-    if not wanted or not any(it.get_closest_marker("browser") is not None for it in request.session.items):
+    if not wanted or not any(_stage(it) > 0 for it in request.session.items):
         yield
         return
     proc = subprocess.Popen([sys.executable, "-c", "from gaplab.core.warmup import warmup; warmup()"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _WARMUP["proc"] = proc
     yield
     if proc.poll() is None:
         proc.terminate()
@@ -65,3 +75,16 @@ def _warm_kernels_in_background(request):
             proc.wait(30)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture(autouse=True)
+def _kernels_compiled_for_app_tests(request):
+    """App and browser tests start once the background compile has ended (at most 15 minutes)."""
+    proc = _WARMUP["proc"]
+    if proc is not None and _stage(request.node) > 0 and proc.poll() is None:
+        import subprocess
+        try:
+            proc.wait(900)
+        except subprocess.TimeoutExpired:
+            pass
+    yield
