@@ -16,6 +16,7 @@ from gaplab.core.problems import get_problem, load_problem, model_box, warmup_pl
 
 from test_pose_tree import LSP_DIR, needs_lsp, tiny_data
 from test_reference_solver import follow
+from solver_checks import gap_pass_outputs_by_chunking
 
 KINDS = ["fw", "pairwise", "away", "combined"]
 LAM = 0.1
@@ -225,19 +226,11 @@ def test_exact_gap_pass_threads_share_no_scratch():
                **model_box(model))
     s.run()
     M, S = s._M, s.S
-    outs = []
-    for nchunk in (1, 3, M.n):
-        g, hs, d = np.empty(M.n), np.empty(M.n), np.empty(M.n)
-        lab = np.empty_like(S.batch_lab)
-        kr.gap_pass_blocks(M, S.w, S.mu, nchunk, S.h.shape[0], S.ybuf.shape[0], True, g, hs, d, lab)
-        outs.append((g, hs, d, lab))
-    for o in outs[1:]:
-        for x, y in zip(outs[0], o):
-            np.testing.assert_array_equal(x, y)
+    g, _, _, lab = gap_pass_outputs_by_chunking(s, (1, 3, M.n))
     for i in range(M.n):
         y = model.max_oracle(i, S.w)
-        np.testing.assert_array_equal(outs[0][3][M.lab_off[i]:M.lab_off[i + 1]], y)
-        assert outs[0][0][i] == pytest.approx(s.block_gap_now(i), rel=1e-12, abs=1e-15)
+        np.testing.assert_array_equal(lab[M.lab_off[i]:M.lab_off[i + 1]], y)
+        assert g[i] == pytest.approx(s.block_gap_now(i), rel=1e-12, abs=1e-15)
 
 
 def test_app_pose_anatomy_draws_the_tree_over_the_chosen_part():
