@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from gaplab.app.testing import CHROMIUM_ARGS, find_chromium, free_port
+from browser_env import require_browser
+from gaplab.app.testing import CHROMIUM_ARGS, free_port
 
 pytestmark = pytest.mark.browser
 
@@ -27,11 +28,7 @@ if not os.environ.get("GAPLAB_JUPYTERLAB_TEST"):
     pytest.skip("live JupyterLab test (94 s): set GAPLAB_JUPYTERLAB_TEST=1 to run it", allow_module_level=True)
 
 pytest.importorskip("jupyterlab", reason="JupyterLab (PyPI) is not installed")
-sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright (PyPI) is not installed")
-CHROMIUM = find_chromium()
-if CHROMIUM is None:
-    pytest.skip("no Chromium executable (apt-get install chromium, or set GAPLAB_CHROMIUM)",
-                allow_module_level=True)
+sync_api, CHROMIUM = require_browser()
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts"

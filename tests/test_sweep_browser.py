@@ -10,15 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from gaplab.app.testing import CHROMIUM_ARGS, AppServer, find_chromium
+from browser_env import require_browser
+from gaplab.app.testing import CHROMIUM_ARGS, AppServer
 
 pytestmark = pytest.mark.browser
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright (PyPI) is not installed")
-CHROMIUM = find_chromium()
-if CHROMIUM is None:
-    pytest.skip("no Chromium executable (apt-get install chromium, or set GAPLAB_CHROMIUM)",
-                allow_module_level=True)
+sync_api, CHROMIUM = require_browser()
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts"
