@@ -68,7 +68,7 @@ from .segmentation import SegmentationData
 __all__ = [
     "load_weizmann_horses", "HorseFeatureParams", "HORSE_SHA256", "HORSE_SMALL_TRAIN",
     "SPLIT_SEED", "read_photo", "read_mask", "find_image_pairs", "extract_superpixel_counts",
-    "features_from_counts",
+    "features_from_counts", "official_file_sha256",
 ]
 
 #: sha256 of the 656 files (``figure_ground/*`` then ``rgb/*``, sorted by path) concatenated
@@ -239,22 +239,74 @@ def find_image_pairs(root: Any) -> list:
     return [(s, photos[s], masks[s]) for s in sorted(photos)]
 
 
-def _files_sha256(pairs) -> str:
+def _files_sha256(pairs, root: Any = None, verify: bool = False) -> str:
     """sha256 of the mask files then the photo files, each group sorted by path, concatenated
-    (for the Weizmann directory: the order of ``find . -type f | sort``)."""
+    (for the Weizmann directory: the order of ``find . -type f | sort``).
+
+    With ``verify``, every file must also be a file of the Weizmann Horse Database
+    (``rgb/horseNNN.jpg`` or ``figure_ground/horseNNN.jpg`` relative to ``root``) whose own
+    sha256 is the official one (:func:`official_file_sha256`); otherwise ValueError naming the
+    file. A subset of the database passes; a cut, edited or foreign file does not."""
+    known = official_file_sha256() if verify else None
     h = hashlib.sha256()
+    bad = []
     for k in (2, 1):  # figure_ground/ sorts before rgb/
         for p in sorted(str(t[k]) for t in pairs):
             with open(p, "rb") as f:
-                h.update(f.read())
+                data = f.read()
+            h.update(data)
+            if known is not None:
+                rel = Path(p).relative_to(root).as_posix()
+                want = known.get(rel)
+                got = hashlib.sha256(data).hexdigest()
+                if want != got:
+                    bad.append((p, rel, want, got))
+    if bad:
+        p, rel, want, got = bad[0]
+        more = f" ({len(bad)} files differ: {', '.join(b[1] for b in bad[:5])}{' ...' if len(bad) > 5 else ''})" \
+            if len(bad) > 1 else ""
+        if want is None:
+            raise ValueError(
+                f"{p} is not a file of the Weizmann Horse Database (no official sha256 for {rel!r}){more}. "
+                "Pass verify=False (gaplab: --no-verify) to load other images on purpose")
+        raise ValueError(
+            f"sha256 mismatch for {p}: expected {want} (the official Weizmann {rel}), got {got}{more}. "
+            "The file is damaged (cut or edited): copy it again, or pass verify=False (gaplab: --no-verify) "
+            "to load a modified copy on purpose")
     return h.hexdigest()
 
 
-def read_mask(path: Any) -> np.ndarray:
-    """A figure/ground mask as bool (H, W): grey level >= 128 is foreground."""
+_OFFICIAL = None
+
+
+def official_file_sha256() -> dict:
+    """{relative path: sha256} of the 656 files of the Weizmann Horse Database
+    (``rgb/horseNNN.jpg``, ``figure_ground/horseNNN.jpg``), from the bundled
+    ``assets/weizmann_horse_sha256.json`` (written by ``scripts/horse_checksums.py``)."""
+    global _OFFICIAL
+    if _OFFICIAL is None:
+        from importlib import resources
+        doc = json.loads(resources.files("gaplab.assets").joinpath("weizmann_horse_sha256.json").read_text())
+        _OFFICIAL = dict(doc["files"])
+    return _OFFICIAL
+
+
+def _imread(path: Any, what: str) -> np.ndarray:
+    """scikit-image's imread; a file that cannot be decoded (cut, not an image) raises ValueError
+    naming it (PIL's "image file is truncated" does not)."""
     from skimage import io
 
-    m = io.imread(str(path))
+    try:
+        return io.imread(str(path))
+    except (OSError, ValueError, SyntaxError) as exc:
+        raise ValueError(f"{what} {path} cannot be read as an image ({exc}): the file is damaged "
+                         "(cut?) or not an image") from exc
+
+
+def read_mask(path: Any) -> np.ndarray:
+    """A figure/ground mask as bool (H, W): grey level >= 128 is foreground. ValueError naming
+    the file if it cannot be decoded."""
+    m = _imread(path, "mask")
     if m.ndim == 3:
         m = m[..., :3].mean(axis=2) if m.shape[2] >= 3 else m[..., 0]
     if m.ndim != 2:
@@ -272,11 +324,11 @@ def read_photo(path: Any, shape: tuple) -> np.ndarray:
     ------
     ValueError
         If the photo's two axes are not scaled by the same factor (within 2%) to reach ``shape``
-        -- a mask of a different size than its photo.
+        -- a mask of a different size than its photo, or the file cannot be decoded (cut).
     """
-    from skimage import io, transform
+    from skimage import transform
 
-    im = io.imread(str(path))
+    im = _imread(path, "photo")
     if im.ndim == 2:
         im = np.stack([im] * 3, axis=2)
     im = im[..., :3]
@@ -558,7 +610,7 @@ def _cache_key(sha: str, stems: list, train_idx, prm: HorseFeatureParams) -> str
 
 def load_weizmann_horses(data_home: Any = None, *, params: HorseFeatureParams | None = None,
                          n_train: int | None = None, cache_dir: Any = None, use_cache: bool = True,
-                         verify: bool = False, progress: bool = True):
+                         verify: bool = True, progress: bool = True):
     """Load the Weizmann Horse Database as superpixel segmentation data (split ``horse-small``).
 
     The directory holding ``rgb/`` and ``figure_ground/`` is looked for
@@ -584,8 +636,11 @@ def load_weizmann_horses(data_home: Any = None, *, params: HorseFeatureParams | 
         Where the cache file lives (default ``platformdirs.user_cache_dir("gaplab")/features``).
     use_cache : bool, default True
         Read and write the cache.
-    verify : bool, default False
-        Require the files' sha256 to be :data:`HORSE_SHA256` (the full Weizmann database).
+    verify : bool, default True
+        Check every photo and mask against the sha256 of its file in the Weizmann Horse Database
+        (:func:`official_file_sha256`; a subset of the database passes). A cut, edited or foreign
+        file is refused with a message naming it, instead of being turned into features.
+        ``verify=False`` (``--no-verify`` on the command line) loads other or modified images.
     progress : bool, default True
         tqdm progress bars.
 
@@ -601,8 +656,9 @@ def load_weizmann_horses(data_home: Any = None, *, params: HorseFeatureParams | 
     FileNotFoundError
         If no directory holds the database (the message lists where it looked).
     ValueError
-        On a photo without mask (or the reverse), a mask not scaled like its photo, a checksum
-        mismatch with ``verify=True``, or a bad ``n_train``.
+        On a photo without mask (or the reverse), a mask not scaled like its photo, a file that
+        is not the official one with ``verify=True`` (the message names it), an image file that
+        cannot be decoded (cut), or a bad ``n_train``.
     """
     prm = HorseFeatureParams() if params is None else params
     if not isinstance(prm, HorseFeatureParams):
@@ -610,10 +666,7 @@ def load_weizmann_horses(data_home: Any = None, *, params: HorseFeatureParams | 
     root = _locate(data_home)
     pairs = find_image_pairs(root)
     stems = [p[0] for p in pairs]
-    sha = _files_sha256(pairs)
-    if verify and sha != HORSE_SHA256:
-        raise ValueError(f"sha256 mismatch for the images in {root}: expected {HORSE_SHA256} "
-                         f"(the 328-image Weizmann Horse Database), got {sha}")
+    sha = _files_sha256(pairs, root, verify=verify)
     train_idx = _split(stems, n_train)
     key = _cache_key(sha, stems, train_idx, prm)
     cdir = Path(cache_dir) if cache_dir is not None else Path(platformdirs.user_cache_dir("gaplab")) / "features"

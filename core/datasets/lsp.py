@@ -481,7 +481,10 @@ def load_lsp(G: int = 64, *, n_types: int = 4, seed: int = 0, data_home: Any = N
     data_home : path, optional
         Directory holding ``joints.mat`` (or ``lsp/joints.mat``).
     verify : bool, default True
-        Check the file's sha256 against :data:`LSP_JOINTS_SHA256`.
+        Check the file's sha256 against :data:`LSP_JOINTS_SHA256`: a cut or edited file is
+        refused with a message naming it. ``verify=False`` (``--no-verify`` on the command
+        line) reads another ``joints.mat`` (a file that is not a readable MATLAB file with a
+        (3, 14, 2000) ``joints`` array is still refused, naming it).
     n_train : int
         Use only the first ``n_train`` training poses (the paper's LSP-small: 100). The
         k-means always runs on all 1,000 training poses, as in the paper.
@@ -498,8 +501,9 @@ def load_lsp(G: int = 64, *, n_types: int = 4, seed: int = 0, data_home: Any = N
         from .conll import _sha256_file  # the one file checksum of the loaders
         got = _sha256_file(path)
         if got != LSP_JOINTS_SHA256:
-            raise ValueError(f"sha256 mismatch for {path}: expected {LSP_JOINTS_SHA256}, got {got} "
-                             f"(pass verify=False to read another joints.mat)")
+            raise ValueError(f"sha256 mismatch for {path}: expected {LSP_JOINTS_SHA256} (LSP's official "
+                             f"joints.mat), got {got}. The file is damaged (cut or edited): copy it again, or "
+                             "pass verify=False (gaplab: --no-verify) to read another joints.mat on purpose")
     xy, occ = read_lsp_joints(path)
     if xy.shape[0] != 2000:
         raise ValueError(f"{path}: expected 2,000 poses (LSP), got {xy.shape[0]}")
