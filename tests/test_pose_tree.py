@@ -1,6 +1,7 @@
 """Pose model on a tree (issue 18; Paper: App. I, App. H): the generalized distance transform,
 the max-sum oracle against brute-force enumeration, the statistics-space primitives against the
 dense joint feature map, the loss, the k-means types, the LSP loader and bad input."""
+import dataclasses
 import itertools
 import os
 from pathlib import Path
@@ -133,9 +134,10 @@ def test_oracle_handles_zero_quadratic_weights_and_recovers_truth():
     """With w = 0 except the unary weights, the oracle places each node at its map's maximum;
     with a dominant loss-free unary peak at the truth, decoding returns the truth."""
     data = tiny_data(G=6, parent=(-1, 0, 0, 1), T=2, n=1, seed=3, noise=0.0)
-    data.bump_amp[:] = 0.0
-    data.bump_amp[0, :, 0] = 1.0
-    data.bump_pos[0, :, 0] = data.pos[0]
+    amp, bpos = np.zeros_like(data.bump_amp), data.bump_pos.copy()  # PoseData is read-only
+    amp[0, :, 0] = 1.0
+    bpos[0, :, 0] = data.pos[0]
+    data = dataclasses.replace(data, bump_amp=amp, bump_pos=bpos)
     model = PoseModel(data)
     w = np.zeros(model.d)
     w[:4] = 1.0
@@ -274,7 +276,7 @@ def test_score_map_point_values_match_whole_map(small_model):
             np.testing.assert_array_equal(S, pts)  # bit-identical
     # the noise has mean 0 and variance noise² (Irwin-Hall sum of 4 uniforms)
     d2 = tiny_data(G=64, parent=(-1, 0), T=1, n=1, noise=1.0)
-    d2.bump_amp[:] = 0
+    d2 = dataclasses.replace(d2, bump_amp=np.zeros_like(d2.bump_amp))
     z = PoseModel(d2).score_map(0, 0).ravel()
     assert abs(z.mean()) < 0.05 and abs(z.var() - 1.0) < 0.05
 

@@ -202,6 +202,16 @@ class PoseData:
         given.
     node_names : tuple of str
     name : str
+
+    Every field is validated at construction (shapes, ranges, finite values, a tree) and the
+    arrays are kept as private read-only copies; reassigning a field other than ``name`` and
+    ``node_names`` afterwards raises AttributeError (use ``dataclasses.replace``), so the model
+    built on it reads exactly what was validated.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Naming the field, its expected shape or range and what was received.
     """
 
     G: int
@@ -221,18 +231,87 @@ class PoseData:
     node_names: tuple = ()
     name: str = "pose"
 
+    #: fields that may be reassigned after validation (the kernels never read them)
+    _MUTABLE = frozenset({"name", "node_names"})
+
+    def __setattr__(self, key, value):
+        if self.__dict__.get("_validated") and key not in self._MUTABLE:
+            raise AttributeError(
+                f"PoseData.{key} cannot be reassigned after validation (the model's kernels read it); "
+                f"build a new one, e.g. dataclasses.replace(data, {key}=...)")
+        object.__setattr__(self, key, value)
+
     def __post_init__(self):
         _check_G(self.G)
-        self.parent = np.ascontiguousarray(self.parent, dtype=np.int64)
+        self.G = int(self.G)
+        if not isinstance(self.spec, ScoreMapSpec):
+            raise TypeError(f"spec must be a ScoreMapSpec, got {type(self.spec).__name__}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or not 0 <= self.seed < 2 ** 63:
+            raise ValueError(f"seed must be an int in [0, 2**63), got {self.seed!r}")
+        self.seed = int(self.seed)
+        self.parent = _frozen(self.parent, np.int64, "parent", 1)
         N = self.parent.shape[0]
-        self.pos = np.ascontiguousarray(self.pos, dtype=np.int64)
-        if self.pos.ndim != 3 or self.pos.shape[1:] != (N, 2):
+        if N < 1 or np.count_nonzero(self.parent < 0) != 1 or np.any(self.parent < -1) or np.any(self.parent >= N):
+            raise ValueError(f"parent must hold, for each of the N = {N} nodes, its parent in [0, N) or -1 for "
+                             f"exactly one root, got {self.parent.tolist()}")
+        seen, todo = {int(np.flatnonzero(self.parent < 0)[0])}, [int(np.flatnonzero(self.parent < 0)[0])]
+        while todo:
+            q = todo.pop()
+            for c in np.flatnonzero(self.parent == q):
+                if int(c) not in seen:
+                    seen.add(int(c))
+                    todo.append(int(c))
+        if len(seen) != N:
+            raise ValueError("parent has a cycle: not every node is reachable from the root")
+        self.pos = _frozen(self.pos, np.int64, "pos", 3)
+        n = self.pos.shape[0]
+        if self.pos.shape[1:] != (N, 2):
             raise ValueError(f"pos must have shape (n, {N}, 2), got {self.pos.shape}")
         if self.pos.size and (self.pos.min() < 0 or self.pos.max() >= self.G):
             raise ValueError(f"pos must lie in [0, G) = [0, {self.G}), got range "
                              f"[{self.pos.min()}, {self.pos.max()}]")
+        self.anchors = _frozen(self.anchors, np.float64, "anchors", 3)
+        if self.anchors.shape[0] != N or self.anchors.shape[1] < 1 or self.anchors.shape[2] != 2:
+            raise ValueError(f"anchors must have shape (N, T, 2) = ({N}, T >= 1, 2), got {self.anchors.shape}")
+        if not np.all(np.isfinite(self.anchors)):
+            raise ValueError("anchors contains NaN or inf")
+        T = self.anchors.shape[1]
+        self.n_types = _frozen(self.n_types, np.int64, "n_types", 1)
+        if self.n_types.shape != (N,) or self.n_types.min() < 1 or self.n_types.max() > T \
+                or np.any(self.n_types[self.parent < 0] != 1):
+            raise ValueError(f"n_types must have shape ({N},) with values in [1, T = {T}] and 1 for the root, "
+                             f"got {self.n_types.tolist()}")
+        self.types = _frozen(self.types, np.int64, "types", 2)
+        if self.types.shape != (n, N):
+            raise ValueError(f"types must have shape (n, N) = ({n}, {N}), got {self.types.shape}")
+        if self.types.size and (self.types.min() < 0 or np.any(self.types >= self.n_types[None, :])):
+            raise ValueError("types must lie in [0, n_types[p]) for every node p")
+        self.scale = _frozen(self.scale, np.float64, "scale", 1)
+        if self.scale.shape != (n,) or not np.all(np.isfinite(self.scale)) or np.any(self.scale <= 0):
+            raise ValueError(f"scale must have shape ({n},) with finite values > 0, got shape {self.scale.shape}"
+                             + (f", range [{self.scale.min()}, {self.scale.max()}]" if self.scale.size else ""))
+        self.img_id = _frozen(self.img_id, np.int64, "img_id", 1)
+        if self.img_id.shape != (n,) or (n and self.img_id.min() < 0):
+            raise ValueError(f"img_id must have shape ({n},) with values >= 0, got shape {self.img_id.shape}")
+        self.occluded = _frozen(self.occluded, np.bool_, "occluded", 2)
+        if self.occluded.shape != (n, N):
+            raise ValueError(f"occluded must have shape (n, N) = ({n}, {N}), got {self.occluded.shape}")
+        self.mirror = _frozen(self.mirror, np.int64, "mirror", 1)
+        if self.mirror.shape != (N,) or np.any(self.mirror < -1) or np.any(self.mirror >= N):
+            raise ValueError(f"mirror must have shape ({N},) with values in [-1, {N}), got {self.mirror.tolist()}")
+        if (self.bump_pos is None) != (self.bump_amp is None):
+            raise ValueError("give both bump_pos and bump_amp, or neither (drawn from the seed)")
         if self.bump_pos is None:
             self.bump_pos, self.bump_amp = _draw_bumps(self)
+        self.bump_pos = _frozen(self.bump_pos, np.float64, "bump_pos", 4)
+        self.bump_amp = _frozen(self.bump_amp, np.float64, "bump_amp", 3)
+        if self.bump_pos.shape != (n, N, 3, 2) or self.bump_amp.shape != (n, N, 3):
+            raise ValueError(f"bump_pos and bump_amp must have shapes (n, N, 3, 2) = ({n}, {N}, 3, 2) and "
+                             f"({n}, {N}, 3), got {self.bump_pos.shape} and {self.bump_amp.shape}")
+        if not (np.all(np.isfinite(self.bump_pos)) and np.all(np.isfinite(self.bump_amp))):
+            raise ValueError("bump_pos and bump_amp must be finite (no NaN or inf)")
+        self.node_names = tuple(str(s) for s in self.node_names)
+        object.__setattr__(self, "_validated", True)
 
     @property
     def n(self) -> int:
@@ -255,6 +334,19 @@ class PoseData:
             self, pos=self.pos[idx], types=self.types[idx], scale=self.scale[idx],
             img_id=self.img_id[idx], occluded=self.occluded[idx], bump_pos=self.bump_pos[idx],
             bump_amp=self.bump_amp[idx], name=f"{self.name}[{len(idx)}]")
+
+
+def _frozen(arr, dtype, name, ndim):
+    """A private, read-only, C-contiguous copy of ``arr`` as ``dtype`` (PoseData's arrays: what
+    was validated is what the model reads; nothing can change it afterwards)."""
+    a = np.asarray(arr)
+    if a.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got shape {a.shape}")
+    if np.issubdtype(dtype, np.integer) and a.size and not (np.issubdtype(a.dtype, np.integer) or a.dtype == np.bool_):
+        raise TypeError(f"{name} must hold integers, got dtype {a.dtype}")
+    out = np.array(a, dtype=dtype, order="C", copy=True)
+    out.flags.writeable = False
+    return out
 
 
 def _check_G(G):

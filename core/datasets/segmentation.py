@@ -29,11 +29,20 @@ __all__ = ["SegmentationData", "make_synthetic_segmentation"]
 
 
 def _as(arr, dtype, name, ndim):
+    """A private, read-only, C-contiguous copy of ``arr`` as ``dtype``: the arrays validated
+    here are the ones the model's kernels read, and nothing (the caller's array included) can
+    change them afterwards."""
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"{name} must be a numpy array, got {type(arr).__name__}")
     if arr.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got shape {arr.shape}")
-    return np.ascontiguousarray(arr, dtype=dtype)
+    if np.issubdtype(dtype, np.integer) and arr.size and not (
+            np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.bool_):
+        # a float offset, label or area would be truncated silently by the conversion
+        raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}")
+    out = np.array(arr, dtype=dtype, order="C", copy=True)
+    out.flags.writeable = False
+    return out
 
 
 def _offsets(off, name, n=None):

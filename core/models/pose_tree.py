@@ -647,10 +647,12 @@ def _scratch_K(N: int, T: int, G: int) -> int:
 def build_pose_arrays(data, deform_unit: float = None) -> PoseArrays:
     """The flat arrays of :class:`PoseArrays` for a :class:`~gaplab.core.datasets.lsp.PoseData`;
     ``deform_unit``: u as a fraction of G (default :data:`DEFORM_UNIT`)."""
+    # every array below is the model's own writable copy: PoseData's are read-only, and a
+    # change to the data after the model is built must not reach the kernels
     frac = DEFORM_UNIT if deform_unit is None else float(deform_unit)
     if not (np.isfinite(frac) and frac > 0):
         raise ValueError(f"deform_unit must be a finite number > 0 (a fraction of G), got {deform_unit!r}")
-    parent = np.ascontiguousarray(data.parent, dtype=np.int64)
+    parent = np.array(data.parent, dtype=np.int64, order="C", copy=True)
     N = parent.shape[0]
     roots = np.flatnonzero(parent < 0)
     if roots.size != 1:
@@ -667,8 +669,8 @@ def build_pose_arrays(data, deform_unit: float = None) -> PoseArrays:
             raise ValueError("parent has a cycle: not every node is reachable from the root")
         order.extend(children[order[k]])
     order = np.asarray(order, dtype=np.int64)
-    ntype = np.ascontiguousarray(data.n_types, dtype=np.int64)
-    anchors = np.asarray(data.anchors, dtype=np.float64)
+    ntype = np.array(data.n_types, dtype=np.int64, order="C", copy=True)
+    anchors = np.array(data.anchors, dtype=np.float64, copy=True)
     T = anchors.shape[1]
     if ntype.shape != (N,) or ntype.min() < 1 or ntype.max() > T or ntype[roots[0]] != 1:
         raise ValueError(f"n_types must be (N,) = ({N},) in [1, {T}] with 1 for the root, got {ntype}")
@@ -698,12 +700,12 @@ def build_pose_arrays(data, deform_unit: float = None) -> PoseArrays:
         lab_off=np.arange(n + 1, dtype=np.int64) * (2 * N),
         gt=np.ascontiguousarray(y.reshape(-1)),
         G=G, N=N, T=int(T), parent=parent, order=order, ntype=ntype,
-        anchors=np.ascontiguousarray(anchors.reshape(-1)), pair_off=pair_off, def_off=def_off,
+        anchors=np.array(anchors.reshape(-1), copy=True), pair_off=pair_off, def_off=def_off,
         unit=G * frac, scale2=np.ascontiguousarray(np.asarray(data.scale, np.float64) ** 2),
-        img_id=np.ascontiguousarray(data.img_id, dtype=np.int64), seed=int(data.seed),
+        img_id=np.array(data.img_id, dtype=np.int64, copy=True), seed=int(data.seed),
         noise=float(data.spec.noise), sigma=float(data.spec.sigma * G / 32.0),
-        bump_pos=np.ascontiguousarray(data.bump_pos.reshape(-1), dtype=np.float64),
-        bump_amp=np.ascontiguousarray(data.bump_amp.reshape(-1), dtype=np.float64),
+        bump_pos=np.array(data.bump_pos.reshape(-1), dtype=np.float64, copy=True),
+        bump_amp=np.array(data.bump_amp.reshape(-1), dtype=np.float64, copy=True),
         scr_f=int((N + 1) * T * GG + GG + 2 * G + 2), scr_i=int((N + 1) * T * GG + GG + G),
     )
 
