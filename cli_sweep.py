@@ -46,8 +46,18 @@ def cmd_sweep(args) -> int:
             print(f"  {r['run_id']}  {r['dataset']:<16} λ={lam!s:<8} {r['method']:<22} seed={r['seed']}")
         return 0
     show = not args.quiet and (sys.stderr.isatty() or args.progress)
-    rep = run_sweep(spec, args.store, workers=args.workers, scheduler=args.scheduler, retries=args.retries,
-                    progress=show)
+    try:
+        rep = run_sweep(spec, args.store, workers=args.workers, scheduler=args.scheduler, retries=args.retries,
+                        progress=show)
+    except KeyboardInterrupt:  # Ctrl-C: every finished run is already in the store (atomically)
+        try:
+            st = Store(args.store)
+            done = sum(st.is_done(r["run_id"]) for r in runs)
+            kept = f"; {done} of {len(runs)} runs are done in {args.store} (run the same command to continue)"
+        except ValueError:
+            kept = ""
+        print(f"gaplab sweep: interrupted{kept}", file=sys.stderr)
+        return 130
     if not args.quiet:
         print(f"gaplab sweep: spec {spec.name!r} v{spec.version}, budget {spec.budget_name!r} -> {args.store}")
         print(f"  runs {rep.total}: {rep.skipped} already done, {rep.done} done now, {rep.failed} failed "
@@ -59,6 +69,7 @@ def cmd_sweep(args) -> int:
 
 def cmd_figure(args) -> int:
     from gaplab import plots
+    plots.check_figure_path(args.out)  # an unwritable --out is refused before the figure is drawn
     kw = {}
     if args.dataset:
         kw["datasets"] = args.dataset

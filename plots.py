@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["convergence", "comparison", "kappa_study", "path_vs_grid", "figure", "save", "band",
+__all__ = ["convergence", "comparison", "kappa_study", "path_vs_grid", "figure", "save", "check_figure_path", "band",
            "method_color", "X_AXES"]
 
 X_AXES = {"passes": ("effective_passes", "effective passes"), "time": ("wall_time_s", "time (s)")}
@@ -346,20 +346,60 @@ def figure(store, kind: str = "auto", **kw):
     raise ValueError(f"store {str(st.path)!r} has no finished runs to plot")
 
 
-def save(obj, out) -> Path:
-    """Write a HoloViews object to PNG or SVG (matplotlib backend) or HTML (bokeh backend);
-    the format comes from the file name. Returns the path."""
-    hv = _hv()
+def check_figure_path(out) -> Path:
+    """Check, before any work, that a figure can be written to ``out``: a .png, .svg or .html
+    name in a writable directory (created if missing). Returns it as a Path.
+
+    Raises
+    ------
+    ValueError
+        (:class:`gaplab.core.atomic.OutputPathError`) naming ``--out`` and the problem.
+    """
+    from gaplab.core.atomic import OutputPathError, check_output_path
     out = Path(out)
     ext = out.suffix.lower().lstrip(".")
     if ext not in ("png", "svg", "html"):
-        raise ValueError(f"--out must end in .png, .svg or .html, got {str(out)!r}")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if ext == "html":
-        hv.save(obj, out, backend="bokeh", fmt="html", resources="inline")
-    else:
-        import matplotlib
-        if matplotlib.get_backend().lower() not in ("agg", "svg", "pdf"):
-            matplotlib.use("Agg")
-        hv.save(obj, out, backend="matplotlib", fmt=ext, **({"dpi": 110} if ext == "png" else {}))
+        raise OutputPathError(f"--out must end in .png, .svg or .html, got {str(out)!r}")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputPathError(f"--out {str(out)!r}: cannot create the directory {str(out.parent)!r} "
+                              f"({exc.strerror or exc})") from None
+    return check_output_path(out, "--out")
+
+
+def save(obj, out) -> Path:
+    """Write a HoloViews object to PNG or SVG (matplotlib backend) or HTML (bokeh backend);
+    the format comes from the file name. Returns the path.
+
+    The file is written atomically: HoloViews writes a temporary file in the same directory,
+    which is fsync'ed and moved over ``out`` (``os.replace``), so a failed write (disk full,
+    Ctrl-C) leaves a previous figure intact and no partial file."""
+    import os
+    import tempfile
+
+    from gaplab.core.atomic import _umask
+    hv = _hv()
+    out = check_figure_path(out)
+    ext = out.suffix.lower().lstrip(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.stem}.", suffix=f".tmp.{ext}", dir=out.parent)
+    os.close(fd)
+    try:
+        if ext == "html":
+            hv.save(obj, tmp, backend="bokeh", fmt="html", resources="inline")
+        else:
+            import matplotlib
+            if matplotlib.get_backend().lower() not in ("agg", "svg", "pdf"):
+                matplotlib.use("Agg")
+            hv.save(obj, tmp, backend="matplotlib", fmt=ext, **({"dpi": 110} if ext == "png" else {}))
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, out)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
     return out

@@ -165,7 +165,8 @@ def plot(res, path):
     axes[1].set_title("> 1: the cache pays off (CPU time to the gap)")
     axes[1].legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    from gaplab.core.atomic import save_figure
+    save_figure(fig, path, dpi=110)  # atomic: a failed write keeps the old PNG
 
 
 def main(argv=None):
@@ -187,6 +188,9 @@ def main(argv=None):
     if a.plot_only:
         plot(json.loads(Path(a.out).read_text())["results"], Path(a.out).with_suffix(".png"))
         return
+    from gaplab.core.atomic import check_output_path
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    check_output_path(a.out, "--out")  # before the runs: an unwritable --out would lose them
     res = []
     t0 = time.perf_counter()
     for G in a.G:
@@ -209,7 +213,8 @@ def main(argv=None):
                 note="shared 2-core machine (other jobs running): CPU times of the solver process with "
                      "NUMBA_NUM_THREADS=1 are the robust measure; both include the exact gap passes every "
                      "--gap-check passes (gap sampling needs them)")
-    out.write_text(json.dumps(clean(dict(meta=meta, results=res)), indent=1))
+    from gaplab.core.atomic import write_text_atomic
+    write_text_atomic(out, json.dumps(clean(dict(meta=meta, results=res)), indent=1))
     plot(res, out.with_suffix(".png"))
     print(f"wrote {out} and {out.with_suffix('.png')} in {meta['total_s']:.0f} s")
 

@@ -100,7 +100,8 @@ def main(argv=None):
     out["cpus"] = __import__("os").cpu_count()
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     OUT.mkdir(exist_ok=True)
-    (OUT / "horse_eval.json").write_text(json.dumps(out, indent=1, default=float))
+    from gaplab.core.atomic import write_text_atomic
+    write_text_atomic(OUT / "horse_eval.json", json.dumps(out, indent=1, default=float))
     figure(model, test, best[2], OUT / "horse_eval.png")
     print("peak RSS MB", out["peak_rss_mb"], "total s", time.perf_counter() - t0)
     return 0
@@ -132,7 +133,8 @@ def figure(model, test, w, path, n_show=4):
     for a, t in zip(axes[0], ("photo + superpixels", "truth", "prediction")):
         a.set_title(t)
     fig.tight_layout()
-    fig.savefig(path, dpi=60)
+    from gaplab.core.atomic import save_figure
+    save_figure(fig, path, dpi=60)
 
 
 if __name__ == "__main__":

@@ -47,7 +47,8 @@ def main():
     out["load_average"] = list(os.getloadavg())
     print(out)
     path = Path(__file__).resolve().parent / "results" / "horse_step_time.json"
-    path.write_text(json.dumps(out, indent=1))
+    from gaplab.core.atomic import write_text_atomic
+    write_text_atomic(path, json.dumps(out, indent=1))
 
 
 if __name__ == "__main__":

@@ -726,10 +726,14 @@ def execute_run(cfg: dict) -> dict:
 
 # ============================================================================ the store
 def _atomic_write(path: Path, write: Callable[[str], None]):
+    """``write(tmp)`` into a temporary file next to ``path``, fsync it, then ``os.replace``: a
+    failed or interrupted write leaves the previous file intact and no temporary file."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
         write(tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -788,10 +792,31 @@ class Store:
             self.manifest = _json_load(json.loads(mp.read_text()))
         except json.JSONDecodeError as exc:
             raise ValueError(f"store manifest {str(mp)!r} is not valid JSON: {exc}") from None
-        fmt = self.manifest.get("store_format")
+        fmt = self.manifest.get("store_format") if isinstance(self.manifest, dict) else None
         if fmt != STORE_FORMAT:
             raise ValueError(f"store {str(self.path)!r}: field 'store_format' is {fmt!r}, this gaplab reads "
                              f"format {STORE_FORMAT}")
+        self._check_manifest(mp)
+
+    def _check_manifest(self, mp) -> None:
+        """A tampered manifest is refused here, naming the file, the run and the field (instead of
+        a KeyError later)."""
+        runs = self.manifest.get("runs")
+        if not isinstance(runs, dict):
+            raise ValueError(f"store manifest {str(mp)!r}: field 'runs' must be a mapping run_id -> entry, "
+                             f"got {type(runs).__name__}")
+        for rid, e in runs.items():
+            if not isinstance(e, dict):
+                raise ValueError(f"store manifest {str(mp)!r}: run {rid!r} must be a mapping, got {type(e).__name__}")
+            if e.get("status") not in ("done", "failed"):
+                raise ValueError(f"store manifest {str(mp)!r}: run {rid!r} has status {e.get('status')!r} "
+                                 "(expected 'done' or 'failed')")
+            if not isinstance(e.get("config"), dict) or "kind" not in e["config"]:
+                raise ValueError(f"store manifest {str(mp)!r}: run {rid!r} lacks its config (field 'config')")
+            if e["status"] == "done" and not (isinstance(e.get("file"), str) and e["file"].startswith("runs/")
+                                              and ".." not in e["file"]):
+                raise ValueError(f"store manifest {str(mp)!r}: finished run {rid!r} lacks its file "
+                                 f"(field 'file' = {e.get('file')!r}, expected 'runs/<run_id>.parquet')")
 
     # -------------------------------------------------------------- creating / checking
     @classmethod
@@ -807,11 +832,15 @@ class Store:
             if p.exists() and any(p.iterdir()):
                 raise ValueError(f"store {str(p)!r} is a non-empty directory without {cls.MANIFEST}; "
                                  "give a new or empty directory for --store")
-            (p / "runs").mkdir(parents=True, exist_ok=True)
             manifest = {"store_format": STORE_FORMAT, "spec_name": spec.name, "spec_version": spec.version,
                         "spec": spec.raw, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                         "runs": {}}
-            _atomic_write(p / cls.MANIFEST, lambda t: Path(t).write_text(json.dumps(_json_safe(manifest), indent=1)))
+            try:  # an unwritable --store is refused here, before any run
+                (p / "runs").mkdir(parents=True, exist_ok=True)
+                _atomic_write(p / cls.MANIFEST, lambda t: Path(t).write_text(json.dumps(_json_safe(manifest), indent=1)))
+            except OSError as exc:
+                raise ValueError(f"--store {str(p)!r}: cannot create the store there "
+                                 f"({exc.strerror or exc}); give a writable directory") from None
         store = cls(p)
         m = store.manifest
         if m.get("spec_name") != spec.name:
@@ -864,8 +893,12 @@ class Store:
 
     # -------------------------------------------------------------- reading
     def is_done(self, rid: str) -> bool:
+        """Finished, with its (non-empty) Parquet file present."""
         e = self.manifest["runs"].get(rid)
-        return bool(e and e["status"] == "done" and (self.path / e["file"]).is_file())
+        if not (e and e["status"] == "done"):
+            return False
+        f = self.path / e["file"]
+        return f.is_file() and f.stat().st_size > 0
 
     def runs(self):
         """One row per run: run_id, status, attempts, error and the config fields (pandas)."""
@@ -882,10 +915,16 @@ class Store:
     def read_run(self, rid: str):
         """The rows of one finished run (pandas DataFrame)."""
         import pyarrow.parquet as pq
+        import pyarrow as pa
         e = self.manifest["runs"].get(rid)
         if e is None or e["status"] != "done":
             raise KeyError(f"run {rid!r} is not a finished run of store {str(self.path)!r}")
-        return pq.read_table(self.path / e["file"]).to_pandas()
+        f = self.path / e["file"]
+        try:
+            return pq.read_table(f).to_pandas()
+        except (OSError, pa.ArrowException) as exc:
+            raise ValueError(f"store {str(self.path)!r}, run {rid!r}: {str(f)!r} cannot be read ({exc}); "
+                             "remove the file and run the sweep again to recompute the run") from None
 
     def traces(self, kinds=("solve",)):
         """Rows of every finished run of the given run kinds, concatenated (pandas DataFrame)."""
