@@ -269,13 +269,13 @@ def _finish(args, result, what: str, extra: dict) -> int:
 
 def _load_model(args):
     """(model of the training set, test set, seconds spent loading, the problem's headline test
-    metric to record per breakpoint or None) for --dataset (registry)."""
+    metric to record per breakpoint or None, the loader options) for --dataset (registry)."""
     from gaplab.cli_options import load_problem_from_args
 
     t0 = time.perf_counter()
     problem = load_problem_from_args(args)
     metric = problem.spec.path_metric(problem.model, problem.test) if args.test_error else None
-    return problem.model, problem.test, time.perf_counter() - t0, metric
+    return problem.model, problem.test, time.perf_counter() - t0, metric, dict(problem.options)
 
 
 def cmd_path(args) -> int:
@@ -295,7 +295,7 @@ def cmd_path(args) -> int:
                      true_gaps=args.true_gaps, check_every=args.check_every, check_factor=args.check_factor,
                      batch_step=args.breakpoint_batch_step)
     scfg = solver_config_from_args(args, lam=1.0)
-    model, test, load_s, metric = _load_model(args)
+    model, test, load_s, metric, options = _load_model(args)
     if not args.quiet:
         kind = "heuristic" if cfg.heuristic else "ε-approximate"
         print(f"gaplab path: {args.dataset} (n={model.n}, d={model.d}), {kind} path, ε={cfg.eps}, κ={cfg.kappa}, "
@@ -304,7 +304,7 @@ def cmd_path(args) -> int:
     printer = _Printer(args, cfg.lam_min)
     try:
         path = regularization_path(model, cfg, scfg, test_data=test if args.test_error else None,
-                                   callback=printer, meta={"dataset": args.dataset},
+                                   callback=printer, meta={"dataset": args.dataset, "options": options},
                                    checkpoint_every=args.checkpoint_every,
                                    checkpoint_file=args.out if args.checkpoint_every else None,
                                    store=args.store, overwrite=args.overwrite,
@@ -333,7 +333,10 @@ def _resume(args) -> int:
         args.out = args.resume
     args.store = None  # a store is continued in place
     _check_outputs(args)
-    problem = get_problem(dataset).load(data_home=args.data_home, verify=args.verify)
+    options = saved.meta.get("options") or {}  # the loader options of the saved path (--option)
+    if not isinstance(options, dict):
+        raise ValueError(f"{args.resume}: the path file's loader options must be a mapping, got {options!r}")
+    problem = get_problem(dataset).load(data_home=args.data_home, verify=args.verify, **options)
     model, test = problem.model, problem.test
     metric = problem.spec.path_metric(model, test) if args.test_error else None
     if not args.quiet:
@@ -363,7 +366,7 @@ def cmd_grid(args) -> int:
     if not (args.eps > 0 and math.isfinite(args.eps)):
         raise ValueError(f"eps must be a finite number > 0, got {args.eps}")
     scfg = solver_config_from_args(args, lam=1.0)
-    model, test, load_s, metric = _load_model(args)
+    model, test, load_s, metric, options = _load_model(args)
     if not args.quiet:
         print(f"gaplab grid: {args.dataset} (n={model.n}, d={model.d}), {lams.size} values of λ "
               f"{lams[0]:.4g} -> {lams[-1]:.4g}, ε={args.eps}, warm start: {args.warm_start}; solver "
@@ -375,7 +378,7 @@ def cmd_grid(args) -> int:
                            max_passes_per_point=args.max_passes_per_point, time_limit=args.time_limit,
                            check_every=args.check_every, check_factor=args.check_factor,
                            batch_step=args.batch_step_warm, callback=printer,
-                           meta={"dataset": args.dataset}, store=args.store, overwrite=args.overwrite,
+                           meta={"dataset": args.dataset, "options": options}, store=args.store, overwrite=args.overwrite,
                            store_compress=args.store_compress, test_metric=metric)
     except Interrupted as exc:
         printer.close()

@@ -51,7 +51,17 @@ def _problem_data(name: str, split: str) -> SequenceData:
     return data
 
 
+def _refuse_other_containers(X) -> None:
+    """A data container of another model (SegmentationData, PoseData) or a model: say that
+    SSVM is the chain estimator (not "fit needs the labels Y")."""
+    if X is not None and not isinstance(X, (SequenceData, str, list, tuple, np.ndarray)):
+        raise TypeError(f"SSVM works on sequence (chain) problems: X must be a list of (T_i, n_features) "
+                        f"arrays, a SequenceData or a registered chain problem's name, got a "
+                        f"{type(X).__name__}; train other models with gaplab.core.Solver(model, ...)")
+
+
 def _as_data(X, Y=None, *, n_labels=None, label_names=None, n_features=None, split="test"):
+    _refuse_other_containers(X)
     if isinstance(X, str):
         if Y is not None:
             raise ValueError("pass either a registered problem name or X and Y, not both")
@@ -151,6 +161,7 @@ class SSVM:
         registered chain problem: its training set) with labels Y (list of int arrays in [0, K)).
         Returns self."""
         cfg = self._config()  # validate before any work
+        _refuse_other_containers(X)
         if not isinstance(X, (SequenceData, str)):
             _check_labels(X, Y, "fit")
         data = _as_data(X, Y, split="train")
@@ -182,6 +193,7 @@ class SSVM:
         """Token accuracy (1 − normalized-by-token Hamming error); X may be a registered
         problem's name (its test set)."""
         self._check_fitted()
+        _refuse_other_containers(X)
         if not isinstance(X, (SequenceData, str)):
             _check_labels(X, Y, "score")
         data = _as_data(X, Y, label_names=self.label_names_, n_features=self.n_features_)

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import time
@@ -183,7 +184,12 @@ def read_manifest(store) -> dict:
         raise PathStoreError(f"path store {str(root)!r}: unknown kind {man.get('kind')!r}")
     if not isinstance(man.get("meta"), dict) or not isinstance(man.get("d"), int):
         raise PathStoreError(f"path store {str(root)!r}: {MANIFEST} lacks the metadata or d")
-    lams = [r.get("lam") for r in rows]
+    for j, r in enumerate(rows):
+        lam = r.get("lam") if isinstance(r, dict) else None
+        if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not (math.isfinite(lam) and lam > 0):
+            raise PathStoreError(f"path store {str(root)!r}, breakpoint {j}: λ must be a finite number > 0, "
+                                 f"got {lam!r}" + ("" if isinstance(r, dict) else f" (row {r!r} is not a mapping)"))
+    lams = [r["lam"] for r in rows]
     for j in range(1, len(lams)):
         if not lams[j] < lams[j - 1]:
             raise PathStoreError(f"path store {str(root)!r}, breakpoint {j}: λ = {lams[j]} is not below "
