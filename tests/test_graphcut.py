@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -455,6 +456,26 @@ def test_broken_cache_file_is_recomputed(tiny, tmp_path):
     np.testing.assert_array_equal(tr2.xu, train.xu)
     with np.load(cdir / path.name) as z:  # rewritten
         assert "segments" in z.files
+
+
+def test_failed_cache_write_leaves_no_partial_file(tiny, tmp_path, monkeypatch):
+    """Disk full (or Ctrl-C) while the feature cache is written: the load fails, and neither a
+    cut cache file nor a temporary file is left in the cache directory (issue 14, item 1; on
+    main the temporary .tmpPID.npz stayed)."""
+    root, _, _, _ = tiny
+
+    def disk_full(file, **arrays):  # half an archive, then no space left
+        if hasattr(file, "write"):
+            file.write(b"PK\x03\x04 half an archive")
+        else:
+            Path(str(file)).write_bytes(b"PK\x03\x04 half an archive")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(np, "savez_compressed", disk_full)
+    cdir = tmp_path / "c"
+    with pytest.raises(OSError, match="No space"):
+        load_weizmann_horses(root, params=TINY, cache_dir=cdir, verify=False, progress=False)
+    assert sorted(p.name for p in cdir.iterdir()) == []
 
 
 def test_vocabulary_never_sees_a_test_image(tiny, tmp_path):

@@ -683,10 +683,12 @@ def load_weizmann_horses(data_home: Any = None, *, params: HorseFeatureParams | 
     if counts is None:
         counts = extract_superpixel_counts(pairs, train_idx, prm, progress=progress)
         if use_cache:
+            from ..atomic import atomic_write
             cdir.mkdir(parents=True, exist_ok=True)
-            tmp = cpath.with_name(cpath.stem + f".tmp{os.getpid()}.npz")
-            np.savez_compressed(tmp, **counts)
-            os.replace(tmp, cpath)
+            # atomic: a failed or interrupted write (disk full, Ctrl-C) leaves no partial cache file
+            # and no temporary file behind
+            with atomic_write(cpath, "wb") as fh:
+                np.savez_compressed(fh, **counts)
     test_idx = np.setdiff1d(np.arange(len(pairs)), train_idx)
     extras = {"sha256": sha, "verified": sha == HORSE_SHA256, "params": prm,
               "layout": prm.layout(), "colour_vocab": counts["colour_vocab"],
