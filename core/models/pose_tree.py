@@ -107,6 +107,7 @@ PoseArrays = namedtuple(
         "G", "N", "T",       # grid side, nodes, max types
         "parent",            # int64 (N,): parent node (-1 root)
         "nchild",            # int64 (N,): children of each node (0: a leaf)
+        "depth",             # int64 (N,): depth in the tree (root 0)
         "order",             # int64 (N,): breadth-first order from the root
         "ntype",             # int64 (N,): types of each node (root: 1)
         "anchors",           # float64 (N·T·2,): r_q^t (grid units), [q, t, (x, y)]
@@ -424,20 +425,22 @@ def _transpose(S, G, D):
 
 
 @njit(cache=True, nogil=True)
-def _direct2d(S, G, ax, bx, ay, by, rx, ry, D, Y, tmp, tmp2, pen):
-    """D[yp·G + xp] = max_{yq, xq} (S[yq·G + xq] − pen_y(yq − yp)) − pen_x(xq − xp) with
-    pen_y(k) = (ay·dd + by)·dd, dd = k − ry, and pen_x likewise (S, D, Y, tmp, tmp2: G²
-    contiguous, distinct; pen: 2G). The pass along y first (:func:`_direct_rows`, its result
-    Y[yp·G + xq] = max_yq S[yq·G + xq] − pen_y(yq − yp) kept for the back-tracking), then a
-    transpose, the pass along x, a transpose back. The arithmetic, term by term, is the one
-    :func:`_backtrack_child` repeats, so the back-tracked labelling attains exactly the
-    values the messages carried."""
-    _pen_table(ay, by, ry, G, pen)
+def _direct2d(S, G, a1, b1, r1, a2, b2, r2, D, Y, tmp, pen):
+    """The separable 2-D transform of a G × G table S whose rows run along axis 2 (S[u·G + v],
+    u on axis 1), written TRANSPOSED: D[v'·G + u'] = max_{u, v} (S[u·G + v] − pen_1(u − u'))
+    − pen_2(v − v'), pen_j(k) = (a_j·dd + b_j)·dd with dd = k − r_j (cells). For a table in
+    row-major layout (u = y, v = x) pass the y weights first: D comes out column-major; for a
+    column-major table (u = x, v = y) the x weights first: D comes out row-major. The oracle
+    alternates the layouts with the depth in the tree, so a child's message lands in its
+    parent's layout and one transpose a transform suffices. Y[u'·G + v] = max_u S[u·G + v] −
+    pen_1(u − u'): the first pass (work). S, D, Y, tmp: G² contiguous,
+    distinct; pen: 2G. The arithmetic, term by term, is the one :func:`_backtrack_child`
+    repeats, so the back-tracked labelling attains exactly the values the messages carried."""
+    _pen_table(a1, b1, r1, G, pen)
     _direct_rows(S, G, pen, Y)
     _transpose(Y, G, tmp)
-    _pen_table(ax, bx, rx, G, pen)
-    _direct_rows(tmp, G, pen, tmp2)
-    _transpose(tmp2, G, D)
+    _pen_table(a2, b2, r2, G, pen)
+    _direct_rows(tmp, G, pen, D)
 
 
 def _check_quad(name, val):
@@ -681,53 +684,97 @@ def _child_pens(M, q, t, h, xp, yp, pen):
 
 
 @njit(cache=True, nogil=True)
-def _backtrack_child(M, q, h, S, Y, cp, tp, pen, cm):
-    """The best (cell, type) of child q when its parent sits at cell cp with type tp:
-    argmax over (t, yq, xq) of ((S_t[yq·G + xq] − pen_y(yq − yp)) − pen_x(xq − xp)) + w(t, tp),
-    the terms of the message the parent received, in the same order and arithmetic as
-    :func:`_direct2d` (so, on the direct path, the maximum is the message's value bit for
-    bit). Ties go to the smallest type, then the smallest cell index (row-major: smallest y,
+def _backtrack_child(M, q, h, S, colmajor, cp, tp, pen, cm):
+    """The best (cell, type) of child q when its parent sits at cell cp (row-major index)
+    with type tp: the argmax over (t, cell) of the terms of the message the parent received,
+    ((S_t[yq, xq] − pen_y(yq − yp)) − pen_x(xq − xp)) + w(t, tp) for a row-major child,
+    ((S_t[xq, yq] − pen_x(xq − xp)) − pen_y(yq − yp)) + w(t, tp) for a column-major one
+    (``colmajor``), in the same order and arithmetic as :func:`_direct2d` (so, on the direct
+    path, the maximum is the message's value bit for bit; the envelope rounds its penalties
+    otherwise, within an ulp or so). The first pass at the parent's coordinate is recomputed
+    (maxima along axis 1: the same values, a maximum is exact), O(T_q·G²), vectorized along
+    rows. Ties go to the smallest type, then the smallest cell index (row-major: smallest y,
     then smallest x). S: q's node tables (T·G², layer t = type t; a leaf's types share layer
-    0). Y: q's first-pass results per type (T·G², see :func:`_direct2d`) when the transforms
-    were direct, else empty: then the first pass at row yp is recomputed (column maxima,
-    O(T_q·G²), vectorized along rows). pen (2G), cm (G): work. Returns cell·T + type."""
+    0), in q's layout. pen (2G), cm (G): work. Returns cell·T + type (row-major cell)."""
     G = M.G
     GG = G * G
     xp = cp % G
     yp = cp // G
     Tp = M.ntype[M.parent[q]]
+    leaf = M.nchild[q] == 0
+    # penalties (_child_pens): pen_y at pen[:G], pen_x at pen[G:]; axis 1 (the rows' index)
+    # is y for a row-major table, x for a column-major one
+    o1 = G if colmajor else 0
+    o2 = G - o1
     best = _NEG
     bt = 0
     for t in range(M.ntype[q]):
-        lay = t if M.nchild[q] > 0 else 0
+        lay = 0 if leaf else t
         St = S[lay * GG:(lay + 1) * GG]
         _child_pens(M, q, t, h, xp, yp, pen)
-        if Y.shape[0] > 0:  # the message's first pass at row yp, as the transform computed it
-            for xq in range(G):
-                cm[xq] = Y[t * GG + yp * G + xq]
-        else:  # column maxima over y: the same values (a maximum is exact)
-            p0 = pen[0]
-            for xq in range(G):
-                cm[xq] = St[xq] - p0
-            for yq in range(1, G):
-                _max_sub(cm, St[yq * G:(yq + 1) * G], pen[yq], G)
+        p0 = pen[o1]
+        for v in range(G):
+            cm[v] = St[v] - p0
+        for u in range(1, G):
+            _max_sub(cm, St[u * G:(u + 1) * G], pen[o1 + u], G)
         wp = h[M.pair_off[q] + t * Tp + tp]
-        for xq in range(G):
-            v = (cm[xq] - pen[G + xq]) + wp
-            if v > best:
-                best = v
+        for v in range(G):
+            val = (cm[v] - pen[o2 + v]) + wp
+            if val > best:
+                best = val
                 bt = t
     # the first cell (row-major) of type bt that attains the maximum, candidates as above
-    lay = bt if M.nchild[q] > 0 else 0
+    lay = 0 if leaf else bt
     _child_pens(M, q, bt, h, xp, yp, pen)
     wp = h[M.pair_off[q] + bt * Tp + tp]
     for yq in range(G):
-        row = lay * GG + yq * G
         py = pen[yq]
         for xq in range(G):
-            if ((S[row + xq] - py) - pen[G + xq]) + wp == best:
+            if colmajor:
+                val = ((S[lay * GG + xq * G + yq] - pen[G + xq]) - py) + wp
+            else:
+                val = ((S[lay * GG + yq * G + xq] - py) - pen[G + xq]) + wp
+            if val == best:
                 return (yq * G + xq) * M.T + bt
     return -1  # not reached: the maximum is one of the candidates
+
+
+@njit(cache=True, nogil=True)
+def _node_table(M, i, p, wu, lc, out):
+    """out[:G²] = wu·φ_p + lc·loss_p of image i, row-major: the loss term as
+    :func:`_node_loss`, term by term, inside the disc ‖l − l*_p‖² <= s_i² (plus a margin);
+    outside it min(1, ·) is 1 exactly (the squared distance is an exact integer > s_i², so
+    its quotient by s_i² rounds to >= 1), so lc·(1/N) there, without a division."""
+    G = M.G
+    N = M.N
+    pose_score_map(M, i, p, out)
+    if lc == 0.0:
+        for c in range(G * G):
+            out[c] = wu * out[c]
+        return
+    g = M.gt[M.lab_off[i] + 2 * p]
+    gx = float(g % G)
+    gy = float(g // G)
+    s2 = M.scale2[i]
+    far = lc * (1.0 / N)
+    for yy in range(G):
+        dy = float(yy) - gy
+        dy2 = dy * dy
+        row = out[yy * G:(yy + 1) * G]
+        x0 = G
+        x1 = G
+        if dy2 <= s2:
+            rad = int(np.sqrt(s2 - dy2)) + 2
+            x0 = min(G, max(0, g % G - rad))
+            x1 = min(G, g % G + rad + 1)
+        for xx in range(x0):
+            row[xx] = wu * row[xx] + far
+        for xx in range(x0, x1):
+            dx = float(xx) - gx
+            r = (dx * dx + dy2) / s2
+            row[xx] = wu * row[xx] + lc * ((1.0 if r > 1.0 else r) / N)
+        for xx in range(x1, G):
+            row[xx] = wu * row[xx] + far
 
 
 @njit(cache=True, nogil=True)
@@ -757,17 +804,16 @@ def pose_oracle(M, i, h, y, vit_f, vit_i):
     TG = T * GG
     direct = G <= M.direct_max_G
     # scratch layout. float64: node tables S (N·T·G²) | transforms D (T·G²) | tmp (G²) |
-    # tmp2 (G²) | pen (2G) | he (G) | z (G + 2) | cm (G) | first-pass results Y (N·T·G², direct
-    # transforms only); int64: arg (G²) | targ (G²) | hv (G) |
+    # pen (2G) | he (G) | z (G + 2) | cm (G) | fp (G², a direct transform's first pass);
+    # int64: arg (G²) | targ (G²) | hv (G) |
     # first (N: 0 until the node's first child's message)
     o_D = N * TG
     o_tmp = o_D + TG
-    o_tmp2 = o_tmp + GG
-    o_pen = o_tmp2 + GG
+    o_pen = o_tmp + GG
     o_he = o_pen + 2 * G
     o_z = o_he + G
     o_cm = o_z + G + 2
-    o_Y = o_cm + G
+    o_fp = o_cm + G
     for q in range(N):
         par = M.parent[q]
         if par >= 0:
@@ -778,38 +824,26 @@ def pose_oracle(M, i, h, y, vit_f, vit_i):
                                      "the generalized distance transform needs them >= 0 "
                                      "(use PoseModel.bounds())")
     tmp = sf[o_tmp:o_tmp + GG]
-    tmp2 = sf[o_tmp2:o_tmp2 + GG]
     pen = sf[o_pen:o_pen + 2 * G]
     he = sf[o_he:o_he + G]
     z = sf[o_z:o_z + G + 2]
     cm = sf[o_cm:o_cm + G]
+    fp = sf[o_fp:o_fp + GG]
     arg = si[0:GG]
     targ = si[GG:2 * GG]
     hv = si[2 * GG:2 * GG + G]
     o_first = 2 * GG + G
     # node tables: w_U,p φ_p + lc·loss_p in layer 0 (a leaf's types share it; a parent's other
-    # layers are written by its first child's message)
+    # layers are written by its first child's message); column-major at odd depths on the
+    # direct path (see _direct2d)
     for p in range(N):
         base = p * TG
         Sp = sf[base:base + GG]
-        pose_score_map(M, i, p, Sp)
-        wu = h[p]
-        if lc != 0.0:
-            g = M.gt[M.lab_off[i] + 2 * p]
-            gx = float(g % G)
-            gy = float(g // G)
-            s2 = M.scale2[i]
-            for yy in range(G):
-                dy = float(yy) - gy
-                dy2 = dy * dy
-                row = yy * G
-                for xx in range(G):  # as _node_loss, term by term
-                    dx = float(xx) - gx
-                    r = (dx * dx + dy2) / s2
-                    Sp[row + xx] = wu * Sp[row + xx] + lc * ((1.0 if r > 1.0 else r) / N)
-        else:
-            for c in range(GG):
-                Sp[c] = wu * Sp[c]
+        colmajor = direct and M.depth[p] % 2 == 1
+        out = tmp if colmajor else Sp
+        _node_table(M, i, p, h[p], lc, out)
+        if colmajor:
+            _transpose(tmp, G, Sp)
         si[o_first + p] = 0
     # messages, leaves first
     inv_u = 1.0 / M.unit
@@ -828,10 +862,14 @@ def pose_oracle(M, i, h, y, vit_f, vit_i):
             bx = h[o] * inv_u
             ay = h[o + 3] * inv_u * inv_u
             by = h[o + 2] * inv_u
-            if direct:
-                oy = o_Y + q * TG + t * GG
-                _direct2d(sf[s0:s0 + GG], G, ax, bx, ay, by, M.anchors[ab], M.anchors[ab + 1],
-                          sf[o_D + t * GG:o_D + (t + 1) * GG], sf[oy:oy + GG], tmp, tmp2, pen)
+            if direct:  # the message comes out in the parent's layout
+                Dt = sf[o_D + t * GG:o_D + (t + 1) * GG]
+                if M.depth[q] % 2 == 1:  # column-major child: x first
+                    _direct2d(sf[s0:s0 + GG], G, ax, bx, M.anchors[ab], ay, by, M.anchors[ab + 1],
+                              Dt, fp, tmp, pen)
+                else:
+                    _direct2d(sf[s0:s0 + GG], G, ay, by, M.anchors[ab + 1], ax, bx, M.anchors[ab],
+                              Dt, fp, tmp, pen)
             else:
                 _dt2d(sf, s0, G, ax, bx, ay, by, M.anchors[ab], M.anchors[ab + 1],
                       sf, o_D + t * GG, arg, 0, tmp, targ, hv, he, z)
@@ -862,9 +900,8 @@ def pose_oracle(M, i, h, y, vit_f, vit_i):
     for k in range(1, N):
         q = M.order[k]
         par = M.parent[q]
-        Yq = sf[o_Y + q * TG:o_Y + (q + 1) * TG] if direct else sf[o_Y:o_Y]
-        code = _backtrack_child(M, q, h, sf[q * TG:(q + 1) * TG], Yq, y[2 * par], y[2 * par + 1],
-                                pen, cm)
+        code = _backtrack_child(M, q, h, sf[q * TG:(q + 1) * TG], direct and M.depth[q] % 2 == 1,
+                                y[2 * par], y[2 * par + 1], pen, cm)
         y[2 * q] = code // T
         y[2 * q + 1] = code % T
     return pose_label_dot(M, i, y, h)
@@ -880,18 +917,18 @@ def pose_decode(M, i, w, h, y, scratch_f, scratch_i):
 
 
 # ============================================================================ building
-def _scratch_sizes(N: int, T: int, G: int, direct: bool):
+def _scratch_sizes(N: int, T: int, G: int):
     """(scr_f, scr_i): the oracle's float64 and int64 scratch (see :func:`pose_oracle`)."""
     GG = G * G
-    return (N + 1 + N * direct) * T * GG + 2 * GG + 5 * G + 2, 2 * GG + G + N
+    return (N + 1) * T * GG + 2 * GG + 5 * G + 2, 2 * GG + G + N
 
 
-def _scratch_K(N: int, T: int, G: int, direct: bool) -> int:
+def _scratch_K(N: int, T: int, G: int) -> int:
     """M.K for the pose kind: the solver gives a compiled oracle scratch of length
     (label length 2N) × M.K (float64 and int64; per thread in the exact gap pass), so M.K =
     ceil(max(scr_f, scr_i) / 2N) makes that scratch hold the oracle's tables (LSP, T = 4:
     K = 34,670 at G = 128, i.e. 14 MB of float64 and 14 MB of int64 per scratch)."""
-    return int(-(-max(_scratch_sizes(N, T, G, direct)) // (2 * N)))
+    return int(-(-max(_scratch_sizes(N, T, G)) // (2 * N)))
 
 
 _TRANSFORMS = ("auto", "direct", "envelope")
@@ -924,6 +961,9 @@ def build_pose_arrays(data, deform_unit: float = None, transform: str = "auto") 
             raise ValueError("parent has a cycle: not every node is reachable from the root")
         order.extend(children[order[k]])
     order = np.asarray(order, dtype=np.int64)
+    depth = np.zeros(N, dtype=np.int64)
+    for q in order[1:]:
+        depth[q] = depth[parent[q]] + 1
     ntype = np.ascontiguousarray(data.n_types, dtype=np.int64)
     anchors = np.asarray(data.anchors, dtype=np.float64)
     T = anchors.shape[1]
@@ -949,13 +989,14 @@ def build_pose_arrays(data, deform_unit: float = None, transform: str = "auto") 
     if np.any(data.types < 0) or np.any(data.types >= ntype[None, :]):
         raise ValueError("types must lie in [0, n_types[p]) for every node")
     direct_max = {"auto": DIRECT_MAX_G, "direct": G, "envelope": 0}[transform]
-    scr_f, scr_i = _scratch_sizes(N, T, G, G <= direct_max)
+    scr_f, scr_i = _scratch_sizes(N, T, G)
     return PoseArrays(
-        n=n, d=int(d), K=_scratch_K(N, T, G, G <= direct_max),
+        n=n, d=int(d), K=_scratch_K(N, T, G),
         stat_off=np.arange(n + 1, dtype=np.int64) * (d + 1),
         lab_off=np.arange(n + 1, dtype=np.int64) * (2 * N),
         gt=np.ascontiguousarray(y.reshape(-1)),
         G=G, N=N, T=int(T), parent=parent, nchild=np.bincount(parent[parent >= 0], minlength=N).astype(np.int64),
+        depth=depth,
         order=order, ntype=ntype,
         anchors=np.ascontiguousarray(anchors.reshape(-1)), pair_off=pair_off, def_off=def_off,
         unit=G * frac, scale2=np.ascontiguousarray(np.asarray(data.scale, np.float64) ** 2),
