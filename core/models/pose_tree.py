@@ -44,20 +44,29 @@ Max oracle (:func:`pose_oracle`)
     Max-sum on the tree, leaves first. Node q's table S_q(l, t) (T_q × G²) is w_U,q φ_q(l) +
     h[d]·loss_q(l) plus the messages of its children. Its message to the parent p is
     M(l_p, t_p) = max_{t_q} [w_pair(t_q, t_p) + max_{l_q} S_q(l_q, t_q) − def_{q,t_q}(l_q − l_p)],
-    the inner max a separable 2-D generalized distance transform per child type (two 1-D
-    passes, each over contiguous rows, on the upper envelope of parabolas, O(G²)), then per
-    parent type one branch-free pass over the child's types adding the pair weight; the
-    arg-max (child cell·T + type) is kept for back-tracking. Cost O(N·T·G² + N·T²·G²) per
-    call; nothing is allocated. Measured (benchmarks/bench_pose.py --reference, LSP, T = 4,
-    shared 2-core machine under load, CPU-time medians over 20 images × 3 calls; see
-    benchmarks/results/bench_pose.json): 2.4 / 8.5 / 43 ms at G = 32 / 64 / 128, against
-    3.7 / 13.6 / 70 ms for the previous implementation timed on the same calls (×1.55 / 1.59 /
-    1.61, same labellings; CPU times inflate under load: 2.2 / 8 / 31 ms and 3.5 / 13 / 54 ms
-    on a quieter moment). About 80 % of a call are the 100 transforms (25 edges × 4 types),
-    ~17 µs each at G = 32 on real node tables: the envelope's pops depend on the noisy
-    scores, so they are mispredicted branches (the same transform repeated on one input,
-    which the branch predictor learns, takes 11 µs). A branch-free filter drops most points that cannot be hull vertices before
-    the envelope is built (see :func:`_dt1d`).
+    the inner max a separable 2-D generalized distance transform per child type, then per
+    parent type one branch-free pass over the child's types adding the pair weight (values
+    only). Two transforms, the same maxima: for G <= :data:`DIRECT_MAX_G` (72) a direct one,
+    O(G³) but branch-free sweeps over whole contiguous tables that vectorize
+    (:func:`_direct2d`; node tables alternate row- and column-major with the depth, so one
+    transpose per transform), above it the upper envelope of parabolas, O(G²) but branchy
+    (Felzenszwalb and Huttenlocher 2005; :func:`_dt2d`). No back-pointers are kept: while
+    back-tracking, each of the N − 1 answer cells is recomputed from the child's table with
+    the message's own arithmetic (:func:`_backtrack_child`, O(T·G²) per node); ties go to the
+    smallest type, then the smallest cell (row-major). Nothing is allocated. Measured
+    (benchmarks/bench_pose.py --reference --both-transforms, LSP, T = 4, CPU-time medians
+    over 20 images × 3 calls, 2-core machine shared with other jobs, load average 0.9-2; see
+    benchmarks/results/bench_pose.json): 0.84 / 5.6 / 25 ms at G = 32 / 64 / 128, against
+    2.2 / 8.3 / 31 ms for the previous oracle (envelope transform, back-pointers;
+    tests/pose_oracle_reference.py) timed on the same calls (×2.6 / 1.5 / 1.3; the same
+    values and labellings in 60 of 60 calls at each G). Forced to one transform: direct
+    0.86 / 5.8 / 39 ms, envelope 1.85 / 6.7 / 25 ms. At G = 32 about 70 % of a call are the
+    100 transforms (25 edges × 4 types, ~6 µs each: G³ = 32 K subtractions and maxima per
+    pass, near the machine's vector floating-point throughput; the envelope takes ~18 µs,
+    its hull pops depending on the noisy scores being mispredicted branches), the rest the
+    26 generated score maps (~0.05 ms, regenerated every call: they depend on the image
+    only, but caching them would cost 26·G² float64 per image), the loss term, the type
+    maxima and the back-tracking (~0.05 ms each).
 
 Differences from the paper's model
     The paper (after Chen and Yuille) has a type t_pq ∈ {1..13} per *arc* (both orientations of
@@ -68,15 +77,16 @@ Differences from the paper's model
     are as in the paper.
 
 Scratch (sizes in :class:`PoseArrays` fields ``scr_f``, ``scr_i``; T = max types, GG = G²)
-    float64 ``scr_f = (N + 1)·T·GG + GG + 2G + 2``: the node tables, the per-type transforms of
-    one child, the first-pass buffer, the envelope's values and breakpoints.
-    int64 ``scr_i = (N + 1)·T·GG + GG + G``: the back-pointers per node (best child position and
-    type per parent position and type), the transforms' arg-max, the first-pass arg-max and the
-    envelope's parabola list. LSP at G = 128: T = 4, 1.79 M entries each (14 MB each); T = 6,
-    2.66 M entries each (21 MB each). The solver hands a compiled oracle scratch of length
-    (label length) × M.K, so ``K`` is not G² here but ceil(max(scr_f, scr_i) / 2N); the solver
-    allocates it once per state and once per thread chunk of an exact gap pass (nothing is
-    shared between threads; :class:`PoseArrays` holds only the sizes).
+    float64 ``scr_f = (N + 1)·T·GG + 2·GG + 5G + 2``: the node tables, the per-type transforms
+    of one child, two G² work tables (a transpose, a first pass), the penalties, the
+    envelope's values and breakpoints, a back-tracking row. int64 ``scr_i = 2·GG + G + N``:
+    the envelope's arg-max and first-pass arg-max (written, unused) and parabola list, and a
+    flag per node (its table's other layers written yet). LSP at G = 128: T = 4, 1.80 M
+    float64 (14 MB) and 33 K int64; T = 6, 2.69 M float64 (21 MB). The solver hands a compiled
+    oracle scratch of length (label length) × M.K, so ``K`` is not G² here but
+    ceil(max(scr_f, scr_i) / 2N); the solver allocates it once per state and once per thread
+    chunk of an exact gap pass (nothing is shared between threads; :class:`PoseArrays` holds
+    only the sizes).
 
 Paper: App. I (LSP model), App. H (box constraints), Eq. (2) (max oracle).
 """
@@ -323,9 +333,10 @@ def _dt2d(src, s0, G, ax, bx, ay, by, rx, ry, dst, d0, arg, a0, tmp, targ, hv, h
 # are mispredicted branches.
 
 #: the oracle's transforms are direct (O(G³), vectorized) when G <= DIRECT_MAX_G, envelope
-#: (O(G²), branchy) above. Measured (whole oracle calls, LSP, T = 4, CPU-time medians, this
-#: 2-core AVX-512 machine, under load): direct/envelope 5.5 / 6.5 ms at G = 64, 10.7 / 10.1 ms at G = 80,
-#: 17.7 / 14.3 ms at G = 96, 39 / 25 ms at G = 128.
+#: (O(G²), branchy) above. Measured, whole oracle calls forced to one transform (LSP, T = 4,
+#: CPU-time medians, this 2-core AVX-512 machine shared with other jobs), direct / envelope:
+#: 0.86 / 1.85 ms at G = 32, 5.8 / 6.7 ms at G = 64 (benchmarks/results/bench_pose.json),
+#: 10.7 / 10.1 ms at G = 80, 17.7 / 14.3 ms at G = 96, 39 / 25 ms at G = 128.
 DIRECT_MAX_G = 72
 
 
@@ -927,7 +938,8 @@ def _scratch_K(N: int, T: int, G: int) -> int:
     """M.K for the pose kind: the solver gives a compiled oracle scratch of length
     (label length 2N) × M.K (float64 and int64; per thread in the exact gap pass), so M.K =
     ceil(max(scr_f, scr_i) / 2N) makes that scratch hold the oracle's tables (LSP, T = 4:
-    K = 34,670 at G = 128, i.e. 14 MB of float64 and 14 MB of int64 per scratch)."""
+    K = 34,671 at G = 128, i.e. 14 MB of float64 and 14 MB of int64 per scratch: the solver
+    sizes both alike)."""
     return int(-(-max(_scratch_sizes(N, T, G)) // (2 * N)))
 
 
