@@ -694,6 +694,24 @@ def _child_pens(M, q, t, h, xp, yp, pen):
         pen[G + k] = (ax * dd + bx) * dd
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _first_pass_line(St, G, pen, o1, cm):
+    """cm[v] = max_u St[u·G + v] − pen[o1 + u]: a transform's first pass at one output
+    coordinate (four rows per sweep)."""
+    p0 = pen[o1]
+    for v in range(G):
+        cm[v] = St[v] - p0
+    u = 1
+    while u + 3 < G:
+        _max_sub4(cm, St[u * G:(u + 1) * G], St[(u + 1) * G:(u + 2) * G], St[(u + 2) * G:(u + 3) * G],
+                  St[(u + 3) * G:(u + 4) * G], pen[o1 + u], pen[o1 + u + 1], pen[o1 + u + 2],
+                  pen[o1 + u + 3], G)
+        u += 4
+    while u < G:
+        _max_sub(cm, St[u * G:(u + 1) * G], pen[o1 + u], G)
+        u += 1
+
+
 @njit(cache=True, nogil=True)
 def _backtrack_child(M, q, h, S, colmajor, cp, tp, pen, cm):
     """The best (cell, type) of child q when its parent sits at cell cp (row-major index)
@@ -720,29 +738,30 @@ def _backtrack_child(M, q, h, S, colmajor, cp, tp, pen, cm):
     best = _NEG
     bt = 0
     for t in range(M.ntype[q]):
-        lay = 0 if leaf else t
-        St = S[lay * GG:(lay + 1) * GG]
         _child_pens(M, q, t, h, xp, yp, pen)
-        p0 = pen[o1]
-        for v in range(G):
-            cm[v] = St[v] - p0
-        for u in range(1, G):
-            _max_sub(cm, St[u * G:(u + 1) * G], pen[o1 + u], G)
+        _first_pass_line(S[(0 if leaf else t) * GG:(1 if leaf else t + 1) * GG], G, pen, o1, cm)
         wp = h[M.pair_off[q] + t * Tp + tp]
         for v in range(G):
             val = (cm[v] - pen[o2 + v]) + wp
             if val > best:
                 best = val
                 bt = t
-    # the first cell (row-major) of type bt that attains the maximum, candidates as above
+    # the first cell (row-major) of type bt that attains the maximum, candidates as above; a
+    # cell's value is at most its line's (cm[v] − pen_2) + w (rounding is monotone), so only
+    # cells on a line that attains the maximum are checked
     lay = 0 if leaf else bt
     _child_pens(M, q, bt, h, xp, yp, pen)
+    _first_pass_line(S[lay * GG:(lay + 1) * GG], G, pen, o1, cm)
     wp = h[M.pair_off[q] + bt * Tp + tp]
     for yq in range(G):
         py = pen[yq]
+        if colmajor and (cm[yq] - py) + wp != best:
+            continue
         for xq in range(G):
             if colmajor:
                 val = ((S[lay * GG + xq * G + yq] - pen[G + xq]) - py) + wp
+            elif (cm[xq] - pen[G + xq]) + wp != best:
+                continue
             else:
                 val = ((S[lay * GG + yq * G + xq] - py) - pen[G + xq]) + wp
             if val == best:
