@@ -55,18 +55,18 @@ Max oracle (:func:`pose_oracle`)
     the message's own arithmetic (:func:`_backtrack_child`, O(T·G²) per node); ties go to the
     smallest type, then the smallest cell (row-major). Nothing is allocated. Measured
     (benchmarks/bench_pose.py --reference --both-transforms, LSP, T = 4, CPU-time medians
-    over 20 images × 3 calls, 2-core machine shared with other jobs, load average 0.9-2; see
-    benchmarks/results/bench_pose.json): 0.84 / 5.6 / 25 ms at G = 32 / 64 / 128, against
-    2.2 / 8.3 / 31 ms for the previous oracle (envelope transform, back-pointers;
-    tests/pose_oracle_reference.py) timed on the same calls (×2.6 / 1.5 / 1.3; the same
+    over 20 images × 3 calls, 2-core machine shared with other jobs, load average ≈ 1; see
+    benchmarks/results/bench_pose.json): 0.81 / 5.4 / 26 ms at G = 32 / 64 / 128, against
+    2.2 / 7.9 / 31 ms for the previous oracle (envelope transform, back-pointers;
+    tests/pose_oracle_reference.py) timed on the same calls (×2.7 / 1.5 / 1.2; the same
     values and labellings in 60 of 60 calls at each G). Forced to one transform: direct
-    0.86 / 5.8 / 39 ms, envelope 1.85 / 6.7 / 25 ms. At G = 32 about 70 % of a call are the
+    0.83 / 5.6 / 39 ms, envelope 1.85 / 6.5 / 26 ms. At G = 32 about 75 % of a call are the
     100 transforms (25 edges × 4 types, ~6 µs each: G³ = 32 K subtractions and maxima per
     pass, near the machine's vector floating-point throughput; the envelope takes ~18 µs,
     its hull pops depending on the noisy scores being mispredicted branches), the rest the
     26 generated score maps (~0.05 ms, regenerated every call: they depend on the image
-    only, but caching them would cost 26·G² float64 per image), the loss term, the type
-    maxima and the back-tracking (~0.05 ms each).
+    only, but caching them would cost 26·G² float64 per image), the loss term (~0.03 ms),
+    the type maxima (~0.04 ms) and the back-tracking.
 
 Differences from the paper's model
     The paper (after Chen and Yuille) has a type t_pq ∈ {1..13} per *arc* (both orientations of
@@ -335,7 +335,7 @@ def _dt2d(src, s0, G, ax, bx, ay, by, rx, ry, dst, d0, arg, a0, tmp, targ, hv, h
 #: the oracle's transforms are direct (O(G³), vectorized) when G <= DIRECT_MAX_G, envelope
 #: (O(G²), branchy) above. Measured, whole oracle calls forced to one transform (LSP, T = 4,
 #: CPU-time medians, this 2-core AVX-512 machine shared with other jobs), direct / envelope:
-#: 0.86 / 1.85 ms at G = 32, 5.8 / 6.7 ms at G = 64 (benchmarks/results/bench_pose.json),
+#: 0.83 / 1.85 ms at G = 32, 5.6 / 6.5 ms at G = 64 (benchmarks/results/bench_pose.json),
 #: 10.7 / 10.1 ms at G = 80, 17.7 / 14.3 ms at G = 96, 39 / 25 ms at G = 128.
 DIRECT_MAX_G = 72
 
