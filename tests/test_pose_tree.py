@@ -473,9 +473,9 @@ def test_oracle_matches_the_previous_implementation_on_random_instances():
     """The oracle (direct transform for small G, envelope above, arg-max recomputed while
     back-tracking) attains the same maximal value as the implementation it replaced
     (tests/pose_oracle_reference.py: envelope transform, back-pointers), loss-augmented and
-    plain, on the 26-node tree and on random small trees, at random weights, and on a 4×4
-    grid at w = 0 and sparse w where exact ties abound; both transforms of the new oracle are
-    checked. Where the two labellings differ they are ties: the same value (the two oracles
+    plain, on the 26-node tree (G = 4, 13, 24 and either side of DIRECT_MAX_G) and on random
+    small trees, at random weights, and on a 4×4 grid at w = 0 and sparse w where exact ties
+    abound; both transforms of the new oracle are checked. Where the two labellings differ they are ties: the same value (the two oracles
     round the penalties differently, so near-ties may go either way); the values are compared
     to 1e-12 relative, and most labellings must be identical."""
     from pose_oracle_reference import old_pose_oracle, old_scratch_f, old_scratch_i
@@ -486,6 +486,9 @@ def test_oracle_matches_the_previous_implementation_on_random_instances():
     models = [PoseModel(lsp.make_pose_data(xy, np.zeros((6, 14), bool), G=G, n_types=T, seed=G))
               for G, T in ((4, 4), (13, 3), (24, 4))]
     models += [PoseModel(tiny_data(G=G, parent=(-1, 0, 1, 0, 3, 0, 5), T=3, n=4, seed=G, noise=1.0)) for G in (2, 9)]
+    from gaplab.core.models.pose_tree import DIRECT_MAX_G
+    models += [PoseModel(lsp.make_pose_data(xy, np.zeros((6, 14), bool), G=G, n_types=4, seed=G).subset(np.arange(2)))
+               for G in (DIRECT_MAX_G, DIRECT_MAX_G + 1)]  # either side of the default's crossover
     same = calls = 0
     for model in models:
         M = model.arrays
