@@ -148,10 +148,11 @@ def test_dt_rejects_negative_quadratic_weight():
 # ------------------------------------------------------------------ oracle vs brute force
 @pytest.mark.parametrize("transform", ["direct", "envelope"])
 @pytest.mark.parametrize("parent,G,T", [((-1, 0, 1), 3, 2), ((-1, 0, 0), 3, 2), ((1, -1, 1, 0), 2, 2),
-                                        ((-1, 0), 4, 3)])
+                                        ((-1, 0), 4, 3), ((-1, 0, 1), 2, 6)])
 def test_tree_max_sum_equals_enumeration(parent, G, T, transform):
     """Both distance transforms of the oracle: the maximum equals brute-force enumeration, at
-    random weights and at w = 0 or sparse w (exact ties everywhere)."""
+    random weights and at w = 0 or sparse w (exact ties everywhere); T = 6 takes the message
+    pass's branch for more than four child types."""
     data = tiny_data(G=G, parent=parent, T=T, n=2, seed=len(parent) * 10 + G)
     model = PoseModel(data, transform=transform)
     M = model.arrays
