@@ -1,11 +1,12 @@
 """The cost dial (issue 18; Paper: Sec. 3.3, App. I): where the oracle cache starts to pay off
 in wall time as the max oracle gets dearer.
 
-For each grid side G (the oracle costs O(26·T·G²)), in a fresh interpreter (so its peak RSS is
-its own): load LSP (the first ``--n`` training poses, T = 4 types), build PoseModel with its
-box (quadratic deformation weights >= 0, Paper: App. H) and run, at the same λ and seed,
-BCFW and BCPFW with gap sampling, each without and with the oracle cache, until the exact
-duality gap is <= ``--gap`` (or ``--max-passes``). Reported per run: the solver's wall time
+For each grid side G (the oracle costs O(26·T·G³) with its direct transform, G <= 72, and
+O(26·T·G²) with the envelope above), in a fresh interpreter (so its peak RSS is its own):
+load LSP (the first ``--n`` training poses, T = 4 types), build PoseModel with its box
+(quadratic deformation weights >= 0, Paper: App. H) and run, at the same λ and seed, BCFW
+and BCPFW with gap sampling, each without and with the oracle cache, until the exact duality
+gap is <= ``--gap`` (or ``--max-passes``). Reported per run: the solver's wall time
 to that gap and the solver process's CPU time to it (one numba thread, so the CPU time is that
 of the work alone on a shared machine; exact gap checks every ``--gap-check`` passes, counted in
 the time: gap sampling needs them), oracle calls, cache hits, passes, and per G the median oracle time and the

@@ -12,7 +12,7 @@ import pytest
 from gaplab.core.datasets import lsp
 from gaplab.core.datasets.lsp import PoseData, ScoreMapSpec, kmeans_types, load_lsp, read_lsp_joints
 from gaplab.core.models.pose_tree import (
-    PoseModel, distance_transform_1d, distance_transform_2d, pose_axpy, pose_gt_label,
+    PoseModel, build_pose_arrays, distance_transform_1d, distance_transform_2d, pose_axpy, pose_gt_label,
     pose_label_add, pose_label_dot, pose_label_loss, pose_oracle, pose_scores, pose_sqnorm,
 )
 
@@ -99,6 +99,44 @@ def test_dt2d_equals_brute_force(G):
         np.testing.assert_allclose(V[np.arange(G * G), arg.ravel()], V.max(1), rtol=1e-10, atol=1e-9)
 
 
+@pytest.mark.parametrize("G", [1, 2, 3, 5, 8, 13, 33])
+def test_direct_transform_equals_brute_force(G):
+    """The oracle's direct 2-D transform (small G) equals the brute-force maximum over all
+    source cells, from a row-major table (y pass first, result column-major) and from a
+    column-major one (x pass first, result row-major); its kept first pass equals the maximum
+    along the first axis alone; G not a multiple of 4 (the transposes' remainder) and G < 5
+    (no four-offset sweep) included; zero quadratic weights and large ones too."""
+    from gaplab.core.models.pose_tree import _direct2d, _dt2d
+    rng = np.random.default_rng(100 + G)
+    GG = G * G
+    yy, xx = np.divmod(np.arange(GG), G)
+    for ax, ay in [(0.0, 0.0), (0.02, 0.5), (3.0, 0.0), (1e-9, 30.0)]:
+        f = rng.normal(size=GG) * rng.choice([0.1, 1.0, 10.0])
+        bx, by, rx, ry = rng.normal(size=4) * [1, 1, 2, 2]
+        dx = xx[None, :] - xx[:, None] - rx  # [output cell, source cell]
+        dy = yy[None, :] - yy[:, None] - ry
+        best = (f[None, :] - ax * dx ** 2 - bx * dx - ay * dy ** 2 - by * dy).max(1)
+        F = f.reshape(G, G)
+        D, Y, tmp = (np.full(GG, np.nan) for _ in range(3))
+        _direct2d(f, G, ay, by, ry, ax, bx, rx, D, Y, tmp, np.empty(2 * G))  # row-major in
+        np.testing.assert_allclose(D.reshape(G, G).T.ravel(), best, rtol=1e-10, atol=1e-9)
+        ddy = np.arange(G)[None, :] - np.arange(G)[:, None] - ry  # [yp, yq]
+        Yb = (F[None, :, :] - (ay * ddy ** 2 + by * ddy)[:, :, None]).max(1)  # [yp, x]
+        np.testing.assert_allclose(Y, Yb.ravel(), rtol=1e-10, atol=1e-9)
+        D2, Y2 = np.full(GG, np.nan), np.full(GG, np.nan)
+        _direct2d(np.ascontiguousarray(F.T).ravel(), G, ax, bx, rx, ay, by, ry, D2, Y2, tmp,
+                  np.empty(2 * G))  # column-major in
+        np.testing.assert_allclose(D2, best, rtol=1e-10, atol=1e-9)
+        ddx = np.arange(G)[None, :] - np.arange(G)[:, None] - rx  # [xp, xq]
+        Xb = (F.T[None, :, :] - (ax * ddx ** 2 + bx * ddx)[:, :, None]).max(1)  # [xp, y]
+        np.testing.assert_allclose(Y2, Xb.ravel(), rtol=1e-10, atol=1e-9)
+        if G >= 2:  # the envelope transform gives the same maxima
+            E = np.empty(GG)
+            _dt2d(f, 0, G, ax, bx, ay, by, rx, ry, E, 0, np.empty(GG, np.int64), 0, np.empty(GG),
+                  np.empty(GG, np.int64), np.empty(G, np.int64), np.empty(G), np.empty(G + 2))
+            np.testing.assert_allclose(D2, E, rtol=1e-12, atol=1e-12)
+
+
 def test_dt_rejects_negative_quadratic_weight():
     with pytest.raises(ValueError, match="ax.*>= 0.*-0.5"):
         distance_transform_2d(np.zeros((4, 4)), -0.5, 0, 1, 0)
@@ -109,16 +147,23 @@ def test_dt_rejects_negative_quadratic_weight():
 
 
 # ------------------------------------------------------------------ oracle vs brute force
+@pytest.mark.parametrize("transform", ["direct", "envelope"])
 @pytest.mark.parametrize("parent,G,T", [((-1, 0, 1), 3, 2), ((-1, 0, 0), 3, 2), ((1, -1, 1, 0), 2, 2),
-                                        ((-1, 0), 4, 3)])
-def test_tree_max_sum_equals_enumeration(parent, G, T):
+                                        ((-1, 0), 4, 3), ((-1, 0, 1), 2, 6)])
+def test_tree_max_sum_equals_enumeration(parent, G, T, transform):
+    """Both distance transforms of the oracle: the maximum equals brute-force enumeration, at
+    random weights and at w = 0 or sparse w (exact ties everywhere); T = 6 takes the message
+    pass's branch for more than four child types."""
     data = tiny_data(G=G, parent=parent, T=T, n=2, seed=len(parent) * 10 + G)
-    model = PoseModel(data)
+    model = PoseModel(data, transform=transform)
     M = model.arrays
+    assert (M.direct_max_G >= G) == (transform == "direct")
     rng = np.random.default_rng(1)
     for i in range(model.n):
         for loss_coef in (1.0, 0.0, 3.0):
             w = random_w(model, rng)
+            if loss_coef == 3.0:
+                w = w * (rng.random(model.d) < 0.3) if i == 0 else np.zeros(model.d)
             h = np.empty(model.d + 1)
             pose_scores(M, i, w, h)
             h[model.d] = loss_coef
@@ -128,6 +173,32 @@ def test_tree_max_sum_equals_enumeration(parent, G, T):
             best, _ = brute_max(model, i, h)
             assert val == pytest.approx(best, rel=1e-10, abs=1e-10)
             assert pose_label_dot(M, i, y, h) == pytest.approx(best, rel=1e-10, abs=1e-10)
+
+
+@pytest.mark.parametrize("transform", ["direct", "envelope"])
+def test_oracle_breaks_exact_ties_to_the_smallest_type_and_cell(transform):
+    """At w = 0 and no loss every labelling scores 0: the oracle returns the root's first cell
+    and every child's first type and cell (row-major), whichever transform."""
+    model = PoseModel(tiny_data(G=5, parent=(-1, 0, 1, 0, 3), T=3, n=1, seed=2), transform=transform)
+    M = model.arrays
+    h = np.zeros(model.d + 1)
+    y = np.empty(2 * M.N, np.int64)
+    sf, si = model.scratch()
+    assert pose_oracle(M, 0, h, y, sf, si) == 0.0
+    np.testing.assert_array_equal(y, 0)
+    # one child's cells tie at a nonzero value: the smallest row-major cell of its best type
+    h[model.arrays.pair_off[2] + 1 * 3 + 0] = 0.5  # child 2, type 1, parent type 0
+    pose_oracle(M, 0, h, y, sf, si)
+    assert (y[4], y[5]) == (0, 1)
+
+
+def test_transform_choice_follows_G_and_rejects_bad_names():
+    from gaplab.core.models.pose_tree import DIRECT_MAX_G
+    for G, direct in ((DIRECT_MAX_G, True), (DIRECT_MAX_G + 1, False)):
+        M = build_pose_arrays(tiny_data(G=G, n=1), transform="auto")
+        assert (M.G <= M.direct_max_G) == direct
+    with pytest.raises(ValueError, match="transform must be one of"):
+        build_pose_arrays(tiny_data(G=3, n=1), transform="fast")
 
 
 def test_oracle_handles_zero_quadratic_weights_and_recovers_truth():
@@ -402,11 +473,14 @@ def test_oracle_on_the_26_node_tree_beats_every_single_node_change():
 
 
 def test_oracle_matches_the_previous_implementation_on_random_instances():
-    """The sped-up oracle (hull-based transform with candidate filtering, fused arg-max, no
-    per-cell loss divisions) returns the same labelling and value as the implementation it
-    replaced (tests/pose_oracle_reference.py), loss-augmented and plain, on the 26-node tree
-    and on random small trees, at random weights, and on a 4×4 grid at w = 0 and sparse w
-    where exact ties abound (the same tie-breaking: the same arithmetic of the tables)."""
+    """The oracle (direct transform for small G, envelope above, arg-max recomputed while
+    back-tracking) attains the same maximal value as the implementation it replaced
+    (tests/pose_oracle_reference.py: envelope transform, back-pointers), loss-augmented and
+    plain, on the 26-node tree (G = 4, 13, 24 and either side of DIRECT_MAX_G) and on random
+    small trees, at random weights, and on a 4×4 grid at w = 0 and sparse w where exact ties
+    abound; both transforms of the new oracle are checked. Where the two labellings differ they are ties: the same value (the two oracles
+    round the penalties differently, so near-ties may go either way); the values are compared
+    to 1e-12 relative, and most labellings must be identical."""
     from pose_oracle_reference import old_pose_oracle, old_scratch_f, old_scratch_i
     rng = np.random.default_rng(11)
     xy = rng.normal(0, 1, size=(6, 14, 2)) + np.array([[0, 3], [0, 1.5], [0, 0], [1, 0], [1, 1.5], [1, 3],
@@ -415,8 +489,14 @@ def test_oracle_matches_the_previous_implementation_on_random_instances():
     models = [PoseModel(lsp.make_pose_data(xy, np.zeros((6, 14), bool), G=G, n_types=T, seed=G))
               for G, T in ((4, 4), (13, 3), (24, 4))]
     models += [PoseModel(tiny_data(G=G, parent=(-1, 0, 1, 0, 3, 0, 5), T=3, n=4, seed=G, noise=1.0)) for G in (2, 9)]
+    from gaplab.core.models.pose_tree import DIRECT_MAX_G
+    models += [PoseModel(lsp.make_pose_data(xy, np.zeros((6, 14), bool), G=G, n_types=4, seed=G).subset(np.arange(2)))
+               for G in (DIRECT_MAX_G, DIRECT_MAX_G + 1)]  # either side of the default's crossover
+    same = calls = 0
     for model in models:
         M = model.arrays
+        Me = build_pose_arrays(model.data, model.deform_unit, "envelope")
+        Md = build_pose_arrays(model.data, model.deform_unit, "direct")
         h = np.empty(model.d + 1)
         y, y_old = np.empty(2 * M.N, np.int64), np.empty(2 * M.N, np.int64)
         sf, si = model.scratch()
@@ -425,12 +505,15 @@ def test_oracle_matches_the_previous_implementation_on_random_instances():
             w = random_w(model, rng, scale=rng.choice([0.05, 1.0, 5.0]))
             if i == 1:  # some zero quadratic weights (the linear branch of the transform)
                 w[model.quadratic_index()[::3]] = 0.0
-            if i in (2, 3) and model.G == 4:  # many exact ties: the same tie-breaking is needed
+            if i in (2, 3) and model.G == 4:  # many exact ties
                 w = np.zeros(model.d) if i == 2 else w * (rng.random(model.d) < 0.3)
             pose_scores(M, i, w, h)
             for loss_coef in (1.0, 0.0):
                 h[model.d] = loss_coef
-                val = pose_oracle(M, i, h, y, sf, si)
                 val_old = old_pose_oracle(M, i, h, y_old, of, oi)
-                np.testing.assert_array_equal(y, y_old)
-                assert val == pytest.approx(val_old, rel=1e-12, abs=1e-12)
+                for MM in (Me, Md):
+                    val = pose_oracle(MM, i, h, y, sf, si)
+                    assert val == pytest.approx(val_old, rel=1e-12, abs=1e-12)
+                    same += int(np.array_equal(y, y_old))
+                    calls += 1
+    assert same >= 0.8 * calls, f"{same} of {calls} labellings as the previous oracle's"

@@ -44,20 +44,29 @@ Max oracle (:func:`pose_oracle`)
     Max-sum on the tree, leaves first. Node q's table S_q(l, t) (T_q × G²) is w_U,q φ_q(l) +
     h[d]·loss_q(l) plus the messages of its children. Its message to the parent p is
     M(l_p, t_p) = max_{t_q} [w_pair(t_q, t_p) + max_{l_q} S_q(l_q, t_q) − def_{q,t_q}(l_q − l_p)],
-    the inner max a separable 2-D generalized distance transform per child type (two 1-D
-    passes, each over contiguous rows, on the upper envelope of parabolas, O(G²)), then per
-    parent type one branch-free pass over the child's types adding the pair weight; the
-    arg-max (child cell·T + type) is kept for back-tracking. Cost O(N·T·G² + N·T²·G²) per
-    call; nothing is allocated. Measured (benchmarks/bench_pose.py --reference, LSP, T = 4,
-    shared 2-core machine under load, CPU-time medians over 20 images × 3 calls; see
-    benchmarks/results/bench_pose.json): 2.4 / 8.5 / 43 ms at G = 32 / 64 / 128, against
-    3.7 / 13.6 / 70 ms for the previous implementation timed on the same calls (×1.55 / 1.59 /
-    1.61, same labellings; CPU times inflate under load: 2.2 / 8 / 31 ms and 3.5 / 13 / 54 ms
-    on a quieter moment). About 80 % of a call are the 100 transforms (25 edges × 4 types),
-    ~17 µs each at G = 32 on real node tables: the envelope's pops depend on the noisy
-    scores, so they are mispredicted branches (the same transform repeated on one input,
-    which the branch predictor learns, takes 11 µs). A branch-free filter drops most points that cannot be hull vertices before
-    the envelope is built (see :func:`_dt1d`).
+    the inner max a separable 2-D generalized distance transform per child type, then per
+    parent type one branch-free pass over the child's types adding the pair weight (values
+    only). Two transforms, the same maxima: for G <= :data:`DIRECT_MAX_G` (72) a direct one,
+    O(G³) but branch-free sweeps over whole contiguous tables that vectorize
+    (:func:`_direct2d`; node tables alternate row- and column-major with the depth, so one
+    transpose per transform), above it the upper envelope of parabolas, O(G²) but branchy
+    (Felzenszwalb and Huttenlocher 2005; :func:`_dt2d`). No back-pointers are kept: while
+    back-tracking, each of the N − 1 answer cells is recomputed from the child's table with
+    the message's own arithmetic (:func:`_backtrack_child`, O(T·G²) per node); ties go to the
+    smallest type, then the smallest cell (row-major). Nothing is allocated. Measured
+    (benchmarks/bench_pose.py --reference --both-transforms, LSP, T = 4, CPU-time medians
+    over 20 images × 3 calls, 2-core machine shared with other jobs, load average ≈ 1; see
+    benchmarks/results/bench_pose.json): 0.81 / 5.4 / 26 ms at G = 32 / 64 / 128, against
+    2.2 / 7.9 / 31 ms for the previous oracle (envelope transform, back-pointers;
+    tests/pose_oracle_reference.py) timed on the same calls (×2.7 / 1.5 / 1.2; the same
+    values and labellings in 60 of 60 calls at each G). Forced to one transform: direct
+    0.83 / 5.6 / 39 ms, envelope 1.85 / 6.5 / 26 ms. At G = 32 about 75 % of a call are the
+    100 transforms (25 edges × 4 types, ~6 µs each: G³ = 32 K subtractions and maxima per
+    pass, near the machine's vector floating-point throughput; the envelope takes ~18 µs,
+    its hull pops depending on the noisy scores being mispredicted branches), the rest the
+    26 generated score maps (~0.05 ms, regenerated every call: they depend on the image
+    only, but caching them would cost 26·G² float64 per image), the loss term (~0.03 ms),
+    the type maxima (~0.04 ms) and the back-tracking.
 
 Differences from the paper's model
     The paper (after Chen and Yuille) has a type t_pq ∈ {1..13} per *arc* (both orientations of
@@ -68,15 +77,16 @@ Differences from the paper's model
     are as in the paper.
 
 Scratch (sizes in :class:`PoseArrays` fields ``scr_f``, ``scr_i``; T = max types, GG = G²)
-    float64 ``scr_f = (N + 1)·T·GG + GG + 2G + 2``: the node tables, the per-type transforms of
-    one child, the first-pass buffer, the envelope's values and breakpoints.
-    int64 ``scr_i = (N + 1)·T·GG + GG + G``: the back-pointers per node (best child position and
-    type per parent position and type), the transforms' arg-max, the first-pass arg-max and the
-    envelope's parabola list. LSP at G = 128: T = 4, 1.79 M entries each (14 MB each); T = 6,
-    2.66 M entries each (21 MB each). The solver hands a compiled oracle scratch of length
-    (label length) × M.K, so ``K`` is not G² here but ceil(max(scr_f, scr_i) / 2N); the solver
-    allocates it once per state and once per thread chunk of an exact gap pass (nothing is
-    shared between threads; :class:`PoseArrays` holds only the sizes).
+    float64 ``scr_f = (N + 1)·T·GG + 2·GG + 5G + 2``: the node tables, the per-type transforms
+    of one child, two G² work tables (a transpose, a first pass), the penalties, the
+    envelope's values and breakpoints, a back-tracking row. int64 ``scr_i = 2·GG + G + N``:
+    the envelope's arg-max and first-pass arg-max (written, unused) and parabola list, and a
+    flag per node (its table's other layers written yet). LSP at G = 128: T = 4, 1.80 M
+    float64 (14 MB) and 33 K int64; T = 6, 2.69 M float64 (21 MB). The solver hands a compiled
+    oracle scratch of length (label length) × M.K, so ``K`` is not G² here but
+    ceil(max(scr_f, scr_i) / 2N); the solver allocates it once per state and once per thread
+    chunk of an exact gap pass (nothing is shared between threads; :class:`PoseArrays` holds
+    only the sizes).
 
 Paper: App. I (LSP model), App. H (box constraints), Eq. (2) (max oracle).
 """
@@ -106,6 +116,8 @@ PoseArrays = namedtuple(
         "gt",                # int64 (2N·n): ground-truth labellings
         "G", "N", "T",       # grid side, nodes, max types
         "parent",            # int64 (N,): parent node (-1 root)
+        "nchild",            # int64 (N,): children of each node (0: a leaf)
+        "depth",             # int64 (N,): depth in the tree (root 0)
         "order",             # int64 (N,): breadth-first order from the root
         "ntype",             # int64 (N,): types of each node (root: 1)
         "anchors",           # float64 (N·T·2,): r_q^t (grid units), [q, t, (x, y)]
@@ -120,6 +132,7 @@ PoseArrays = namedtuple(
         "bump_pos",          # float64 (n·N·3·2,): bump centres (x, y)
         "bump_amp",          # float64 (n·N·3,): bump amplitudes
         "scr_f", "scr_i",    # oracle scratch sizes (float64, int64)
+        "direct_max_G",      # int: the oracle's transforms are direct when G <= this, envelope above
     ],
 )
 
@@ -311,6 +324,136 @@ def _dt2d(src, s0, G, ax, bx, ay, by, rx, ry, dst, d0, arg, a0, tmp, targ, hv, h
     for xp in range(G):
         _dt1d(tmp, xp * G, G, ay, by, ry, dst, d0 + xp, G, arg, a0 + xp, G, targ, xp * G, G, hv, he, z)
 
+
+# ---------------------------------------------------------------------------- direct transform
+# For G up to DIRECT_MAX_G the oracle uses a direct (brute-force) separable transform: O(G³)
+# per 2-D transform instead of the envelope's O(G²), but branch-free sweeps over whole
+# contiguous tables that LLVM vectorizes (AVX-512 here): ~5-6 µs a transform at G = 32 in the
+# oracle, against ~18 µs for the envelope, whose hull pops depend on the noisy scores and so
+# are mispredicted branches.
+
+#: the oracle's transforms are direct (O(G³), vectorized) when G <= DIRECT_MAX_G, envelope
+#: (O(G²), branchy) above. Measured, whole oracle calls forced to one transform (LSP, T = 4,
+#: CPU-time medians, this 2-core AVX-512 machine shared with other jobs), direct / envelope:
+#: 0.83 / 1.85 ms at G = 32, 5.6 / 6.5 ms at G = 64 (benchmarks/results/bench_pose.json),
+#: 10.7 / 10.1 ms at G = 80, 17.7 / 14.3 ms at G = 96, 39 / 25 ms at G = 128.
+DIRECT_MAX_G = 72
+
+
+@njit(cache=True, nogil=True)
+def _pen_table(a, b, r, G, pen):
+    """pen[k + G − 1] = (a·dd + b)·dd, dd = k − r, for the offsets k = source − output in
+    (−G, G): the penalty of a displacement k (cells) along one axis."""
+    for k in range(-(G - 1), G):
+        dd = k - r
+        pen[k + G - 1] = (a * dd + b) * dd
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _max_sub(D, S, p, n):
+    """D[c] = max(D[c], S[c] − p) for c < n (vectorized: contiguous, branch-free select)."""
+    for c in range(n):
+        v = S[c] - p
+        cur = D[c]
+        D[c] = v if v > cur else cur
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _max_sub4(D, S0, S1, S2, S3, p0, p1, p2, p3, n):
+    """D[c] = max(D[c], S0[c] − p0, S1[c] − p1, S2[c] − p2, S3[c] − p3) for c < n: four
+    offsets per sweep (one load and store of D for four candidates)."""
+    for c in range(n):
+        v0 = S0[c] - p0
+        v1 = S1[c] - p1
+        v2 = S2[c] - p2
+        v3 = S3[c] - p3
+        m01 = v0 if v0 > v1 else v1
+        m23 = v2 if v2 > v3 else v3
+        m = m01 if m01 > m23 else m23
+        cur = D[c]
+        D[c] = m if m > cur else cur
+
+
+@njit(cache=True, nogil=True)
+def _direct_rows(S, G, pen, D):
+    """D[yp·G + x] = max_yq S[yq·G + x] − pen[yq − yp + G − 1] (S, D: G² contiguous, distinct):
+    the 1-D transform along the row index of every column at once, by offsets k = yq − yp:
+    each offset is one sweep over (G − |k|)·G contiguous entries (four offsets per sweep).
+    G³ subtractions and maxima, no branch on the data."""
+    GG = G * G
+    p = pen[G - 1]
+    for c in range(GG):
+        D[c] = S[c] - p
+    k = 1
+    while k + 3 < G:
+        # k + j (j = 0..3) > 0: yq = yp + k + j, yp < G − k − j; all four for yp < G − k − 3
+        n = (G - k - 3) * G
+        _max_sub4(D[:n], S[k * G:k * G + n], S[(k + 1) * G:(k + 1) * G + n],
+                  S[(k + 2) * G:(k + 2) * G + n], S[(k + 3) * G:(k + 3) * G + n],
+                  pen[G - 1 + k], pen[G + k], pen[G + 1 + k], pen[G + 2 + k], n)
+        for j in range(3):
+            kk = k + j
+            hi = (G - kk) * G
+            _max_sub(D[n:hi], S[kk * G + n:kk * G + hi], pen[G - 1 + kk], hi - n)
+        # −(k + j): yq = yp − k − j, yp >= k + j; all four for yp >= k + 3
+        lo = (k + 3) * G
+        m = GG - lo
+        _max_sub4(D[lo:], S[lo - k * G:lo - k * G + m], S[lo - (k + 1) * G:lo - (k + 1) * G + m],
+                  S[lo - (k + 2) * G:lo - (k + 2) * G + m], S[:m],
+                  pen[G - 1 - k], pen[G - 2 - k], pen[G - 3 - k], pen[G - 4 - k], m)
+        for j in range(3):
+            kk = k + j
+            lo2 = kk * G
+            _max_sub(D[lo2:lo], S[:lo - lo2], pen[G - 1 - kk], lo - lo2)
+        k += 4
+    while k < G:
+        n = (G - k) * G
+        _max_sub(D[:n], S[k * G:k * G + n], pen[G - 1 + k], n)
+        _max_sub(D[k * G:], S[:n], pen[G - 1 - k], n)
+        k += 1
+
+
+@njit(cache=True, nogil=True)
+def _transpose(S, G, D):
+    """D[x·G + y] = S[y·G + x] (G × G, distinct arrays): four rows of D at a time, each read
+    of S four contiguous entries (measured 4× faster than the plain double loop at G = 32)."""
+    x0 = 0
+    while x0 + 4 <= G:
+        d0 = D[x0 * G:(x0 + 1) * G]
+        d1 = D[(x0 + 1) * G:(x0 + 2) * G]
+        d2 = D[(x0 + 2) * G:(x0 + 3) * G]
+        d3 = D[(x0 + 3) * G:(x0 + 4) * G]
+        for yy in range(G):
+            s = S[yy * G + x0:yy * G + x0 + 4]
+            d0[yy] = s[0]
+            d1[yy] = s[1]
+            d2[yy] = s[2]
+            d3[yy] = s[3]
+        x0 += 4
+    for xx in range(x0, G):
+        for yy in range(G):
+            D[xx * G + yy] = S[yy * G + xx]
+
+
+@njit(cache=True, nogil=True)
+def _direct2d(S, G, a1, b1, r1, a2, b2, r2, D, Y, tmp, pen):
+    """The separable 2-D transform of a G × G table S whose rows run along axis 2 (S[u·G + v],
+    u on axis 1), written TRANSPOSED: D[v'·G + u'] = max_{u, v} (S[u·G + v] − pen_1(u − u'))
+    − pen_2(v − v'), pen_j(k) = (a_j·dd + b_j)·dd with dd = k − r_j (cells). For a table in
+    row-major layout (u = y, v = x) pass the y weights first: D comes out column-major; for a
+    column-major table (u = x, v = y) the x weights first: D comes out row-major. The oracle
+    alternates the layouts with the depth in the tree, so a child's message lands in its
+    parent's layout and one transpose a transform suffices. Y[u'·G + v] = max_u S[u·G + v] −
+    pen_1(u − u'): the first pass (work). S, D, Y, tmp: G² contiguous,
+    distinct; pen: 2G. The arithmetic, term by term, is the one :func:`_backtrack_child`
+    repeats, so the back-tracked labelling attains exactly the values the messages carried."""
+    _pen_table(a1, b1, r1, G, pen)
+    _direct_rows(S, G, pen, Y)
+    _transpose(Y, G, tmp)
+    _pen_table(a2, b2, r2, G, pen)
+    _direct_rows(tmp, G, pen, D)
+
+
 def _check_quad(name, val):
     if not np.isfinite(val) or val < 0:
         raise ValueError(f"{name} (the quadratic deformation weight given to the distance "
@@ -490,6 +633,180 @@ def pose_axpy(M, i, coef, dlt, v, w, lb, ub, has_box):
                 w[j] = x
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _message_add(out, base, D, h, o, Tp, Tq, GG, tmp):
+    """out[c] = base[c] + max_t (D[t·GG + c] + h[o + t·Tp]) over the child's types t < Tq (the
+    pair weights w(t, tp) at h[o + t·Tp]); out and base may be the same array. Four types per
+    pass (fewer types repeat the last one), branch-free: vectorizes."""
+    j1 = min(1, Tq - 1)
+    j2 = min(2, Tq - 1)
+    j3 = min(3, Tq - 1)
+    w0 = h[o]
+    w1 = h[o + j1 * Tp]
+    w2 = h[o + j2 * Tp]
+    w3 = h[o + j3 * Tp]
+    D0 = D[:GG]
+    D1 = D[j1 * GG:(j1 + 1) * GG]
+    D2 = D[j2 * GG:(j2 + 1) * GG]
+    D3 = D[j3 * GG:(j3 + 1) * GG]
+    if Tq <= 4:
+        for c in range(GG):
+            v0 = D0[c] + w0
+            v1 = D1[c] + w1
+            v2 = D2[c] + w2
+            v3 = D3[c] + w3
+            m01 = v0 if v0 > v1 else v1
+            m23 = v2 if v2 > v3 else v3
+            out[c] = base[c] + (m01 if m01 > m23 else m23)
+        return
+    for c in range(GG):
+        v0 = D0[c] + w0
+        v1 = D1[c] + w1
+        v2 = D2[c] + w2
+        v3 = D3[c] + w3
+        m01 = v0 if v0 > v1 else v1
+        m23 = v2 if v2 > v3 else v3
+        tmp[c] = m01 if m01 > m23 else m23
+    for t in range(4, Tq):
+        _max_sub(tmp, D[t * GG:(t + 1) * GG], -h[o + t * Tp], GG)
+    for c in range(GG):
+        out[c] = base[c] + tmp[c]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _child_pens(M, q, t, h, xp, yp, pen):
+    """pen[yq] = pen_y(yq − yp), pen[G + xq] = pen_x(xq − xp) of child q's type t (cells;
+    the arithmetic of :func:`_pen_table` for those offsets)."""
+    G = M.G
+    inv_u = 1.0 / M.unit
+    o = M.def_off[q] + 4 * t
+    ab = (q * M.T + t) * 2
+    ay = h[o + 3] * inv_u * inv_u
+    by = h[o + 2] * inv_u
+    ry = M.anchors[ab + 1]
+    ax = h[o + 1] * inv_u * inv_u
+    bx = h[o] * inv_u
+    rx = M.anchors[ab]
+    for k in range(G):
+        dd = (k - yp) - ry
+        pen[k] = (ay * dd + by) * dd
+        dd = (k - xp) - rx
+        pen[G + k] = (ax * dd + bx) * dd
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _first_pass_line(St, G, pen, o1, cm):
+    """cm[v] = max_u St[u·G + v] − pen[o1 + u]: a transform's first pass at one output
+    coordinate (four rows per sweep)."""
+    p0 = pen[o1]
+    for v in range(G):
+        cm[v] = St[v] - p0
+    u = 1
+    while u + 3 < G:
+        _max_sub4(cm, St[u * G:(u + 1) * G], St[(u + 1) * G:(u + 2) * G], St[(u + 2) * G:(u + 3) * G],
+                  St[(u + 3) * G:(u + 4) * G], pen[o1 + u], pen[o1 + u + 1], pen[o1 + u + 2],
+                  pen[o1 + u + 3], G)
+        u += 4
+    while u < G:
+        _max_sub(cm, St[u * G:(u + 1) * G], pen[o1 + u], G)
+        u += 1
+
+
+@njit(cache=True, nogil=True)
+def _backtrack_child(M, q, h, S, colmajor, cp, tp, pen, cm):
+    """The best (cell, type) of child q when its parent sits at cell cp (row-major index)
+    with type tp: the argmax over (t, cell) of the terms of the message the parent received,
+    ((S_t[yq, xq] − pen_y(yq − yp)) − pen_x(xq − xp)) + w(t, tp) for a row-major child,
+    ((S_t[xq, yq] − pen_x(xq − xp)) − pen_y(yq − yp)) + w(t, tp) for a column-major one
+    (``colmajor``), in the same order and arithmetic as :func:`_direct2d` (so, on the direct
+    path, the maximum is the message's value bit for bit; the envelope rounds its penalties
+    otherwise, within an ulp or so). The first pass at the parent's coordinate is recomputed
+    (maxima along axis 1: the same values, a maximum is exact), O(T_q·G²), vectorized along
+    rows. Ties go to the smallest type, then the smallest cell index (row-major: smallest y,
+    then smallest x). S: q's node tables (T·G², layer t = type t; a leaf's types share layer
+    0), in q's layout. pen (2G), cm (G): work. Returns cell·T + type (row-major cell)."""
+    G = M.G
+    GG = G * G
+    xp = cp % G
+    yp = cp // G
+    Tp = M.ntype[M.parent[q]]
+    leaf = M.nchild[q] == 0
+    # penalties (_child_pens): pen_y at pen[:G], pen_x at pen[G:]; axis 1 (the rows' index)
+    # is y for a row-major table, x for a column-major one
+    o1 = G if colmajor else 0
+    o2 = G - o1
+    best = _NEG
+    bt = 0
+    for t in range(M.ntype[q]):
+        _child_pens(M, q, t, h, xp, yp, pen)
+        _first_pass_line(S[(0 if leaf else t) * GG:(1 if leaf else t + 1) * GG], G, pen, o1, cm)
+        wp = h[M.pair_off[q] + t * Tp + tp]
+        for v in range(G):
+            val = (cm[v] - pen[o2 + v]) + wp
+            if val > best:
+                best = val
+                bt = t
+    # the first cell (row-major) of type bt that attains the maximum, candidates as above; a
+    # cell's value is at most its line's (cm[v] − pen_2) + w (rounding is monotone), so only
+    # cells on a line that attains the maximum are checked
+    lay = 0 if leaf else bt
+    _child_pens(M, q, bt, h, xp, yp, pen)
+    _first_pass_line(S[lay * GG:(lay + 1) * GG], G, pen, o1, cm)
+    wp = h[M.pair_off[q] + bt * Tp + tp]
+    for yq in range(G):
+        py = pen[yq]
+        if colmajor and (cm[yq] - py) + wp != best:
+            continue
+        for xq in range(G):
+            if colmajor:
+                val = ((S[lay * GG + xq * G + yq] - pen[G + xq]) - py) + wp
+            elif (cm[xq] - pen[G + xq]) + wp != best:
+                continue
+            else:
+                val = ((S[lay * GG + yq * G + xq] - py) - pen[G + xq]) + wp
+            if val == best:
+                return (yq * G + xq) * M.T + bt
+    return -1  # not reached: the maximum is one of the candidates
+
+
+@njit(cache=True, nogil=True)
+def _node_table(M, i, p, wu, lc, out):
+    """out[:G²] = wu·φ_p + lc·loss_p of image i, row-major: the loss term as
+    :func:`_node_loss`, term by term, inside the disc ‖l − l*_p‖² <= s_i² (plus a margin);
+    outside it min(1, ·) is 1 exactly (the squared distance is an exact integer > s_i², so
+    its quotient by s_i² rounds to >= 1), so lc·(1/N) there, without a division."""
+    G = M.G
+    N = M.N
+    pose_score_map(M, i, p, out)
+    if lc == 0.0:
+        for c in range(G * G):
+            out[c] = wu * out[c]
+        return
+    g = M.gt[M.lab_off[i] + 2 * p]
+    gx = float(g % G)
+    gy = float(g // G)
+    s2 = M.scale2[i]
+    far = lc * (1.0 / N)
+    for yy in range(G):
+        dy = float(yy) - gy
+        dy2 = dy * dy
+        row = out[yy * G:(yy + 1) * G]
+        x0 = G
+        x1 = G
+        if dy2 <= s2:
+            rad = int(np.sqrt(s2 - dy2)) + 2
+            x0 = min(G, max(0, g % G - rad))
+            x1 = min(G, g % G + rad + 1)
+        for xx in range(x0):
+            row[xx] = wu * row[xx] + far
+        for xx in range(x0, x1):
+            dx = float(xx) - gx
+            r = (dx * dx + dy2) / s2
+            row[xx] = wu * row[xx] + lc * ((1.0 if r > 1.0 else r) / N)
+        for xx in range(x1, G):
+            row[xx] = wu * row[xx] + far
+
+
 @njit(cache=True, nogil=True)
 def pose_oracle(M, i, h, y, vit_f, vit_i):
     """y ← argmax_y ⟨m(y), h⟩ on block i (loss-augmented decoding when h = (w, 1), plain
@@ -499,9 +816,11 @@ def pose_oracle(M, i, h, y, vit_f, vit_i):
     of length >= M.scr_i (see the module docstring; the solver passes its own per-thread
     scratch of length 2N·M.K, which M.K makes large enough). Allocates nothing.
 
-    Per call: N score maps (generated), one 2-D transform per (edge, child type), then per
-    (edge, parent type) one pass over the child types' transforms adding the pair weights;
-    O(N·T·G² + N·T²·G²)."""
+    Per call: N score maps (generated), one 2-D transform per (edge, child type) (direct for
+    G <= M.direct_max_G, envelope above), then per (edge, parent type) one pass over the
+    child types' transforms adding the pair weights, keeping values only; the arg-max is
+    recomputed for the N − 1 cells of the answer while back-tracking
+    (:func:`_backtrack_child`). O(N·T·G³) (direct) or O(N·T·G²) (envelope) + O(N·T²·G²)."""
     if vit_f.shape[0] < M.scr_f or vit_i.shape[0] < M.scr_i:
         raise ValueError("pose_oracle: scratch too small (need M.scr_f float64 and M.scr_i int64 entries)")
     sf = vit_f
@@ -513,15 +832,18 @@ def pose_oracle(M, i, h, y, vit_f, vit_i):
     d = M.d
     lc = h[d]
     TG = T * GG
-    # scratch layout. float64: node tables S (N·T·G²) | transforms D (T·G²) | tmp (G²) | he (G)
-    # | z (G + 2); int64: back-pointers (N·T·G²) | arg-max A (T·G²) | targ (G²) | hv (G)
+    direct = G <= M.direct_max_G
+    # scratch layout. float64: node tables S (N·T·G²) | transforms D (T·G²) | tmp (G²) |
+    # pen (2G) | he (G) | z (G + 2) | cm (G) | fp (G², a direct transform's first pass);
+    # int64: arg (G²) | targ (G²) | hv (G) |
+    # first (N: 0 until the node's first child's message)
     o_D = N * TG
     o_tmp = o_D + TG
-    o_he = o_tmp + GG
+    o_pen = o_tmp + GG
+    o_he = o_pen + 2 * G
     o_z = o_he + G
-    o_A = N * TG
-    o_targ = o_A + TG
-    o_hv = o_targ + GG
+    o_cm = o_z + G + 2
+    o_fp = o_cm + G
     for q in range(N):
         par = M.parent[q]
         if par >= 0:
@@ -532,36 +854,27 @@ def pose_oracle(M, i, h, y, vit_f, vit_i):
                                      "the generalized distance transform needs them >= 0 "
                                      "(use PoseModel.bounds())")
     tmp = sf[o_tmp:o_tmp + GG]
-    targ = si[o_targ:o_targ + GG]
-    hv = si[o_hv:o_hv + G]
+    pen = sf[o_pen:o_pen + 2 * G]
     he = sf[o_he:o_he + G]
     z = sf[o_z:o_z + G + 2]
-    # node tables: w_U,p φ_p + lc·loss_p, the same in every type's layer
+    cm = sf[o_cm:o_cm + G]
+    fp = sf[o_fp:o_fp + GG]
+    arg = si[0:GG]
+    targ = si[GG:2 * GG]
+    hv = si[2 * GG:2 * GG + G]
+    o_first = 2 * GG + G
+    # node tables: w_U,p φ_p + lc·loss_p in layer 0 (a leaf's types share it; a parent's other
+    # layers are written by its first child's message); column-major at odd depths on the
+    # direct path (see _direct2d)
     for p in range(N):
         base = p * TG
         Sp = sf[base:base + GG]
-        pose_score_map(M, i, p, Sp)
-        wu = h[p]
-        if lc != 0.0:
-            g = M.gt[M.lab_off[i] + 2 * p]
-            gx = float(g % G)
-            gy = float(g // G)
-            s2 = M.scale2[i]
-            for yy in range(G):
-                dy = float(yy) - gy
-                dy2 = dy * dy
-                row = yy * G
-                for xx in range(G):  # as _node_loss, term by term
-                    dx = float(xx) - gx
-                    r = (dx * dx + dy2) / s2
-                    Sp[row + xx] = wu * Sp[row + xx] + lc * ((1.0 if r > 1.0 else r) / N)
-        else:
-            for c in range(GG):
-                Sp[c] = wu * Sp[c]
-        for t in range(1, M.ntype[p]):
-            o = base + t * GG
-            for c in range(GG):  # a loop, not a slice assignment (no overlap copy)
-                sf[o + c] = Sp[c]
+        colmajor = direct and M.depth[p] % 2 == 1
+        out = tmp if colmajor else Sp
+        _node_table(M, i, p, h[p], lc, out)
+        if colmajor:
+            _transpose(tmp, G, Sp)
+        si[o_first + p] = 0
     # messages, leaves first
     inv_u = 1.0 / M.unit
     for k in range(N - 1, 0, -1):
@@ -569,38 +882,37 @@ def pose_oracle(M, i, h, y, vit_f, vit_i):
         par = M.parent[q]
         Tq = M.ntype[q]
         Tp = M.ntype[par]
+        leaf = M.nchild[q] == 0
         for t in range(Tq):  # one transform per child type
             o = M.def_off[q] + 4 * t
             ab = (q * T + t) * 2
+            s0 = q * TG + (0 if leaf else t * GG)
             # penalty in cells: u-units features (dx/u, (dx/u)²) -> a = w/u², b = w/u
-            _dt2d(sf, q * TG + t * GG, G,
-                  h[o + 1] * inv_u * inv_u, h[o] * inv_u, h[o + 3] * inv_u * inv_u, h[o + 2] * inv_u,
-                  M.anchors[ab], M.anchors[ab + 1],
-                  sf, o_D + t * GG, si, o_A + t * GG, tmp, targ, hv, he, z)
-        for t in range(Tq):  # arg-max cell -> back-pointer code (cell·T + type), once per type
-            At = si[o_A + t * GG:o_A + (t + 1) * GG]
-            for c in range(GG):
-                At[c] = At[c] * T + t
-        po = M.pair_off[q]
-        bv = tmp     # best value over the child's types (reuses tmp)
-        for tp in range(Tp):  # max over the child's types with the pair weight w(t, tp)
-            acc = sf[par * TG + tp * GG:par * TG + (tp + 1) * GG]
-            bp = si[q * TG + tp * GG:q * TG + (tp + 1) * GG]  # child's (cell·T + type)
-            wp0 = h[po + tp]
-            for c in range(GG):
-                bv[c] = sf[o_D + c] + wp0
-                bp[c] = si[o_A + c]
-            for t in range(1, Tq):
-                wpt = h[po + t * Tp + tp]
+            ax = h[o + 1] * inv_u * inv_u
+            bx = h[o] * inv_u
+            ay = h[o + 3] * inv_u * inv_u
+            by = h[o + 2] * inv_u
+            if direct:  # the message comes out in the parent's layout
                 Dt = sf[o_D + t * GG:o_D + (t + 1) * GG]
-                At = si[o_A + t * GG:o_A + (t + 1) * GG]
-                for c in range(GG):  # branch-free selects on contiguous rows: vectorizes
-                    val = Dt[c] + wpt
-                    better = val > bv[c]
-                    bv[c] = val if better else bv[c]
-                    bp[c] = At[c] if better else bp[c]
-            for c in range(GG):
-                acc[c] += bv[c]
+                if M.depth[q] % 2 == 1:  # column-major child: x first
+                    _direct2d(sf[s0:s0 + GG], G, ax, bx, M.anchors[ab], ay, by, M.anchors[ab + 1],
+                              Dt, fp, tmp, pen)
+                else:
+                    _direct2d(sf[s0:s0 + GG], G, ay, by, M.anchors[ab + 1], ax, bx, M.anchors[ab],
+                              Dt, fp, tmp, pen)
+            else:
+                _dt2d(sf, s0, G, ax, bx, ay, by, M.anchors[ab], M.anchors[ab + 1],
+                      sf, o_D + t * GG, arg, 0, tmp, targ, hv, he, z)
+        # the message per parent type, max over the child's types with the pair weight
+        # w(t, tp), added to the parent's layer tp; the parent's first child writes layers
+        # tp >= 1 as layer 0 (its base table) + message, so no layer is copied (last types
+        # first: layer 0 is read before it is added to)
+        first = si[o_first + par] == 0
+        si[o_first + par] = 1
+        for tp in range(Tp - 1, -1, -1):
+            out = sf[par * TG + tp * GG:par * TG + (tp + 1) * GG]
+            base = sf[par * TG:par * TG + GG] if first else out
+            _message_add(out, base, sf[o_D:o_D + Tq * GG], h, M.pair_off[q] + tp, Tp, Tq, GG, tmp)
     # root
     r = M.order[0]
     best = _NEG
@@ -618,7 +930,8 @@ def pose_oracle(M, i, h, y, vit_f, vit_i):
     for k in range(1, N):
         q = M.order[k]
         par = M.parent[q]
-        code = si[q * TG + y[2 * par + 1] * GG + y[2 * par]]
+        code = _backtrack_child(M, q, h, sf[q * TG:(q + 1) * TG], direct and M.depth[q] % 2 == 1,
+                                y[2 * par], y[2 * par + 1], pen, cm)
         y[2 * q] = code // T
         y[2 * q + 1] = code % T
     return pose_label_dot(M, i, y, h)
@@ -634,24 +947,36 @@ def pose_decode(M, i, w, h, y, scratch_f, scratch_i):
 
 
 # ============================================================================ building
+def _scratch_sizes(N: int, T: int, G: int):
+    """(scr_f, scr_i): the oracle's float64 and int64 scratch (see :func:`pose_oracle`)."""
+    GG = G * G
+    return (N + 1) * T * GG + 2 * GG + 5 * G + 2, 2 * GG + G + N
+
+
 def _scratch_K(N: int, T: int, G: int) -> int:
     """M.K for the pose kind: the solver gives a compiled oracle scratch of length
     (label length 2N) × M.K (float64 and int64; per thread in the exact gap pass), so M.K =
     ceil(max(scr_f, scr_i) / 2N) makes that scratch hold the oracle's tables (LSP, T = 4:
-    K = 34,350 at G = 128, i.e. 14 MB of float64 and 14 MB of int64 per scratch)."""
-    GG = G * G
-    need = max((N + 1) * T * GG + GG + 2 * G + 2, (N + 1) * T * GG + GG + G)
-    return int(-(-need // (2 * N)))
+    K = 34,671 at G = 128, i.e. 14 MB of float64 and 14 MB of int64 per scratch: the solver
+    sizes both alike)."""
+    return int(-(-max(_scratch_sizes(N, T, G)) // (2 * N)))
 
 
-def build_pose_arrays(data, deform_unit: float = None) -> PoseArrays:
+_TRANSFORMS = ("auto", "direct", "envelope")
+
+
+def build_pose_arrays(data, deform_unit: float = None, transform: str = "auto") -> PoseArrays:
     """The flat arrays of :class:`PoseArrays` for a :class:`~gaplab.core.datasets.lsp.PoseData`;
-    ``deform_unit``: u as a fraction of G (default :data:`DEFORM_UNIT`)."""
+    ``deform_unit``: u as a fraction of G (default :data:`DEFORM_UNIT`); ``transform``: the
+    oracle's distance transform, "auto" (direct for G <= :data:`DIRECT_MAX_G`, envelope
+    above), "direct" or "envelope" (the same maxima; for tests and benchmarks)."""
     # every array below is the model's own writable copy: PoseData's are read-only, and a
     # change to the data after the model is built must not reach the kernels
     frac = DEFORM_UNIT if deform_unit is None else float(deform_unit)
     if not (np.isfinite(frac) and frac > 0):
         raise ValueError(f"deform_unit must be a finite number > 0 (a fraction of G), got {deform_unit!r}")
+    if transform not in _TRANSFORMS:
+        raise ValueError(f"transform must be one of {_TRANSFORMS}, got {transform!r}")
     parent = np.array(data.parent, dtype=np.int64, order="C", copy=True)
     N = parent.shape[0]
     roots = np.flatnonzero(parent < 0)
@@ -669,6 +994,9 @@ def build_pose_arrays(data, deform_unit: float = None) -> PoseArrays:
             raise ValueError("parent has a cycle: not every node is reachable from the root")
         order.extend(children[order[k]])
     order = np.asarray(order, dtype=np.int64)
+    depth = np.zeros(N, dtype=np.int64)
+    for q in order[1:]:
+        depth[q] = depth[parent[q]] + 1
     ntype = np.array(data.n_types, dtype=np.int64, order="C", copy=True)
     anchors = np.array(data.anchors, dtype=np.float64, copy=True)
     T = anchors.shape[1]
@@ -693,20 +1021,23 @@ def build_pose_arrays(data, deform_unit: float = None) -> PoseArrays:
     y[:, :, 1] = data.types
     if np.any(data.types < 0) or np.any(data.types >= ntype[None, :]):
         raise ValueError("types must lie in [0, n_types[p]) for every node")
-    GG = G * G
+    direct_max = {"auto": DIRECT_MAX_G, "direct": G, "envelope": 0}[transform]
+    scr_f, scr_i = _scratch_sizes(N, T, G)
     return PoseArrays(
         n=n, d=int(d), K=_scratch_K(N, T, G),
         stat_off=np.arange(n + 1, dtype=np.int64) * (d + 1),
         lab_off=np.arange(n + 1, dtype=np.int64) * (2 * N),
         gt=np.ascontiguousarray(y.reshape(-1)),
-        G=G, N=N, T=int(T), parent=parent, order=order, ntype=ntype,
+        G=G, N=N, T=int(T), parent=parent, nchild=np.bincount(parent[parent >= 0], minlength=N).astype(np.int64),
+        depth=depth,
+        order=order, ntype=ntype,
         anchors=np.array(anchors.reshape(-1), copy=True), pair_off=pair_off, def_off=def_off,
         unit=G * frac, scale2=np.ascontiguousarray(np.asarray(data.scale, np.float64) ** 2),
         img_id=np.array(data.img_id, dtype=np.int64, copy=True), seed=int(data.seed),
         noise=float(data.spec.noise), sigma=float(data.spec.sigma * G / 32.0),
         bump_pos=np.array(data.bump_pos.reshape(-1), dtype=np.float64, copy=True),
         bump_amp=np.array(data.bump_amp.reshape(-1), dtype=np.float64, copy=True),
-        scr_f=int((N + 1) * T * GG + GG + 2 * G + 2), scr_i=int((N + 1) * T * GG + GG + G),
+        scr_f=int(scr_f), scr_i=int(scr_i), direct_max_G=int(direct_max),
     )
 
 
@@ -721,19 +1052,23 @@ class PoseModel(StructuredModel):
     deform_unit : float, optional
         The deformation unit u as a fraction of G (default :data:`DEFORM_UNIT`); it scales the
         deformation features (dx/u, (dx/u)², ...) and so the conditioning of the dual.
+    transform : {"auto", "direct", "envelope"}, optional
+        The max oracle's distance transform (see :func:`build_pose_arrays`); every choice
+        attains the same maximum (default "auto": the faster one for G).
     """
 
     kind = "pose"
     oracle_tier = "compiled"
 
-    def __init__(self, data, deform_unit: float = None):
+    def __init__(self, data, deform_unit: float = None, transform: str = "auto"):
         from ..datasets.lsp import PoseData
 
         if not isinstance(data, PoseData):
             raise TypeError(f"data must be a PoseData, got {type(data).__name__}")
         self.data = data
         self.deform_unit = DEFORM_UNIT if deform_unit is None else float(deform_unit)
-        self.arrays = build_pose_arrays(data, self.deform_unit)
+        self.transform = transform
+        self.arrays = build_pose_arrays(data, self.deform_unit, transform)
         self.n = self.arrays.n
         self.d = self.arrays.d
         self.G = self.arrays.G
@@ -917,7 +1252,7 @@ class PoseModel(StructuredModel):
         data = self.data if data is None else data
         if not isinstance(data, PoseData):
             raise TypeError(f"data must be a PoseData, got {type(data).__name__}")
-        M = self.arrays if data is self.data else build_pose_arrays(data, self.deform_unit)
+        M = self.arrays if data is self.data else build_pose_arrays(data, self.deform_unit, self.transform)
         if M.d != self.d or M.G != self.G:
             raise ValueError(f"data has d = {M.d}, G = {M.G}; the model expects d = {self.d}, G = {self.G}")
         out = np.empty((M.n, 2 * M.N), dtype=np.int64)
@@ -931,7 +1266,7 @@ class PoseModel(StructuredModel):
         """Mean task loss of the plain decoding over ``data`` (default: training set)."""
         data = self.data if data is None else data
         Y = self.predict(w, data)
-        M = self.arrays if data is self.data else build_pose_arrays(data, self.deform_unit)
+        M = self.arrays if data is self.data else build_pose_arrays(data, self.deform_unit, self.transform)
         return float(np.mean([pose_label_loss(M, k, Y[k]) for k in range(M.n)]))
 
 
