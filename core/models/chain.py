@@ -251,21 +251,19 @@ def chain_gt_label(M, i, y):
 @njit(cache=True, nogil=True, inline="always")
 def chain_sqnorm(M, i, dlt, zbuf):
     """‖B_i δ‖² from the T×T Gram matrix of the augmented token features (node part) plus the
-    first/last-label and transition parts; δ is sparse in k at each position."""
+    first/last-label and transition parts; δ is sparse in k at each position. zbuf (float64,
+    zero on entry, left zero) holds one position's labels with δ[t, k] != 0 (as exact floats):
+    the step driver is compiled without reference counting and so cannot allocate."""
     K = M.K
     T = M.lab_off[i + 1] - M.lab_off[i]
     g0 = M.gram_off[i]
     s = 0.0
-    kidx = np.empty(T * (K + 1), dtype=np.int64)  # per position: count, then the labels
     for t in range(T):
-        c = 0
+        ct = 0
         for k in range(K):
             if dlt[t * K + k] != 0.0:
-                kidx[t * (K + 1) + 1 + c] = k
-                c += 1
-        kidx[t * (K + 1)] = c
-    for t in range(T):
-        ct = kidx[t * (K + 1)]
+                zbuf[ct] = k
+                ct += 1
         if ct == 0:
             continue
         for u in range(T):
@@ -273,9 +271,11 @@ def chain_sqnorm(M, i, dlt, zbuf):
             if gtu != 0.0:
                 acc = 0.0
                 for j in range(ct):
-                    k = kidx[t * (K + 1) + 1 + j]
+                    k = int(zbuf[j])
                     acc += dlt[t * K + k] * dlt[u * K + k]
                 s += gtu * acc
+        for j in range(ct):
+            zbuf[j] = 0.0
     for k in range(K):
         s += dlt[k] * dlt[k] + dlt[(T - 1) * K + k] * dlt[(T - 1) * K + k]
     off = T * K
@@ -286,40 +286,30 @@ def chain_sqnorm(M, i, dlt, zbuf):
 
 @njit(cache=True, nogil=True, inline="always")
 def chain_axpy(M, i, coef, dlt, v, w, lb, ub, has_box):
-    """v += coef · B_i δ over the labels with δ[t, k] != 0, w = clip(v) on touched coordinates."""
+    """v += coef · B_i δ over the labels with δ[t, k] != 0, w = clip(v) on touched coordinates
+    (label-major at each position: the step driver cannot allocate a label list; each entry of
+    v gets the same single update as feature-major order)."""
     K = M.K
-    kbuf = np.empty(K, dtype=np.int64)
     t0 = M.lab_off[i]
     T = M.lab_off[i + 1] - t0
     F = M.F1 - 1
     for t in range(T):
         tok = t0 + t
         base = t * K
-        # only the labels k with δ[t, k] != 0 move w (few, for FW/away/pairwise directions)
-        nk = 0
+        p0 = M.feat_indptr[tok]
+        p1 = M.feat_indptr[tok + 1]
         for k in range(K):
-            if dlt[base + k] != 0.0:
-                kbuf[nk] = k
-                nk += 1
-        if nk == 0:
-            continue
-        for j in range(nk):
-            k = kbuf[j]
-            v[F * K + k] += coef * dlt[base + k]
-        for p in range(M.feat_indptr[tok], M.feat_indptr[tok + 1]):
-            row = M.feat_indices[p] * K
-            c = coef * M.feat_values[p]
-            for j in range(nk):
-                k = kbuf[j]
-                v[row + k] += c * dlt[base + k]
-        if has_box:
-            for j in range(nk):
-                q = F * K + kbuf[j]
+            dk = dlt[base + k]
+            if dk == 0.0:  # only the labels with δ[t, k] != 0 move w
+                continue
+            v[F * K + k] += coef * dk
+            for p in range(p0, p1):
+                v[M.feat_indices[p] * K + k] += (coef * M.feat_values[p]) * dk
+            if has_box:
+                q = F * K + k
                 w[q] = _clip(v[q], lb[q], ub[q])
-            for p in range(M.feat_indptr[tok], M.feat_indptr[tok + 1]):
-                row = M.feat_indices[p] * K
-                for j in range(nk):
-                    q = row + kbuf[j]
+                for p in range(p0, p1):
+                    q = M.feat_indices[p] * K + k
                     w[q] = _clip(v[q], lb[q], ub[q])
     for k in range(K):
         v[M.first_off + k] += coef * dlt[k]
