@@ -67,21 +67,26 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--passes", type=float, default=20)
     ap.add_argument("--lam", type=float, default=0.001)
+    ap.add_argument("--cache-size", type=int, default=100,
+                    help="CacheConfig.size of the cached configuration (16: where 89d29cd and later evict alike)")
+    ap.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated subset of " + ",".join(CONFIGS))
     ap.add_argument("--compile", action="store_true", help="also time a cold-cache compile (each checkout, twice)")
     ap.add_argument("--out", default="ab_core.json", help="file name under benchmarks/out/")
     a = ap.parse_args(argv)
     roots = {"old": a.old, "new": a.new}
-    runs = {(k, c): [] for k in roots for c in CONFIGS}
+    configs = {c: CONFIGS[c] for c in a.configs.split(",")}
+    runs = {(k, c): [] for k in roots for c in configs}
     for rep in range(a.repeats):
         order = ("old", "new") if rep % 2 == 0 else ("new", "old")
-        for c, cfg in CONFIGS.items():
+        for c, cfg in configs.items():
             for k in order:
-                r = run_child(CHILD.format(lam=a.lam, passes=a.passes, seed=rep, **cfg), {"PYTHONPATH": roots[k]})
+                r = run_child(CHILD.format(lam=a.lam, passes=a.passes, seed=rep, cache_size=a.cache_size, **cfg), {"PYTHONPATH": roots[k]})
                 runs[(k, c)].append(r)
                 print(rep, k, c, round(r["s_per_effective_pass"], 4), file=sys.stderr, flush=True)
-    out = {"dataset": "ocr-large", "lam": a.lam, "passes": a.passes, "repeats": a.repeats, "roots": roots,
+    out = {"dataset": "ocr-large", "lam": a.lam, "passes": a.passes, "repeats": a.repeats, "cache_size": a.cache_size,
+           "roots": roots,
            "configs": {}}
-    for c in CONFIGS:
+    for c in configs:
         row = {}
         for k in roots:
             rs = runs[(k, c)]

@@ -28,7 +28,7 @@ import time, json, numpy as np
 from gaplab.core import ChainModel, Solver, load_ocr
 train, _ = load_ocr("large")
 model = ChainModel(train)
-s = Solver(model, lam={lam}, sampling="{sampling}", step="{step}", cache={{"enabled": {cache}}},
+s = Solver(model, lam={lam}, sampling="{sampling}", step="{step}", cache={{"enabled": {cache}, "size": {cache_size}}},
            gap_check=10, max_passes=1e9, seed={seed})
 s.steps(10)  # kernels loaded from the numba cache
 t0 = s.wall_time
@@ -70,6 +70,7 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--passes", type=float, default=20)
     ap.add_argument("--lam", type=float, default=0.001)
+    ap.add_argument("--cache-size", type=int, default=100, help="CacheConfig.size of the cached configuration")
     ap.add_argument("--threads", type=int, default=None, help="NUMBA_NUM_THREADS of the runs")
     ap.add_argument("--out", default="bench_core.json", help="file name under benchmarks/out/")
     args = ap.parse_args(argv)
@@ -89,7 +90,7 @@ def main(argv=None):
     all_runs = {name: [] for name in configs}
     for seed in range(args.repeats):
         for name, cfg in configs.items():
-            all_runs[name].append(run_child(CHILD.format(lam=args.lam, passes=args.passes, seed=seed, **cfg), env))
+            all_runs[name].append(run_child(CHILD.format(lam=args.lam, passes=args.passes, seed=seed, cache_size=args.cache_size, **cfg), env))
     results = {}
     for name, runs in all_runs.items():
         results[name] = {
