@@ -54,7 +54,7 @@ def cmd_sweep(args) -> int:
             st = Store(args.store)
             done = sum(st.is_done(r["run_id"]) for r in runs)
             kept = f"; {done} of {len(runs)} runs are done in {args.store} (run the same command to continue)"
-        except ValueError:
+        except (ValueError, OSError):
             kept = ""
         print(f"gaplab sweep: interrupted{kept}", file=sys.stderr)
         return 130

@@ -356,7 +356,7 @@ def check_figure_path(out) -> Path:
         (:class:`gaplab.core.atomic.OutputPathError`) naming ``--out`` and the problem.
     """
     from gaplab.core.atomic import OutputPathError, check_output_path
-    out = Path(out)
+    out = Path(out).expanduser()
     ext = out.suffix.lower().lstrip(".")
     if ext not in ("png", "svg", "html"):
         raise OutputPathError(f"--out must end in .png, .svg or .html, got {str(out)!r}")

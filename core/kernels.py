@@ -36,9 +36,9 @@ driver, with no runtime branch on a model kind. The primitives a kind provides:
 ``pair_prefetch``
 =================  ==========================================================================
 
-The primitives are inlined into the fused step loop, which is compiled without reference
-counting (:func:`_run_steps_nrt_free`): they must not allocate arrays; ``oracle`` is called, not
-inlined, and may.
+The primitives, the compiled ``oracle`` included, are inlined into the fused step loop, which is
+compiled without reference counting (:func:`_run_steps_nrt_free`): they must not allocate arrays
+themselves (a separate ``@njit`` function they call may: it keeps its own reference counting).
 
 All state lives in plain arrays (see gaplab.core.state).
 """
@@ -1431,12 +1431,11 @@ def run_steps(M, S, cfg_i, cfg_f, max_steps):
     3, 4, 5 and their combination); stop early (before a step) when an atom pool must grow
     (C_GROW). Each step writes one record to the ring log. Returns the number of steps done.
 
-    A Python function: it allocates the loop's scratch (what ``_scratch`` gives the Python-tier
-    kernels) and calls the compiled loop. A compiled wrapper cost 5 s of a 71 s cold compile
-    (numba optimizes a caller's module with its callees linked in)."""
-    cap = S.a_alpha.shape[1]
-    return _run_steps_nrt_free(M, S, cfg_i, cfg_f, max_steps, np.empty(cap, dtype=np.uint64), np.empty(cap),
-                               np.empty(M.K, dtype=np.int64), np.empty(max(S.ybuf.shape[0], 1), dtype=np.int64))
+    A Python function: it takes the loop's scratch from :func:`_scratch` (the one place that sizes
+    it, also for the Python-tier kernels) and calls the compiled loop. A compiled wrapper cost 5 s
+    of a 71 s cold compile (numba optimizes a caller's module with its callees linked in)."""
+    keys, terms, klist, dpos = _scratch(M, S)
+    return _run_steps_nrt_free(M, S, cfg_i, cfg_f, max_steps, keys, terms, klist, dpos)
 
 
 @njit(cache=True, nogil=True, _nrt=False)

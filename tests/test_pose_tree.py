@@ -337,6 +337,26 @@ def test_oracle_rejects_negative_quadratic_weight(small_model):
         pose_oracle(model.arrays, 0, h, np.empty(2 * model.arrays.N, np.int64), sf, si)
 
 
+def test_oracle_refuses_non_finite_scores_instead_of_an_invalid_labelling(small_model):
+    # with NaN in the pairwise-type scores no child cell attains the maximum; the oracle must
+    # raise rather than write cell -1 into the labelling (the kernels index with it unchecked)
+    model, M = small_model, small_model.arrays
+    h = np.zeros(model.d + 1)
+    h[M.pair_off[1]:M.pair_off[1] + M.ntype[1] * M.ntype[M.parent[1]]] = np.nan
+    sf, si = model.scratch()
+    y = np.zeros(2 * M.N, np.int64)
+    with pytest.raises(ValueError, match="no maximising cell"):
+        pose_oracle(M, 0, h, y, sf, si)
+
+
+def test_pose_model_rechecks_positions_of_unlocked_data():
+    data = tiny_data(G=4)
+    data.pos.flags.writeable = True   # a user who unlocks the validated array on purpose
+    data.pos[0, 1, 0] = 9
+    with pytest.raises(ValueError, match=r"pos must lie in \[0, G\) = \[0, 4\)"):
+        PoseModel(data)
+
+
 def test_score_map_point_values_match_whole_map(small_model):
     from gaplab.core.models.pose_tree import pose_unary_value
     model, M = small_model, small_model.arrays

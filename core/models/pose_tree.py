@@ -932,6 +932,8 @@ def pose_oracle(M, i, h, y, vit_f, vit_i):
         par = M.parent[q]
         code = _backtrack_child(M, q, h, sf[q * TG:(q + 1) * TG], direct and M.depth[q] % 2 == 1,
                                 y[2 * par], y[2 * par + 1], pen, cm)
+        if code < 0:  # only with NaN or inf in h: no cell attains the maximum
+            raise ValueError("pose_oracle: no maximising cell (the scores h hold NaN or inf)")
         y[2 * q] = code // T
         y[2 * q + 1] = code % T
     return pose_label_dot(M, i, y, h)
@@ -1019,6 +1021,8 @@ def build_pose_arrays(data, deform_unit: float = None, transform: str = "auto") 
     y = np.empty((n, N, 2), dtype=np.int64)
     y[:, :, 0] = data.pos[:, :, 1] * G + data.pos[:, :, 0]
     y[:, :, 1] = data.types
+    if np.any(data.pos < 0) or np.any(data.pos >= G):  # checked again: the data's arrays could be unlocked
+        raise ValueError(f"pos must lie in [0, G) = [0, {G}) for every node")
     if np.any(data.types < 0) or np.any(data.types >= ntype[None, :]):
         raise ValueError("types must lie in [0, n_types[p]) for every node")
     direct_max = {"auto": DIRECT_MAX_G, "direct": G, "envelope": 0}[transform]
