@@ -375,16 +375,11 @@ def save(obj, out) -> Path:
     The file is written atomically: HoloViews writes a temporary file in the same directory,
     which is fsync'ed and moved over ``out`` (``os.replace``), so a failed write (disk full,
     Ctrl-C) leaves a previous figure intact and no partial file."""
-    import os
-    import tempfile
-
-    from gaplab.core.atomic import _umask
+    from gaplab.core.atomic import atomic_path
     hv = _hv()
     out = check_figure_path(out)
     ext = out.suffix.lower().lstrip(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.stem}.", suffix=f".tmp.{ext}", dir=out.parent)
-    os.close(fd)
-    try:
+    with atomic_path(out, suffix=f".tmp.{ext}") as tmp:
         if ext == "html":
             hv.save(obj, tmp, backend="bokeh", fmt="html", resources="inline")
         else:
@@ -392,14 +387,4 @@ def save(obj, out) -> Path:
             if matplotlib.get_backend().lower() not in ("agg", "svg", "pdf"):
                 matplotlib.use("Agg")
             hv.save(obj, tmp, backend="matplotlib", fmt=ext, **({"dpi": 110} if ext == "png" else {}))
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, out)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
     return out

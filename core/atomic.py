@@ -19,7 +19,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["OutputPathError", "atomic_write", "write_text_atomic", "write_bytes_atomic", "save_figure",
+__all__ = ["OutputPathError", "atomic_write", "atomic_path", "write_text_atomic", "write_bytes_atomic", "save_figure",
            "check_output_path", "npz_path"]
 
 
@@ -84,32 +84,30 @@ def check_output_path(file, what: str = "output") -> Path:
 
 
 @contextlib.contextmanager
-def atomic_write(file, mode: str = "w", *, encoding: str | None = "utf-8"):
-    """Context manager: a file object on a temporary file next to ``file``; on a normal exit it
-    is flushed, fsync'ed and moved over ``file`` (``os.replace``), on an exception it is removed
-    and ``file`` is left untouched.
+def atomic_path(file, *, suffix: str = ".tmp"):
+    """Context manager for writers that take a file *name* (HoloViews, pyarrow): yields the name
+    of a temporary file next to ``file`` (ending in ``suffix``); on a normal exit that file is
+    fsync'ed and moved over ``file`` (``os.replace``) with ``file``'s permissions (or the umask's
+    for a new file), on an exception it is removed and ``file`` is left untouched.
 
     Parameters
     ----------
     file : str or os.PathLike
-    mode : {"w", "wb"}
-    encoding : str, optional
-        Text mode only.
+    suffix : str
+        End of the temporary name (a writer that infers the format from it needs e.g. ".tmp.png").
     """
-    if mode not in ("w", "wb"):
-        raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
     target = Path(os.fspath(file))
     parent = target.parent if str(target.parent) else Path(".")
     try:
         perm = stat.S_IMODE(target.stat().st_mode) if target.is_file() else (0o666 & ~_umask())
     except OSError:
         perm = 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=parent)
+    os.close(fd)
     ok = False
     try:
-        with os.fdopen(fd, mode, **({"encoding": encoding} if mode == "w" else {})) as fh:
-            yield fh
-            fh.flush()
+        yield tmp
+        with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         os.chmod(tmp, perm)
         os.replace(tmp, target)
@@ -124,6 +122,27 @@ def atomic_write(file, mode: str = "w", *, encoding: str | None = "utf-8"):
             os.fsync(dfd)
         finally:
             os.close(dfd)
+
+
+@contextlib.contextmanager
+def atomic_write(file, mode: str = "w", *, encoding: str | None = "utf-8"):
+    """Context manager: a file object on a temporary file next to ``file``; on a normal exit it
+    is flushed, fsync'ed and moved over ``file`` (``os.replace``), on an exception it is removed
+    and ``file`` is left untouched (see :func:`atomic_path`).
+
+    Parameters
+    ----------
+    file : str or os.PathLike
+    mode : {"w", "wb"}
+    encoding : str, optional
+        Text mode only.
+    """
+    if mode not in ("w", "wb"):
+        raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
+    with atomic_path(file) as tmp:
+        with open(tmp, mode, **({"encoding": encoding} if mode == "w" else {})) as fh:
+            yield fh
+            fh.flush()
 
 
 def write_text_atomic(file, text: str, encoding: str = "utf-8") -> Path:

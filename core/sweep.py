@@ -68,7 +68,6 @@ import os
 import re
 import signal
 import socket
-import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -76,6 +75,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+
+from .atomic import atomic_path
 
 __all__ = ["SweepSpec", "load_spec", "expand_runs", "run_id", "execute_run", "Store", "run_sweep",
            "SweepReport", "load_dataset", "parse_dataset", "DatasetRef", "STORE_FORMAT", "TRACE_COLUMNS"]
@@ -727,20 +728,10 @@ def execute_run(cfg: dict) -> dict:
 # ============================================================================ the store
 def _atomic_write(path: Path, write: Callable[[str], None]):
     """``write(tmp)`` into a temporary file next to ``path``, fsync it, then ``os.replace``: a
-    failed or interrupted write leaves the previous file intact and no temporary file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+    failed or interrupted write leaves the previous file intact and no temporary file
+    (:func:`gaplab.core.atomic.atomic_path`)."""
+    with atomic_path(path) as tmp:
         write(tmp)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def _json_safe(o):
