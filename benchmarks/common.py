@@ -74,3 +74,26 @@ def band(curves, grid):
     V = np.array(vals)
     with np.errstate(all="ignore"):
         return np.nanmedian(V, axis=0), np.nanmin(V, axis=0), np.nanmax(V, axis=0)
+
+
+PATH_ROW_KEYS = ("lam", "passes", "cum_passes", "cum_time_s", "gap", "exact_gap", "test_error", "certified", "end")
+
+
+def path_result_summary(r, method: str, cum_cpu_s=None) -> dict:
+    """The per-breakpoint rows of a regularization path / grid result ``r`` (a RegPath) with
+    ``cum_cpu_s`` per row when given, its best test error, and for a heuristic path the largest
+    true gap and the fraction of true gaps above ε = 0.1 (over the finite ones)."""
+    rows = [{k: row[k] for k in PATH_ROW_KEYS} for row in r.rows()]
+    if cum_cpu_s is not None:
+        for row, c in zip(rows, cum_cpu_s):
+            row["cum_cpu_s"] = c
+    s = {"rows": rows}
+    if np.isfinite(r.column("test_error")).any():
+        b = r.best("test_error")
+        s["best_test_error"] = {"lam": b.lam, "test_error": b.test_error}
+    if method == "heuristic_path":
+        eg = r.column("exact_gap")
+        fin = eg[np.isfinite(eg)]
+        s["true_gap_max"] = float(fin.max()) if fin.size else None
+        s["true_gap_frac_above_eps"] = float(np.mean(fin > 0.1)) if fin.size else None
+    return s

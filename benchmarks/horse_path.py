@@ -36,6 +36,9 @@ from gaplab.core.atomic import save_figure, write_text_atomic
 from gaplab.core.problems import load_problem
 from gaplab.core import regpath as rp
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import path_result_summary  # noqa: E402
+
 OUT = Path(__file__).resolve().parent / "results"
 METHODS = ("grid_primal", "eps_path", "heuristic_path", "grid_none")
 SOLVERS = {"bcfw-gap": dict(step="fw", sampling="gap"), "bcpfw-gap": dict(step="pairwise", sampling="gap")}
@@ -96,18 +99,7 @@ def run_method(method, model, test, scfg, budget, lam_min):
     s["budget_s"] = budget
     s["total_cpu_s"] = cpu.cum[-1] if cpu.cum else 0.0
     s["diagnostics_cpu_s"] = cpu.excluded
-    s["rows"] = [dict({k: row[k] for k in ("lam", "passes", "cum_passes", "cum_time_s", "gap", "exact_gap",
-                                           "test_error", "certified", "end")}, cum_cpu_s=c)
-                 for row, c in zip(r.rows(), cpu.cum)]
-    te = r.column("test_error")
-    if np.isfinite(te).any():
-        b = r.best("test_error")
-        s["best_test_error"] = {"lam": b.lam, "test_error": b.test_error}
-    if method == "heuristic_path":
-        eg = r.column("exact_gap")
-        fin = eg[np.isfinite(eg)]
-        s["true_gap_max"] = float(fin.max()) if fin.size else None
-        s["true_gap_frac_above_eps"] = float(np.mean(fin > 0.1)) if fin.size else None
+    s.update(path_result_summary(r, method, cum_cpu_s=cpu.cum))
     return r, s
 
 

@@ -35,6 +35,9 @@ from pathlib import Path
 import numpy as np
 from gaplab.core.atomic import save_figure, write_text_atomic
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import path_result_summary  # noqa: E402
+
 OUT = Path(__file__).resolve().parent / "out"
 SOLVERS = {
     "bcfw-gap": dict(step="fw", sampling="gap"),
@@ -86,16 +89,7 @@ def _run_methods(model, test, name, scfg, *, budget, lam_min, repeats, methods, 
         s["wall_s_including_test_error"] = wall
         s["budget_s"] = budget if math.isfinite(budget) else None
         s["store_io"] = r.io_stats if r.store is not None else None
-        s["rows"] = [{k: row[k] for k in ("lam", "passes", "cum_passes", "cum_time_s", "gap", "exact_gap",
-                                           "test_error", "certified", "end")} for row in r.rows()]
-        te = r.column("test_error")
-        if np.isfinite(te).any():
-            b = r.best("test_error")
-            s["best_test_error"] = {"lam": b.lam, "test_error": b.test_error}
-        if method == "heuristic_path":
-            eg = r.column("exact_gap")
-            s["true_gap_max"] = float(np.nanmax(eg)) if np.isfinite(eg).any() else None
-            s["true_gap_frac_above_eps"] = float(np.mean(eg[np.isfinite(eg)] > 0.1)) if np.isfinite(eg).any() else None
+        s.update(path_result_summary(r, method))
         results[method] = (r, s)
         print(f"  {name} {solver_name} {method:15s} points={len(r):4d} passes={r.total_passes:8.1f} "
               f"time={r.total_time_s:7.2f}s lam_last={r.lams[-1]:.3g} end={r.end_reason}", flush=True)
