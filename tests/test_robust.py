@@ -518,9 +518,14 @@ def test_validated_pose_data_cannot_change_under_the_model():
     for name, bad, msg in (("scale", np.full(data.n, np.nan), "scale"), ("bump_amp", data.bump_amp[:, :, :2], "bump_amp"),
                            ("bump_pos", np.full_like(data.bump_pos, np.inf), "finite"),
                            ("types", data.types + 5, "types"), ("parent", np.roll(data.parent, 1) * 0, "parent"),
-                           ("img_id", data.img_id.astype(float), "img_id")):
+                           ("img_id", data.img_id.astype(float), "img_id"),
+                           ("occluded", np.where(np.arange(data.occluded.size).reshape(data.occluded.shape) == 3, 0.5,
+                                                    data.occluded), r"occluded must hold bools \(or 0/1\), got 0\.5 at index \(0, 3\)")):
         with pytest.raises((ValueError, TypeError), match=msg):
             PoseData(**{**fields, name: bad})
+    # 0/1 numbers (joints.mat stores floats) are flags
+    again = PoseData(**{**fields, "occluded": data.occluded.astype(float)})
+    np.testing.assert_array_equal(again.occluded, data.occluded)
 
 
 # ----------------------------------------------------------------- 6. the estimator is for chains

@@ -344,9 +344,26 @@ def _frozen(arr, dtype, name, ndim):
         raise ValueError(f"{name} must be {ndim}-D, got shape {a.shape}")
     if np.issubdtype(dtype, np.integer) and a.size and not (np.issubdtype(a.dtype, np.integer) or a.dtype == np.bool_):
         raise TypeError(f"{name} must hold integers, got dtype {a.dtype}")
+    if dtype is np.bool_:
+        a = _as_flags(a, name)
     out = np.array(a, dtype=dtype, order="C", copy=True)
     out.flags.writeable = False
     return out
+
+
+def _as_flags(a, name):
+    """``a`` as bool flags: bool, or numbers that are all 0 or 1 (joints.mat stores 0./1.); a
+    float such as 0.5 is refused instead of silently becoming True."""
+    a = np.asarray(a)
+    if a.dtype == np.bool_:
+        return a
+    if not (np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.floating)):
+        raise TypeError(f"{name} must hold bools (or 0/1), got dtype {a.dtype}")
+    bad = ~((a == 0) | (a == 1))
+    if bad.any():
+        raise ValueError(f"{name} must hold bools (or 0/1), got {a[bad].ravel()[0].item()!r} at index "
+                         f"{tuple(int(j) for j in np.argwhere(bad)[0])}")
+    return a.astype(bool)
 
 
 def _check_G(G):
@@ -490,7 +507,7 @@ def make_pose_data(xy, occluded, G: int, *, n_types: int = 4, seed: int = 0, mar
     g = _to_grid(xy, G, margin)
     full = np.concatenate([g, np.stack([(g[:, a] + g[:, b]) / 2 for a, b in MIDPOINTS], 1)], 1)
     pos = np.clip(np.rint(full), 0, G - 1).astype(np.int64)
-    occ = np.asarray(occluded, dtype=bool)
+    occ = _as_flags(occluded, "occluded")
     occ = np.concatenate([occ, np.stack([occ[:, a] | occ[:, b] for a, b in MIDPOINTS], 1)], 1)
     parent = LSP_PARENT
     N = 26
