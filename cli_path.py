@@ -336,6 +336,10 @@ def _resume(args) -> int:
     options = saved.meta.get("options") or {}  # the loader options of the saved path (--option)
     if not isinstance(options, dict):
         raise ValueError(f"{args.resume}: the path file's loader options must be a mapping, got {options!r}")
+    try:
+        get_problem(dataset).parse_options(options)
+    except (ValueError, TypeError) as exc:  # a tampered or foreign file: name it, before loading any data
+        raise ValueError(f"{args.resume}: the path file's loader options: {exc}") from None
     problem = get_problem(dataset).load(data_home=args.data_home, verify=args.verify, **options)
     model, test = problem.model, problem.test
     metric = problem.spec.path_metric(model, test) if args.test_error else None

@@ -640,6 +640,16 @@ def test_path_resume_keeps_the_loader_options(tmp_path, capsys, monkeypatch):
         m.setattr(cli_path._Printer, "__call__", ctrl_c_at_the_4th_point)
         rc, _, err = _cli(capsys, *args, "--store", tmp_path / "part", "--checkpoint-every", "2")
     assert rc == 130 and "--resume" in err
+    # a path whose saved loader options were tampered with is refused naming the file and option
+    import shutil
+    shutil.copytree(tmp_path / "part", tmp_path / "tampered")
+    mp = tmp_path / "tampered" / "manifest.json"
+    man = json.loads(mp.read_text())
+    assert man["meta"]["options"] == {"n": 5}
+    man["meta"]["options"] = {"n": 5, "bogus": 1}
+    mp.write_text(json.dumps(man))
+    rc, _, err = _cli(capsys, "path", "--resume", tmp_path / "tampered", "--quiet")
+    assert rc == 2 and "tampered" in err and "loader options" in err and "bogus" in err, err
     rc, _, err = _cli(capsys, "path", "--resume", tmp_path / "part", "--quiet")
     assert rc == 0, err
     full, part = RegPath.open(tmp_path / "full"), RegPath.open(tmp_path / "part")
