@@ -156,11 +156,12 @@ class ProblemSpec:
             The data is not installed (the message says how to get it).
         """
         opts = self.parse_options(options)
+        extra = {}  # loader arguments that are not problem options (not in lam(), not stored)
         if not verify:
             import inspect
             if "verify" in inspect.signature(self.loader).parameters:
-                opts["verify"] = False
-        out = self.loader(data_home=data_home, **opts)
+                extra["verify"] = False
+        out = self.loader(data_home=data_home, **opts, **extra)
         if not isinstance(out, tuple) or len(out) not in (2, 3):
             raise TypeError(f"problem {self.name!r}: the loader must return (train, test) or "
                             f"(train, test, info), got {type(out).__name__}")

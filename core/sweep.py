@@ -97,7 +97,7 @@ _GRID_KEYS = {"kind", "sampling", "step", "cache", "gap_power", "eps", "warm_sta
 _TEST_KEYS = _SOLVE_KEYS | {"marker", "message"}
 _BUDGET_KEYS = {"max_passes", "time_limit", "gap_check", "gap_threshold", "test_error"}
 _TOP_KEYS = {"name", "version", "description", "datasets", "lams", "seeds", "metrics", "budget", "budgets",
-             "default_budget", "methods", "data_home"}
+             "default_budget", "methods", "data_home", "verify"}
 _DATASET_RE = re.compile(r"^(?P<base>[a-z0-9_-]+)(\[:(?P<first>\d+)\])?$")
 
 
@@ -208,10 +208,12 @@ def parse_dataset(entry: Any, field_name: str = "datasets") -> DatasetRef:
     return DatasetRef(label.strip(), pspec.name, options, first)
 
 
-def load_dataset(ref, data_home=None):
+def load_dataset(ref, data_home=None, verify=True):
     """The :class:`~gaplab.core.problems.Problem` of a spec's dataset (a :class:`DatasetRef`,
     a dataset entry or a run config), loaded through the problem registry: its model (cut to
     the first N training examples if asked), test set, default λ and options.
+
+    ``verify=False`` skips the checksum check of the data files (the spec's ``verify = false``).
 
     Raises FileNotFoundError (with the loader's instructions) when the data is not installed.
     """
@@ -221,7 +223,7 @@ def load_dataset(ref, data_home=None):
     elif not isinstance(ref, DatasetRef):
         ref = parse_dataset(ref)
     pspec = get_problem(ref.problem)
-    problem = pspec.load(data_home=data_home, **ref.options)
+    problem = pspec.load(data_home=data_home, verify=verify, **ref.options)
     if ref.first is not None:
         train = problem.train if problem.train is not None else getattr(problem.model, "data", None)
         if train is None or not hasattr(train, "subset"):
@@ -385,6 +387,8 @@ class SweepSpec:
     budget_name : str
     metrics : tuple of str
     data_home : str or None
+    verify : bool
+        Check the data files against their checksums (default True; ``verify = false`` in a spec)
     raw : dict — the spec as given (stored in the manifest)
     """
 
@@ -399,6 +403,7 @@ class SweepSpec:
     budget_name: str
     metrics: tuple
     data_home: str | None = None
+    verify: bool = True
     description: str = ""
     raw: dict = field(default_factory=dict, repr=False, compare=False)
 
@@ -493,10 +498,13 @@ class SweepSpec:
         dh = d.get("data_home")
         if dh is not None and not isinstance(dh, str):
             raise _err("data_home", f"expected a directory path, got {dh!r}")
+        verify = d.get("verify", True)
+        if not isinstance(verify, bool):
+            raise _err("verify", f"expected true or false, got {verify!r}")
         desc = d.get("description", "")
         return cls(name=name.strip(), version=version, datasets=ds, refs=dict(zip(ds, refs)), lams=lams,
                    seeds=tuple(seeds), methods=methods, budget=bud, budget_name=bname, metrics=tuple(metrics),
-                   data_home=dh, description=str(desc), raw=json.loads(json.dumps(d, default=str)))
+                   data_home=dh, verify=verify, description=str(desc), raw=json.loads(json.dumps(d, default=str)))
 
     def runs(self) -> list[dict]:
         """The independent runs (see :func:`expand_runs`)."""
@@ -536,13 +544,13 @@ def _canonical(obj) -> str:
     return json.dumps(fix(obj), sort_keys=True, separators=(",", ":"))
 
 
-_NOT_KEYED = ("label", "run_id", "data_home")
+_NOT_KEYED = ("label", "run_id", "data_home", "verify")
 
 
 def run_id(config: dict) -> str:
     """Hash of a run's config (the store key): sha256 of its canonical JSON, 16 hex digits.
     The method's name is part of it; its display ``label`` and where the data lives
-    (``data_home``) are not. The dataset fields ``problem``, ``options`` and ``first`` are left
+    (``data_home``) and whether its files are checked (``verify``) are not. The dataset fields ``problem``, ``options`` and ``first`` are left
     out when the dataset's name says it all (``"ocr-small"``, ``"ocr-small[:20]"``: a problem
     without options), so stores written before sweeps read the problem registry stay valid."""
     key = {k: v for k, v in config.items() if k not in _NOT_KEYED}
@@ -572,6 +580,7 @@ def expand_runs(spec) -> list[dict]:
                            "max_passes": spec.budget["max_passes"][ds], "time_limit": spec.budget["time_limit"],
                            "gap_check": spec.budget["gap_check"], "gap_threshold": spec.budget["gap_threshold"],
                            "test_error": spec.budget["test_error"], "data_home": spec.data_home,
+                           "verify": spec.verify,
                            "metrics": sorted(spec.metrics)}
                     if lam is not None:
                         cfg["lam"] = lam
@@ -591,7 +600,7 @@ def _problem(cfg):
            if "problem" in cfg else parse_dataset(cfg["dataset"]))
     key = (ref.key, ref.problem, _canonical(ref.options), ref.first, cfg.get("data_home"))
     if key not in _MODELS:
-        problem = load_dataset(ref, cfg.get("data_home"))
+        problem = load_dataset(ref, cfg.get("data_home"), cfg.get("verify", True))
         _MODELS.clear()
         _MODELS[key] = problem
     return _MODELS[key]

@@ -520,3 +520,40 @@ def test_spec_datasets_from_the_registry():
     assert {(r["dataset"], r["lam"]) for r in runs} == {("horse-small", 10.0), ("toy(n=8)", 1 / 8)}
     runs = expand_runs(tiny_spec(lams=["default", 0.1]))
     assert sorted({r["lam"] for r in runs}) == [0.01, 0.1]
+
+
+def test_spec_verify_reaches_the_loader_and_is_not_part_of_the_run_id(tmp_path):
+    """``verify = false`` in a spec (modified copies of the data files) is passed to the problem's
+    loader for every run; like ``data_home`` it is not part of a run's identity."""
+    from conftest import random_chain_data
+
+    from gaplab.core.models import ChainModel
+    from gaplab.core.problems import register_problem, unregister_problem
+    from gaplab.core.sweep import _MODELS, _problem
+    seen = []
+
+    def loader(data_home=None, verify=True):
+        seen.append(verify)
+        return random_chain_data(n=3, seed=5), None
+
+    register_problem("verify-probe", loader, ChainModel, default_lam=0.1, description="test probe")
+    try:
+        with pytest.raises(ValueError, match="'verify'"):
+            load_spec(tiny_spec(datasets=["verify-probe"], verify="no"))
+        plain = expand_runs(tiny_spec(datasets=["verify-probe"]))
+        off = expand_runs(tiny_spec(datasets=["verify-probe"], verify=False))
+        assert [r["run_id"] for r in plain] == [r["run_id"] for r in off]
+        assert {r["verify"] for r in plain} == {True} and {r["verify"] for r in off} == {False}
+        _MODELS.clear()
+        _problem(off[0])
+        _MODELS.clear()
+        _problem(plain[0])
+        assert seen == [False, True]
+        # the CLI's --no-verify too (was: "problem ... has no option 'verify'", exit 2)
+        from gaplab.cli import main
+        assert main(["train", "--dataset", "verify-probe", "--no-verify", "--max-passes", "1", "--quiet",
+                     "--out", str(tmp_path / "r.json")]) == 0
+        assert seen[-1] is False
+    finally:
+        _MODELS.clear()
+        unregister_problem("verify-probe")
