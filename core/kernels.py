@@ -37,10 +37,14 @@ driver, with no runtime branch on a model kind. The primitives a kind provides:
 =================  ==========================================================================
 
 Each primitive, the compiled ``oracle`` included, is compiled once per model kind (and argument
-types) without reference counting (numba's ``_nrt=False``) and called from every driver; LLVM
-inlines the small ones into the fused step loop, which is compiled without reference counting too
-(:func:`_run_steps_nrt_free`). A primitive must not allocate arrays itself (a separate ``@njit``
-function it calls may: it keeps its own reference counting).
+types) without reference counting (numba's ``_nrt=False``) and called from every driver (the
+fused step loop, itself compiled without reference counting (:func:`_run_steps_nrt_free`), the
+exact gap passes, the pre/post-step kernels, the state and path kernels); LLVM inlines the small
+ones. A primitive must not allocate arrays nor return one, and neither may the ``@njit``
+functions it calls: numba compiles a callee first reached from a function without reference
+counting without it too (an allocation then fails to compile, or leaks if the callee was
+compiled elsewhere first). Options written on a primitive's own ``@njit`` (``fastmath``, ...)
+are not used: the primitive is compiled from its Python function; put such code in a helper.
 
 All state lives in plain arrays (see gaplab.core.state).
 """
@@ -195,6 +199,31 @@ def model_kind_name(arrays) -> str:
     if prims is None:
         raise TypeError(f"{type(arrays).__name__} is not a registered model kind (see register_model_kind)")
     return prims["__name__"]
+
+
+class primitive_errors:
+    """Context manager around a first call that compiles a model kind's primitives: a numba
+    compile error that came through a primitive gets a note (Python >= 3.11) naming the model
+    kind and the rule its primitives break most often (they are compiled without reference
+    counting, so neither they nor the @njit functions they reach may allocate arrays)."""
+
+    def __init__(self, M):
+        self.M = M
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc is not None and isinstance(exc, numba.core.errors.NumbaError) and "_m_" in str(exc) \
+                and hasattr(exc, "add_note"):
+            name = _KINDS.get(type(self.M), {}).get("__name__", type(self.M).__name__)
+            exc.add_note(f"gaplab: a primitive of model kind {name!r} failed to compile (see the stub "
+                         "_m_<primitive> above). Primitives, and the @njit functions they call, are compiled "
+                         "without reference counting: they must not allocate arrays (np.empty, np.zeros, "
+                         "copies, array expressions) nor return arrays; use the work vectors they are given "
+                         "(zbuf, vit_f, vit_i) or arrays kept in the model's namedtuple. See README, "
+                         "'Adding a model'.")
+        return False
 
 
 def has_compiled_oracle(arrays) -> bool:

@@ -375,11 +375,12 @@ class Solver:
         t0 = time.perf_counter()
         # with count=False the kernel leaves the estimates, counters and g^(k_0) untouched
         deltas = np.empty(self.n)
-        if self.python_oracle:
-            gap, hsum = kr.exact_gap_pass_python(self._M, S, self._ci, self._cf, count, store_corners, deltas,
-                                                 self._oracle)
-        else:
-            gap, hsum = kr.exact_gap_pass(self._M, S, self._ci, self._cf, count, store_corners, deltas)
+        with kr.primitive_errors(self._M):
+            if self.python_oracle:
+                gap, hsum = kr.exact_gap_pass_python(self._M, S, self._ci, self._cf, count, store_corners, deltas,
+                                                     self._oracle)
+            else:
+                gap, hsum = kr.exact_gap_pass(self._M, S, self._ci, self._cf, count, store_corners, deltas)
         if store_corners:
             self._corners_valid = True
         if count:
@@ -429,8 +430,12 @@ class Solver:
         """Up to ``todo`` block steps: the fused compiled loop, or (Python oracle tier) per step
         the compiled pre-step kernel, the model's max oracle and the compiled post-step kernel.
         Stops early when an atom pool must grow."""
-        if not self.python_oracle:
-            return kr.run_steps(self._M, self.S, self._ci, self._cf, todo)
+        with kr.primitive_errors(self._M):
+            if not self.python_oracle:
+                return kr.run_steps(self._M, self.S, self._ci, self._cf, todo)
+            return self._run_steps_python(todo)
+
+    def _run_steps_python(self, todo: int) -> int:
         S = self.S
         done = 0
         while done < todo:

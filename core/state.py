@@ -88,7 +88,8 @@ def allocate_state(model, config, *, lb=None, ub=None, track: bool, log_size: in
     S.scalars[kr.S_GLOBAL_GAP] = np.inf
     S.scalars[kr.S_LAST_PRIMAL] = np.nan
     if track:
-        _init_atoms(M, S)
+        with kr.primitive_errors(M):
+            _init_atoms(M, S)
     if weights is not None:
         kr.tree_rebuild(S, np.zeros(kr.N_CFG_F), n)
     return S
@@ -96,7 +97,8 @@ def allocate_state(model, config, *, lb=None, ub=None, track: bool, log_size: in
 
 def _init_mu(M, mu, max_lab):
     y = np.zeros(max_lab, dtype=np.int64)
-    _init_mu_kernel(M, mu, y)
+    with kr.primitive_errors(M):
+        _init_mu_kernel(M, mu, y)
 
 
 from numba import njit  # noqa: E402

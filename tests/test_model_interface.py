@@ -235,3 +235,36 @@ def test_set_vertices_checks_labels_against_the_model():
     s = Solver(_py_toy(info), lam=lam, step="pairwise", max_passes=2)
     with pytest.raises(ValueError, match=r"labels\[0\] must lie in \[0, 7\)"):
         s.set_vertices([np.array([7])] + [np.array([0])] * (s.n - 1))
+
+
+def test_an_allocating_primitive_gets_a_note_naming_the_kind_and_the_rule(monkeypatch):
+    """Primitives are compiled without reference counting: one that allocates fails to compile,
+    and the error says which model kind and why (not only numba's "Only accept returning of
+    array passed into the function as argument")."""
+    import sys
+    from collections import namedtuple
+
+    from numba import njit
+    from numba.core.errors import NumbaError
+
+    from gaplab.core.models.multiclass import MulticlassArrays, MulticlassModel
+    monkeypatch.setattr(kr, "_drop_stale_driver_caches", lambda name, prims: None)  # keep the on-disk cache
+    Alloc = namedtuple("AllocArrays", MulticlassArrays._fields)
+
+    @njit
+    def sqnorm(M, i, dlt, zbuf):
+        tmp = np.zeros(M.K)  # not allowed in a primitive
+        for k in range(M.K):
+            tmp[k] = dlt[k] * dlt[k]
+        return tmp.sum()
+
+    prims = {k: v for k, v in kr._KINDS[MulticlassArrays].items() if k != "__name__"}
+    kr.register_model_kind(Alloc, "allocating", **{**prims, "sqnorm": sqnorm})
+    model = MulticlassModel([np.eye(3), np.eye(3)], [np.array([0.0, 1, 1]), np.array([0.0, 1, 1])], [0, 0])
+    model.arrays = Alloc(*model.arrays)
+    s = Solver(model, lam=0.1, max_passes=1)
+    with pytest.raises(NumbaError) as exc:
+        s.step()
+    if sys.version_info >= (3, 11):
+        note = " ".join(getattr(exc.value, "__notes__", []))
+        assert "model kind 'allocating'" in note and "must not allocate" in note

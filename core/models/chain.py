@@ -253,7 +253,7 @@ def chain_sqnorm(M, i, dlt, zbuf):
     """‖B_i δ‖² from the T×T Gram matrix of the augmented token features (node part) plus the
     first/last-label and transition parts; δ is sparse in k at each position. zbuf (float64,
     zero on entry, left zero) holds one position's labels with δ[t, k] != 0 (as exact floats):
-    the step driver is compiled without reference counting and so cannot allocate."""
+    primitives are compiled without reference counting and so cannot allocate."""
     K = M.K
     T = M.lab_off[i + 1] - M.lab_off[i]
     g0 = M.gram_off[i]
@@ -287,7 +287,7 @@ def chain_sqnorm(M, i, dlt, zbuf):
 @njit(cache=True, nogil=True, inline="always")
 def chain_axpy(M, i, coef, dlt, v, w, lb, ub, has_box):
     """v += coef · B_i δ over the labels with δ[t, k] != 0, w = clip(v) on touched coordinates
-    (label-major at each position: the step driver cannot allocate a label list; each entry of
+    (label-major at each position: a primitive cannot allocate a label list; each entry of
     v gets the same single update as feature-major order)."""
     K = M.K
     t0 = M.lab_off[i]
