@@ -157,8 +157,8 @@ def register_model_kind(arrays_cls, name: str, **primitives) -> None:
 def _drop_stale_driver_caches(name, primitives) -> None:
     """numba keys the on-disk cache of a compiled function by its own source file only. The
     drivers here (and the kernels of state.py and regpath.py, in the same folder) link the
-    model's primitives into their machine code, so after a model's module changes their cached machine code is stale.
-    A stamp of the model's source files is kept next to the cache; when it changes, the cached
+    model's primitives into their machine code, so after a model's module changes their cached
+    machine code is stale. A stamp of the model's source files is kept next to the cache; when it changes, the cached
     drivers are dropped (they recompile on next use)."""
     import hashlib
     import os
@@ -257,6 +257,7 @@ def _prim(M, name):
 
 #: numba options of the compiled primitives
 _PRIM_JIT = {"_nrt": False, "nogil": True}
+
 
 def _m_scores(M, i, w, h):
     """Python form (NUMBA_DISABLE_JIT=1); compiled code resolves it by the overload below."""
