@@ -158,8 +158,8 @@ def _drop_stale_driver_caches(name, primitives) -> None:
     """numba keys the on-disk cache of a compiled function by its own source file only. The
     drivers here (and the kernels of state.py and regpath.py, in the same folder) link the
     model's primitives into their machine code, so after a model's module changes their cached
-    machine code is stale. A stamp of the model's source files is kept next to the cache; when it changes, the cached
-    drivers are dropped (they recompile on next use)."""
+    machine code is stale. A stamp of the model's source files is kept next to the cache; when
+    it changes, the cached drivers are dropped (they recompile on next use)."""
     import hashlib
     import os
     h = hashlib.sha256()
