@@ -12,6 +12,30 @@ import numpy as np
 
 __all__ = ["SequenceData"]
 
+
+def frozen_copy(arr, dtype, name: str, ndim: int) -> np.ndarray:
+    """A private, read-only, C-contiguous copy of ``arr`` as ``dtype`` (the datasets' arrays: what
+    was validated is what the model's kernels read; nothing, the caller's array included, can
+    change it afterwards). ValueError on the wrong number of axes; TypeError when ``dtype`` is an
+    integer type and ``arr`` holds non-integers (a conversion would truncate them silently);
+    for ``dtype=np.bool_`` the values must be bools or 0/1 numbers (ValueError naming one that
+    is not: a 0.5 would silently become True)."""
+    a = np.asarray(arr)
+    if a.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got shape {a.shape}")
+    if np.issubdtype(dtype, np.integer) and a.size and not (np.issubdtype(a.dtype, np.integer) or a.dtype == np.bool_):
+        raise TypeError(f"{name} must hold integers, got dtype {a.dtype}")
+    if dtype is np.bool_ and a.dtype != np.bool_:
+        if not (np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.floating)):
+            raise TypeError(f"{name} must hold bools (or 0/1), got dtype {a.dtype}")
+        bad = ~((a == 0) | (a == 1))
+        if bad.any():
+            raise ValueError(f"{name} must hold bools (or 0/1), got {a[bad].ravel()[0].item()!r} at index "
+                             f"{tuple(int(j) for j in np.argwhere(bad)[0])}")
+    out = np.array(a, dtype=dtype, order="C", copy=True)
+    out.flags.writeable = False
+    return out
+
 # extras that describe the whole data set (not one entry per token or per sequence)
 _GLOBAL_EXTRAS = frozenset({"attribute_names"})
 

@@ -68,6 +68,8 @@ from typing import Any
 import numpy as np
 import platformdirs
 
+from .base import frozen_copy
+
 __all__ = [
     "JOINT_NAMES", "NODE_NAMES", "MIDPOINTS", "LSP_PARENT", "LSP_MIRROR", "LSP_JOINTS_SHA256",
     "ScoreMapSpec", "PoseData", "read_lsp_joints", "make_pose_data", "kmeans_types", "load_lsp",
@@ -337,33 +339,15 @@ class PoseData:
 
 
 def _frozen(arr, dtype, name, ndim):
-    """A private, read-only, C-contiguous copy of ``arr`` as ``dtype`` (PoseData's arrays: what
-    was validated is what the model reads; nothing can change it afterwards)."""
-    a = np.asarray(arr)
-    if a.ndim != ndim:
-        raise ValueError(f"{name} must be {ndim}-D, got shape {a.shape}")
-    if np.issubdtype(dtype, np.integer) and a.size and not (np.issubdtype(a.dtype, np.integer) or a.dtype == np.bool_):
-        raise TypeError(f"{name} must hold integers, got dtype {a.dtype}")
-    if dtype is np.bool_:
-        a = _as_flags(a, name)
-    out = np.array(a, dtype=dtype, order="C", copy=True)
-    out.flags.writeable = False
-    return out
+    """PoseData's arrays: a private read-only copy (:func:`~gaplab.core.datasets.base.frozen_copy`)."""
+    return frozen_copy(arr, dtype, name, ndim)
 
 
 def _as_flags(a, name):
-    """``a`` as bool flags: bool, or numbers that are all 0 or 1 (joints.mat stores 0./1.); a
-    float such as 0.5 is refused instead of silently becoming True."""
+    """``a`` (any shape) as bool flags: bools, or numbers that are all 0 or 1 (joints.mat stores
+    0./1.); a float such as 0.5 is refused instead of silently becoming True."""
     a = np.asarray(a)
-    if a.dtype == np.bool_:
-        return a
-    if not (np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.floating)):
-        raise TypeError(f"{name} must hold bools (or 0/1), got dtype {a.dtype}")
-    bad = ~((a == 0) | (a == 1))
-    if bad.any():
-        raise ValueError(f"{name} must hold bools (or 0/1), got {a[bad].ravel()[0].item()!r} at index "
-                         f"{tuple(int(j) for j in np.argwhere(bad)[0])}")
-    return a.astype(bool)
+    return frozen_copy(a, np.bool_, name, a.ndim)
 
 
 def _check_G(G):

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from .base import frozen_copy
+
 __all__ = ["SegmentationData", "make_synthetic_segmentation"]
 
 
@@ -34,15 +36,7 @@ def _as(arr, dtype, name, ndim):
     change them afterwards."""
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"{name} must be a numpy array, got {type(arr).__name__}")
-    if arr.ndim != ndim:
-        raise ValueError(f"{name} must be {ndim}-D, got shape {arr.shape}")
-    if np.issubdtype(dtype, np.integer) and arr.size and not (
-            np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.bool_):
-        # a float offset, label or area would be truncated silently by the conversion
-        raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}")
-    out = np.array(arr, dtype=dtype, order="C", copy=True)
-    out.flags.writeable = False
-    return out
+    return frozen_copy(arr, dtype, name, ndim)
 
 
 def _offsets(off, name, n=None):
