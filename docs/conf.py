@@ -1,0 +1,63 @@
+"""Sphinx configuration of the gaplab documentation site.
+
+Build (from the repository root, with the ``docs`` extra installed)::
+
+    python -m sphinx -W -b html docs docs/_build/html
+
+The lesson pages and the API reference are generated at build time from the code
+(``docs/_ext/gaplab_docs.py``): nothing is downloaded while building.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+ROOT = DOCS.parent
+sys.path.insert(0, str(DOCS / "_ext"))
+
+project = "gaplab"
+author = "the gaplab developers"
+copyright = "gaplab developers; paper: Osokin et al., ICML 2016"
+try:
+    from gaplab import __version__ as release
+except ImportError:  # pragma: no cover - the build needs gaplab installed (pip install -e ".[docs]")
+    raise SystemExit("the documentation build imports gaplab: pip install -e \".[docs]\" first")
+version = release
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.mathjax",
+    "sphinx.ext.viewcode",
+    "numpydoc",
+    "myst_parser",
+    "gaplab_docs",
+]
+
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+root_doc = "index"
+exclude_patterns = ["_build", "README.md", "Thumbs.db", ".DS_Store"]
+templates_path = []
+
+# MyST: $...$ / $$...$$ math as in the app's lesson texts, ::: fences, heading anchors for links
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
+myst_heading_anchors = 3
+
+# autodoc + numpydoc: members follow each module's __all__; no per-member stub pages
+autodoc_member_order = "bysource"
+autodoc_typehints = "none"          # numpydoc's Parameters sections give the types
+autodoc_default_options = {"members": True, "show-inheritance": True}
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+numpydoc_xref_param_type = False
+numpydoc_validation_checks = set()
+
+html_theme = "pydata_sphinx_theme"
+html_title = f"gaplab {release}"
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+    "secondary_sidebar_items": ["page-toc"],
+}
+html_static_path = []
+html_last_updated_fmt = None
