@@ -231,7 +231,68 @@ def generate_api(app) -> None:
 # --------------------------------------------------------------------------------------------
 # fenced blocks replaced before parsing
 
-_FENCE = re.compile(r"^```\{(readme-section|results-index)\}[ \t]*(.*?)\n```[ \t]*$", re.M)
+_FENCE = re.compile(r"^```\{(readme-section|results-index|module-map)\}[ \t]*(.*?)\n```[ \t]*$", re.M)
+
+# the folders and top-level modules of the repository's layout, in reading order
+LAYOUT = ("core", "app", "toy_examples", "cli*.py", "plots.py", "assets", "benchmarks", "scripts",
+          "tests", "examples", "docs")
+# folders that are not Python packages say what they hold here
+LAYOUT_NOTES = {
+    "assets": "data files shipped inside the package: the OCR letters (.npz), checksums, provenance",
+    "benchmarks": "speed, memory and convergence benchmarks (JSON medians, figures); "
+                  "`benchmarks/specs/` holds the sweep specs of the paper's figures and "
+                  "`benchmarks/results/` the recorded results",
+    "scripts": "one-off data conversion, the independent reference run, trace fingerprints",
+    "tests": "pytest",
+    "examples": "notebooks (the app tour)",
+    "docs": "this site (Sphinx)",
+}
+_ROLE = re.compile(r":[\w:]+:`~?([^`<]*?)(?:\s*<[^>]*>)?`")
+
+
+def _summary(path: Path) -> str:
+    """The first sentence of a module's docstring (read with ast: nothing is imported)."""
+    import ast
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    first = " ".join(doc.split("\n\n")[0].split())
+    first = _ROLE.sub(lambda m: f"`{m.group(1).split('.')[-1] if '~' in m.group(0) else m.group(1)}`", first)
+    return first.replace("``", "`")
+
+
+def module_map(root: Path = ROOT) -> str:
+    """Markdown list of the package layout: each folder and module with its docstring's first
+    paragraph, read from the files, so the list follows the code."""
+    out = []
+
+    def walk(folder: Path, depth: int) -> None:
+        for path in sorted(folder.iterdir()):
+            if path.name.startswith((".", "_")) and path.name != "__init__.py":
+                continue
+            if path.name == "__init__.py":
+                continue
+            indent = "  " * depth
+            rel = path.relative_to(root).as_posix()
+            if path.is_dir() and (path / "__init__.py").exists():
+                out.append(_item(indent, f"{rel}/", _summary(path / "__init__.py")))
+                walk(path, depth + 1)
+            elif path.suffix == ".py":
+                out.append(_item(indent, rel, _summary(path)))
+
+    for entry in LAYOUT:
+        for path in sorted(root.glob(entry)):
+            rel = path.relative_to(root).as_posix()
+            if not path.is_dir():
+                out.append(_item("", rel, _summary(path)))
+            elif (path / "__init__.py").exists() and path.name not in LAYOUT_NOTES:
+                out.append(_item("", f"{rel}/", _summary(path / "__init__.py")))
+                walk(path, 1)
+            else:
+                out.append(_item("", f"{rel}/", LAYOUT_NOTES.get(path.name, "")))
+    return "\n".join(out) + "\n"
+
+
+def _item(indent: str, name: str, text: str) -> str:
+    return f"{indent}- `{name}`" + (f": {text}" if text else "")
 
 
 def readme_section(title: str, readme: Path = ROOT / "README.md") -> str:
@@ -280,6 +341,8 @@ def replace_blocks(app, docname, source) -> None:
         kind, arg = m.group(1), m.group(2).strip()
         if kind == "readme-section":
             return readme_section(arg)
+        if kind == "module-map":
+            return module_map()
         return results_index()
     source[0] = _FENCE.sub(repl, source[0])
 
