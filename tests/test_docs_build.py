@@ -103,7 +103,13 @@ def test_site_builds_with_the_user_guide(site):
                  "guide/adding_a_model", "figures", "benchmarks", "api/index"):
         assert f'href="{page}.html"' in index, page
         _page(site, f"{page}.html")
-    assert "gaplab train" in _page(site, "guide/cli.html")
+    cli = _page(site, "guide/cli.html")
+    assert 'id="gaplab-train"' in cli and "--gap-threshold" in cli
+    adding = _page(site, "guide/adding_a_model.html")          # the README section, inserted
+    section = gaplab_docs.readme_section("Adding a model")
+    headings = [line[3:].strip() for line in section.splitlines() if line.startswith("## ")]
+    for heading in headings:
+        assert html.escape(heading, quote=False) in adding, heading
 
 
 @needs_build
@@ -137,3 +143,12 @@ def test_figures_and_benchmarks_pages_show_the_recorded_results(site):
     for p in sorted((ROOT / "benchmarks" / "results").iterdir()):
         if p.is_file() and p.name != "README.md":
             assert p.name in bench, p.name
+
+
+def test_module_map_lists_every_module_of_the_core_once():
+    text = gaplab_docs.module_map()
+    for path in sorted((ROOT / "core").rglob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        rel = path.relative_to(ROOT).as_posix()
+        assert text.count(f"`{rel}`") == 1, rel
