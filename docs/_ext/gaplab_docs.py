@@ -205,8 +205,9 @@ def api_pages() -> dict[str, str]:
                               "   :show-inheritance:", ""]
                 elif kind == "function":
                     lines += [f".. autofunction:: {modname}.{name}", ""]
-                else:
-                    lines += [f".. autodata:: {modname}.{name}", "   :no-value:", ""]
+                else:   # constants: their value when it is short, their #: comment if any
+                    short = len(repr(obj)) <= 100
+                    lines += [f".. autodata:: {modname}.{name}"] + ([] if short else ["   :no-value:"]) + [""]
             pages[f"{modname}.rst"] = "\n".join(lines)
 
     index = ["API reference", "=============", "",
@@ -347,7 +348,17 @@ def replace_blocks(app, docname, source) -> None:
     source[0] = _FENCE.sub(repl, source[0])
 
 
+def drop_type_docstrings(app, what, name, obj, options, lines) -> None:
+    """A constant without a doc comment would show its type's docstring ("Built-in immutable
+    sequence."): show nothing instead."""
+    if what in ("data", "attribute") and lines:
+        own = inspect.getdoc(type(obj)) or ""
+        if "\n".join(lines).strip() == own.strip():
+            lines.clear()
+
+
 def setup(app):
+    app.connect("autodoc-process-docstring", drop_type_docstrings, priority=400)  # before numpydoc
     app.connect("builder-inited", generate_lessons)
     app.connect("builder-inited", generate_api)
     app.connect("source-read", replace_blocks)
