@@ -159,3 +159,10 @@ def test_module_map_lists_every_module_of_the_core_once():
             continue
         rel = path.relative_to(ROOT).as_posix()
         assert text.count(f"`{rel}`") == 1, rel
+    for path in sorted(ROOT.iterdir()):                 # and every top-level module and package
+        if path.name.startswith((".", "_")):
+            continue
+        if path.suffix == ".py":
+            assert f"- `{path.name}`" in text, path.name
+        elif path.is_dir() and (path / "__init__.py").exists():
+            assert f"- `{path.name}/`" in text, path.name

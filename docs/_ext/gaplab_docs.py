@@ -169,8 +169,15 @@ def api_pages() -> dict[str, str]:
             if modname in seen:
                 continue
             seen.add(modname)
+            try:
+                mod = importlib.import_module(modname)
+            except ModuleNotFoundError as exc:
+                if exc.name != modname:
+                    raise
+                logger.warning(f"API reference: module {modname} not found; update API_SECTIONS "
+                               f"in docs/_ext/gaplab_docs.py")
+                continue
             mods.append(modname)
-            mod = importlib.import_module(modname)
             for name in _public(mod):
                 home = getattr(getattr(mod, name), "__module__", None) or modname
                 if home != modname and home.startswith("gaplab") and home not in seen:
@@ -279,16 +286,22 @@ def module_map(root: Path = ROOT) -> str:
             elif path.suffix == ".py":
                 out.append(_item(indent, rel, _summary(path)))
 
+    ordered: list[Path] = []
     for entry in LAYOUT:
-        for path in sorted(root.glob(entry)):
-            rel = path.relative_to(root).as_posix()
-            if not path.is_dir():
-                out.append(_item("", rel, _summary(path)))
-            elif (path / "__init__.py").exists() and path.name not in LAYOUT_NOTES:
-                out.append(_item("", f"{rel}/", _summary(path / "__init__.py")))
-                walk(path, 1)
-            else:
-                out.append(_item("", f"{rel}/", LAYOUT_NOTES.get(path.name, "")))
+        ordered += [p for p in sorted(root.glob(entry)) if p not in ordered]
+    # any other top-level package or module (e.g. one added after this list was written)
+    ordered += [p for p in sorted(root.iterdir())
+                if p not in ordered and not p.name.startswith((".", "_"))
+                and ((p.is_dir() and (p / "__init__.py").exists()) or p.suffix == ".py")]
+    for path in ordered:
+        rel = path.relative_to(root).as_posix()
+        if not path.is_dir():
+            out.append(_item("", rel, _summary(path)))
+        elif (path / "__init__.py").exists() and path.name not in LAYOUT_NOTES:
+            out.append(_item("", f"{rel}/", _summary(path / "__init__.py")))
+            walk(path, 1)
+        else:
+            out.append(_item("", f"{rel}/", LAYOUT_NOTES.get(path.name, "")))
     return "\n".join(out) + "\n"
 
 
