@@ -1,7 +1,7 @@
 """Sphinx extension of the gaplab site: pages generated from the code at build time.
 
 - ``lessons/``: one page per lesson of the app, read from :data:`gaplab.app.lessons.LESSONS`
-  (title, text, try-this line, settings, live views, the reference-solver code it shows), so
+  (title, text, try-this line, settings, the reference-solver code it shows), so
   the site cannot drift from the app.
 - ``api/``: the API reference, one page per public module, its members taken from the
   module's ``__all__``; a name re-exported from another module links to the module that
@@ -112,9 +112,6 @@ def lesson_pages(lessons) -> dict[str, str]:
         if setup:
             shown = ", ".join(f"{key} = `{value}`" for key, value in setup.items())
             parts += [f"*Set up this page* applies: {shown}.", ""]
-        views = tuple(getattr(lesson, "views", ()) or ())
-        if views:
-            parts += ["Live views on this page: " + ", ".join(f"`{v}`" for v in views) + ".", ""]
         if code_of is not None:
             code = code_of(lesson)
             if code:
@@ -123,7 +120,7 @@ def lesson_pages(lessons) -> dict[str, str]:
     index = ["# Lessons", "",
              "The app's **Lessons** tab, page by page (generated from `gaplab/app/lessons.py` when "
              "the site is built). In the app each page has *Set up this page*, which applies the "
-             "page's settings and restarts the solver from α⁰, and the live views named on the page.",
+             "page's settings and restarts the solver from α⁰, next to the live plots the page explains.",
              "", "```{toctree}", ":maxdepth: 1", ""]
     index += names + ["```", ""]
     pages["index.md"] = "\n".join(index)
