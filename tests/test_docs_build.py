@@ -57,6 +57,12 @@ def test_lesson_pages_follow_the_lesson_data():
     assert "lesson_01\nlesson_02" in pages["index.md"]
 
 
+def test_lesson_headings_sit_below_the_page_title():
+    text = "Intro.\n\n### Why\n\n```python\n# a comment\n```\n\n#### Detail\n"
+    page = gaplab_docs.lesson_pages((_Lesson("1 · T", text),))["lesson_01.md"]
+    assert "\n## Why\n" in page and "\n### Detail\n" in page and "\n# a comment\n" in page
+
+
 def test_readme_section_is_cut_at_the_next_section_and_refuses_a_missing_one(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text("# t\n\n## A\n\nbody\n\n### Sub\n\n```bash\n## not a heading\n```\n\n"

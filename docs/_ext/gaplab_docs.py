@@ -95,6 +95,30 @@ def _remove_stale(folder: Path, keep: set[str], suffix: str) -> None:
 # --------------------------------------------------------------------------------------------
 # lessons
 
+_HEADING = re.compile(r"^(#{1,6})(\s)", re.M)
+
+
+def _headings_below_title(text: str) -> str:
+    """Shift a lesson text's Markdown headings so that its highest one is a level-2 heading
+    under the page title (code fences untouched)."""
+    lines, fence, levels = text.split("\n"), False, []
+    for line in lines:
+        if line.lstrip().startswith("```"):
+            fence = not fence
+        elif not fence and (m := _HEADING.match(line)):
+            levels.append(len(m.group(1)))
+    if not levels:
+        return text
+    shift, fence, out = 2 - min(levels), False, []
+    for line in lines:
+        if line.lstrip().startswith("```"):
+            fence = not fence
+        elif not fence and (m := _HEADING.match(line)):
+            line = "#" * min(6, len(m.group(1)) + shift) + line[len(m.group(1)):]
+        out.append(line)
+    return "\n".join(out)
+
+
 def lesson_pages(lessons) -> dict[str, str]:
     """Markdown of the lesson pages: {file name: text}, with ``index.md`` listing them all."""
     from gaplab.app import lessons as lessons_mod
@@ -104,7 +128,7 @@ def lesson_pages(lessons) -> dict[str, str]:
     for k, lesson in enumerate(lessons, start=1):
         name = f"lesson_{k:02d}"
         names.append(name)
-        parts = [f"({name})=", f"# {lesson.title}", "", str(lesson.text).strip(), ""]
+        parts = [f"({name})=", f"# {lesson.title}", "", _headings_below_title(str(lesson.text).strip()), ""]
         try_this = str(getattr(lesson, "try_this", "") or "").strip()
         if try_this:
             parts += ["```{admonition} Try this in the app", ":class: tip", "", try_this, "```", ""]
@@ -118,7 +142,7 @@ def lesson_pages(lessons) -> dict[str, str]:
                 parts += [code, ""]
         pages[name + ".md"] = "\n".join(parts)
     index = ["# Lessons", "",
-             "The app's **Lessons** tab, page by page (generated from `gaplab/app/lessons.py` when "
+             "The app's **Lessons** tab, page by page (generated from `app/lessons.py` when "
              "the site is built). In the app each page has *Set up this page*, which applies the "
              "page's settings and restarts the solver from α⁰, next to the live plots the page explains.",
              "", "```{toctree}", ":maxdepth: 1", ""]
