@@ -61,3 +61,5 @@ html_theme_options = {
 }
 html_static_path = []
 html_last_updated_fmt = None
+# pages without sub-pages: no empty "Section Navigation" column
+html_sidebars = {page: [] for page in ("index", "figures", "benchmarks", "guide/adding_a_model")}
