@@ -60,6 +60,26 @@ html_theme_options = {
     "secondary_sidebar_items": ["page-toc"],
 }
 html_static_path = []
+
+# Formulas (the lessons are full of them): MathJax from the jupyter-server-mathjax package, copied
+# into the site, so that the pages render their math offline too; MathJax's CDN only when that
+# package is missing.
+try:
+    import jupyter_server_mathjax
+except ImportError:  # pragma: no cover - the docs extra installs it
+    pass
+else:
+    html_static_path.append(str(Path(jupyter_server_mathjax.__file__).parent / "static"))
+    mathjax_path = "MathJax.js?config=TeX-AMS-MML_HTMLorMML-full"   # the config the package ships
+    mathjax2_config = {"tex2jax": {"inlineMath": [["\\(", "\\)"]],
+                                   "displayMath": [["\\[", "\\]"]],
+                                   "processEscapes": True,
+                                   # MyST marks the page ignored and the math elements processed
+                                   "processClass": "tex2jax_process|mathjax_process|math|output_area"},
+                        # the package ships the STIX-Web fonts only
+                        "HTML-CSS": {"availableFonts": [], "imageFont": None,
+                                     "preferredFont": None, "webFont": "STIX-Web"},
+                        "SVG": {"font": "STIX-Web"}}
 html_last_updated_fmt = None
 # pages without sub-pages: no empty "Section Navigation" column
 html_sidebars = {page: [] for page in ("index", "figures", "benchmarks", "guide/adding_a_model")}

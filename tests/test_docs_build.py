@@ -125,6 +125,10 @@ def test_site_builds_with_the_user_guide(site):
 
 @needs_build
 def test_lessons_pages_have_every_lesson(site):
+    lesson = _page(site, "lessons/lesson_01.html")
+    # the formulas go to MathJax, which is shipped with the site (offline), not fetched from a CDN
+    assert 'class="math notranslate nohighlight"' in lesson
+    assert 'src="../_static/MathJax.js?' in lesson and (site / "_static" / "MathJax.js").is_file()
     index = _page(site, "lessons/index.html")
     for k, lesson in enumerate(LESSONS, start=1):
         title = html.escape(lesson.title, quote=False)
