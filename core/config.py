@@ -15,14 +15,16 @@ __all__ = ["Sampling", "StepKind", "Status", "CacheConfig", "SolverConfig", "Set
 class Sampling(enum.IntEnum):
     """How the next block is chosen.
 
-    UNIFORM      i ~ U{0..n-1} (Paper: Alg. 1)
-    PERMUTATION  a new random permutation every n block steps
-    GAP          P(i) proportional to the gap estimate g_i**p (Paper: Alg. 2, p = 1)
-    MAXGAP       the block with the largest gap estimate (ties: lowest index)
-    WEIGHTS      P(i) proportional to fixed weights given to the solver (``sampling_weights``:
-                 curvature- or Lipschitz-proportional baselines of App. C)
-    EXACT_GAP    idealized sampler of Theorem 2: every block gap is recomputed before each
-                 draw (n extra oracle calls per step, counted separately as sampler oracle calls)
+    ::
+
+      UNIFORM      i ~ U{0..n-1} (Paper: Alg. 1)
+      PERMUTATION  a new random permutation every n block steps
+      GAP          P(i) proportional to the gap estimate g_i**p (Paper: Alg. 2, p = 1)
+      MAXGAP       the block with the largest gap estimate (ties: lowest index)
+      WEIGHTS      P(i) proportional to fixed weights given to the solver (``sampling_weights``:
+                   curvature- or Lipschitz-proportional baselines of App. C)
+      EXACT_GAP    idealized sampler of Theorem 2: every block gap is recomputed before each
+                   draw (n extra oracle calls per step, counted separately as sampler oracle calls)
     """
 
     UNIFORM = 0

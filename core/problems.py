@@ -249,7 +249,7 @@ def register_problem(name: str, loader: Callable, model_factory: Callable | None
     ----------
     name : str
         Lower-case name (letters, digits, ``.``, ``_``, ``-``), e.g. ``"ocr-small"``.
-    loader : callable(data_home=None, **options) -> (train, test) or (train, test, info)
+    loader : callable(data_home=None, ``**options``) -> (train, test) or (train, test, info)
         Reads the data. ``test`` may be None. ``info`` (a dict) is kept on the :class:`Problem`;
         an ``info["block_note"]`` callable(i) -> str annotates block i in the app.
         Data other than the bundled OCR must be read through ``data_home``, then ``$GAPLAB_DATA``,
@@ -257,7 +257,7 @@ def register_problem(name: str, loader: Callable, model_factory: Callable | None
     model_factory : callable(train) -> StructuredModel, optional
         Builds the model from the training data (``ChainModel``). None: the loader's ``train`` is
         the model already (the toy problem).
-    default_lam : float or callable(**options) -> float
+    default_lam : float or callable(``**options``) -> float
         λ > 0 to start from.
     description : str
         One line for ``--help`` and the app's tooltip.

@@ -147,7 +147,7 @@ def curvature_constants(features, lam: float) -> np.ndarray:
     Parameters
     ----------
     features : MulticlassModel or list of ndarray
-        ``features[i]`` of shape (|Y_i|, d) holds φ(x_i, y) for every label y.
+        ``features[i]`` of shape (``|Y_i|``, d) holds φ(x_i, y) for every label y.
     lam : float
         Regularization λ > 0.
 
@@ -195,7 +195,7 @@ def lipschitz_constants(features, lam: float, gt=None) -> np.ndarray:
     Parameters
     ----------
     features : MulticlassModel or list of ndarray
-        ``features[i]`` of shape (|Y_i|, d).
+        ``features[i]`` of shape (``|Y_i|``, d).
     lam : float
         Regularization λ > 0.
     gt : array of int, shape (n,), optional

@@ -277,7 +277,7 @@ def make_synthetic_segmentation(n_images: int = 4, grid: tuple = (3, 4), cell: i
     """Small synthetic segmentation data: each image is a ``grid`` of square superpixels of
     ``cell`` x ``cell`` pixels (4-connected adjacency), the foreground a random rectangle of
     superpixels; unary features = (1, the foreground indicator + Gaussian noise, noise...),
-    pairwise features = (1, exp(-|x_p - x_q|²) ...) >= 0. For tests and toy runs.
+    pairwise features = (1, exp(-‖x_p - x_q‖²) ...) >= 0. For tests and toy runs.
 
     Parameters
     ----------

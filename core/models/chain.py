@@ -3,6 +3,7 @@
 Joint feature map ψ(x, y) ∈ R^d, d = K·(F+1) + K + K + K², laid out as
   emission E (F+1, K) row-major: Σ_t x̃_t[j]·[y_t = k], x̃_t = (x_t, 1) (the constant attribute
   carries the per-label bias), first-label bias (K), last-label bias (K), transitions (K, K).
+
 OCR: F = 128, K = 26, d = 4,082. Loss: normalized Hamming. Max oracle: Viterbi.
 """
 from __future__ import annotations

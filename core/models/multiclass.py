@@ -1,6 +1,6 @@
 """Multiclass model with enumerated labels and explicit per-label features (toy problems).
 
-Block i has labels 0..|Y_i|-1; label y has the feature vector ψ(x_i, y) ∈ R^d (a sparse row)
+Block i has labels 0..``|Y_i|``-1; label y has the feature vector ψ(x_i, y) ∈ R^d (a sparse row)
 and the task loss L_i(y); gt[i] is the correct label (with L_i(gt) = 0). The max oracle
 enumerates the labels. Paper: App. C (the hard/easy toy example) uses this model.
 """
@@ -132,9 +132,9 @@ class MulticlassModel(StructuredModel):
     Parameters
     ----------
     features : list of ndarray
-        ``features[i]`` is a float array of shape (|Y_i|, d): ψ(x_i, y) for every label y.
+        ``features[i]`` is a float array of shape (``|Y_i|``, d): ψ(x_i, y) for every label y.
     losses : list of ndarray
-        ``losses[i]`` has shape (|Y_i|,), non-negative, with ``losses[i][gt[i]] == 0``.
+        ``losses[i]`` has shape (``|Y_i|``,), non-negative, with ``losses[i][gt[i]] == 0``.
     gt : array of int, shape (n,)
         Correct label of each block.
 
@@ -222,7 +222,7 @@ class MulticlassModel(StructuredModel):
         return np.array([self.gt[i]], dtype=np.int64)
 
     def n_labels(self, i: int) -> int:
-        """|Y_i|, the number of labels of block i."""
+        """``|Y_i|``, the number of labels of block i."""
         return int(self.n_labels_per_block[i])
 
     def max_oracle(self, i: int, w) -> np.ndarray:

@@ -23,11 +23,12 @@ Joint feature map ψ(x_i, y) ∈ R^d (layout; offsets in :class:`PoseArrays`)
       a_y dy²), concave in the displacement when the quadratic weights a_x, a_y are >= 0,
       which is what the distance transform needs; :meth:`PoseModel.bounds` keeps them >= 0
       (Paper: App. H).
+
     LSP with T = 4 types (the loader's default): d = 26 + (3·4 + 22·16) + 25·16 = 790;
     with T = 6: d = 26 + (3·6 + 22·36) + 25·24 = 1,436.
 
 Loss
-    L_i(y) = (1/N) Σ_p min(1, ‖l_p − l*_p‖² / s_i²) over all N nodes (the paper's 1/|V| Σ_{p∈V};
+    L_i(y) = (1/N) Σ_p min(1, ‖l_p − l*_p‖² / s_i²) over all N nodes (the paper's ``1/|V| Σ_{p∈V}``;
     min, as the authors' code; the text's max is a typo), s_i the left-shoulder to right-hip
     distance of the ground truth (grid units). L_i(y_i) = 0 and L_i <= 1.
 

@@ -1,0 +1,399 @@
+"""Sphinx extension of the gaplab site: pages generated from the code at build time.
+
+- ``lessons/``: one page per lesson of the app, read from :data:`gaplab.app.lessons.LESSONS`
+  (title, text, try-this line, settings, the reference-solver code it shows), so
+  the site cannot drift from the app.
+- ``api/``: the API reference, one page per public module, its members taken from the
+  module's ``__all__``; a name re-exported from another module links to the module that
+  defines it (which is documented too), so every object is described once.
+- Two fenced blocks usable in any Markdown page, replaced before parsing:
+  ````` ```{readme-section} Title ````` inserts the section "## Title" of README.md (headings
+  one level down), and ````` ```{results-index} ````` inserts the index of
+  ``benchmarks/results/`` grouped by what each file measures (:data:`RESULT_GROUPS`).
+
+Generated files are written only when their text changes (incremental builds stay cheap) and
+are ignored by git. Nothing here touches the network.
+"""
+from __future__ import annotations
+
+import fnmatch
+import importlib
+import inspect
+import re
+from pathlib import Path
+
+from sphinx.errors import ExtensionError
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+DOCS = Path(__file__).resolve().parents[1]
+ROOT = DOCS.parent
+
+# The public API, by section; modules that define a name re-exported here are added to the
+# same section automatically.
+API_SECTIONS = (
+    ("The package", ("gaplab",)),
+    ("Solver core", ("gaplab.core", "gaplab.core.config", "gaplab.core.solver",
+                     "gaplab.core.problems", "gaplab.core.estimator", "gaplab.core.reference",
+                     "gaplab.core.warmup")),
+    ("Models", ("gaplab.core.models", "gaplab.core.models.protocol")),
+    ("Data sets", ("gaplab.core.datasets",)),
+    ("Regularization path", ("gaplab.core.regpath", "gaplab.core.pathstore")),
+    ("Sweeps and figures", ("gaplab.core.sweep", "gaplab.plots")),
+    ("Files and Ctrl-C", ("gaplab.core.atomic", "gaplab.core.interrupt")),
+    ("Teaching examples", ("gaplab.toy_examples",)),
+)
+
+# benchmarks/results/: (what is measured, file patterns, the scripts that write them)
+RESULT_GROUPS = (
+    ("Solver speed per effective pass and per oracle call (OCR-large)",
+     ("bench_core*",), "benchmarks/bench_core.py"),
+    ("Cost of one block step split by kind (cache hit, oracle step, gap pass)",
+     ("bench_step_cost*",), "benchmarks/bench_step_cost.py"),
+    ("A/B of the step and of whole runs against an older checkout",
+     ("ab_step*", "ab_core*"), "benchmarks/ab_step.py, benchmarks/ab_core.py"),
+    ("Convergence: duality gap against passes and time (Sec. 5, App. J)",
+     ("convergence_*",), "benchmarks/fig_convergence.py"),
+    ("CoNLL-2000: speed, memory and test chunk F1",
+     ("conll_bench*",), "benchmarks/conll_bench.py"),
+    ("Regularization path against grid search (Fig. 4, 7, 8)",
+     ("regpath_*", "fig8*"), "benchmarks/regpath_bench.py, benchmarks/fig8_combine.py"),
+    ("Path stores: memory, size and I/O of a CoNLL ε-path on disk",
+     ("path_store_*",), "benchmarks/path_store_bench.py"),
+    ("Picking λ on a stored path (w_at against replay)",
+     ("path_pick_*",), "benchmarks/path_pick_bench.py"),
+    ("Binary segmentation (horse-small, App. I): graph cut, accuracy, step time, path",
+     ("bench_graphcut*", "horse_*"),
+     "benchmarks/bench_graphcut.py, benchmarks/horse_eval.py, benchmarks/horse_step_time.py, "
+     "benchmarks/horse_path.py"),
+    ("Pose (LSP): oracle time, the cache's cost dial, gap-check schedule",
+     ("bench_pose*", "pose_*"),
+     "benchmarks/bench_pose.py, benchmarks/bench_pose_cache.py, benchmarks/bench_pose_schedule.py"),
+    ("The app: start-up, page-ready, Step round trip, screenshots",
+     ("app_bench*", "projector_*"), "benchmarks/app_bench.py, benchmarks/app_screens.py"),
+    ("Sweeps: speed-up of Dask workers",
+     ("sweep_speedup*",), "benchmarks/sweep_speedup.py"),
+    ("Teaching examples (App. C, Fig. 1)",
+     ("hard_easy*", "sweep.png", "sweep_table*", "staleness*", "theorem2*"),
+     "python -m gaplab.toy_examples.<name>"),
+)
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+
+
+def _remove_stale(folder: Path, keep: set[str], suffix: str) -> None:
+    for p in folder.glob(f"*{suffix}"):
+        if p.name not in keep:
+            p.unlink()
+
+
+# --------------------------------------------------------------------------------------------
+# lessons
+
+_HEADING = re.compile(r"^(#{1,6})(\s)", re.M)
+
+
+def _headings_below_title(text: str) -> str:
+    """Shift a lesson text's Markdown headings so that its highest one is a level-2 heading
+    under the page title (code fences untouched)."""
+    lines, fence, levels = text.split("\n"), False, []
+    for line in lines:
+        if line.lstrip().startswith("```"):
+            fence = not fence
+        elif not fence and (m := _HEADING.match(line)):
+            levels.append(len(m.group(1)))
+    if not levels:
+        return text
+    shift, fence, out = 2 - min(levels), False, []
+    for line in lines:
+        if line.lstrip().startswith("```"):
+            fence = not fence
+        elif not fence and (m := _HEADING.match(line)):
+            line = "#" * min(6, len(m.group(1)) + shift) + line[len(m.group(1)):]
+        out.append(line)
+    return "\n".join(out)
+
+
+def lesson_pages(lessons) -> dict[str, str]:
+    """Markdown of the lesson pages: {file name: text}, with ``index.md`` listing them all."""
+    from gaplab.app import lessons as lessons_mod
+    code_of = getattr(lessons_mod, "lesson_code", None)
+    pages: dict[str, str] = {}
+    names = []
+    for k, lesson in enumerate(lessons, start=1):
+        name = f"lesson_{k:02d}"
+        names.append(name)
+        parts = [f"({name})=", f"# {lesson.title}", "", _headings_below_title(str(lesson.text).strip()), ""]
+        try_this = str(getattr(lesson, "try_this", "") or "").strip()
+        if try_this:
+            parts += ["```{admonition} Try this in the app", ":class: tip", "", try_this, "```", ""]
+        setup = dict(getattr(lesson, "setup", {}) or {})
+        if setup:
+            shown = ", ".join(f"{key} = `{value}`" for key, value in setup.items())
+            parts += [f"*Set up this page* applies: {shown}.", ""]
+        if code_of is not None:
+            code = code_of(lesson)
+            if code:
+                parts += [code, ""]
+        pages[name + ".md"] = "\n".join(parts)
+    index = ["# Lessons", "",
+             "The app's **Lessons** tab, page by page (generated from `app/lessons.py` when "
+             "the site is built). In the app each page has *Set up this page*, which applies the "
+             "page's settings and restarts the solver from α⁰, next to the live plots the page explains.",
+             "", "```{toctree}", ":maxdepth: 1", ""]
+    index += names + ["```", ""]
+    pages["index.md"] = "\n".join(index)
+    return pages
+
+
+def generate_lessons(app) -> None:
+    from gaplab.app.lessons import LESSONS
+    folder = DOCS / "lessons"
+    pages = lesson_pages(LESSONS)
+    for name, text in pages.items():
+        _write_if_changed(folder / name, text)
+    _remove_stale(folder, set(pages), ".md")
+
+
+# --------------------------------------------------------------------------------------------
+# API reference
+
+def _kind(obj) -> str:
+    if inspect.isclass(obj):
+        return "class"
+    if inspect.isroutine(obj) or callable(getattr(obj, "py_func", None)):
+        return "function"
+    return "data"
+
+
+def _public(mod) -> list[str]:
+    names = getattr(mod, "__all__", None)
+    if names is None:
+        return []
+    return list(names)
+
+
+def api_pages() -> dict[str, str]:
+    """reST of the API pages: {file name: text}, with ``index.rst``."""
+    sections: list[tuple[str, list[str]]] = []
+    seen: set[str] = set()
+    for title, modnames in API_SECTIONS:
+        mods: list[str] = []
+        queue = list(modnames)
+        while queue:
+            modname = queue.pop(0)
+            if modname in seen:
+                continue
+            seen.add(modname)
+            try:
+                mod = importlib.import_module(modname)
+            except ModuleNotFoundError as exc:
+                if exc.name != modname:
+                    raise
+                logger.warning(f"API reference: module {modname} not found; update API_SECTIONS "
+                               f"in docs/_ext/gaplab_docs.py")
+                continue
+            mods.append(modname)
+            for name in _public(mod):
+                home = getattr(getattr(mod, name), "__module__", None) or modname
+                if home != modname and home.startswith("gaplab") and home not in seen:
+                    queue.append(home)
+        sections.append((title, mods))
+
+    pages: dict[str, str] = {}
+    for _, mods in sections:
+        for modname in mods:
+            mod = importlib.import_module(modname)
+            lines = [modname, "=" * len(modname), "", f".. automodule:: {modname}",
+                     "   :no-members:", ""]
+            own, elsewhere = [], []
+            for name in _public(mod):
+                obj = getattr(mod, name)
+                home = getattr(obj, "__module__", None) or modname
+                if inspect.ismodule(obj):
+                    continue
+                (own if home == modname or not home.startswith("gaplab") else elsewhere).append(
+                    (name, obj, home))
+            if elsewhere:
+                lines += ["Also importable from here (documented where they are defined):", ""]
+                for name, obj, home in elsewhere:
+                    role = {"class": "class", "function": "func", "data": "data"}[_kind(obj)]
+                    target = f"{home}.{getattr(obj, '__qualname__', name)}"
+                    lines.append(f"- :py:{role}:`{modname}.{name} <{target}>`")
+                lines.append("")
+            for name, obj, _ in own:
+                kind = _kind(obj)
+                if kind == "class":
+                    lines += [f".. autoclass:: {modname}.{name}", "   :members:",
+                              "   :show-inheritance:", ""]
+                elif kind == "function":
+                    lines += [f".. autofunction:: {modname}.{name}", ""]
+                else:   # constants: their value when it is short, their #: comment if any
+                    short = len(repr(obj)) <= 100
+                    lines += [f".. autodata:: {modname}.{name}"] + ([] if short else ["   :no-value:"]) + [""]
+            pages[f"{modname}.rst"] = "\n".join(lines)
+
+    index = ["API reference", "=============", "",
+             "Generated from the docstrings (numpydoc) of the public modules: each lists the",
+             "names of its ``__all__``. Shapes, dtypes, raised errors and the paper's source",
+             "(*Paper: Alg. N* / *Eq. (N)*) are in each entry.", ""]
+    for title, mods in sections:
+        index += [title, "-" * len(title), "", ".. toctree::", "   :maxdepth: 1", ""]
+        index += [f"   {m}" for m in mods] + [""]
+    pages["index.rst"] = "\n".join(index)
+    return pages
+
+
+def generate_api(app) -> None:
+    folder = DOCS / "api"
+    pages = api_pages()
+    for name, text in pages.items():
+        _write_if_changed(folder / name, text)
+    _remove_stale(folder, set(pages), ".rst")
+
+
+# --------------------------------------------------------------------------------------------
+# fenced blocks replaced before parsing
+
+_FENCE = re.compile(r"^```\{(readme-section|results-index|module-map)\}[ \t]*(.*?)\n```[ \t]*$", re.M)
+
+# the folders and top-level modules of the repository's layout, in reading order
+LAYOUT = ("core", "app", "toy_examples", "cli*.py", "plots.py", "assets", "benchmarks", "scripts",
+          "tests", "examples", "docs")
+# folders that are not Python packages say what they hold here
+LAYOUT_NOTES = {
+    "assets": "data files shipped inside the package: the OCR letters (.npz), checksums, provenance",
+    "benchmarks": "speed, memory and convergence benchmarks (JSON medians, figures); "
+                  "`benchmarks/specs/` holds the sweep specs of the paper's figures and "
+                  "`benchmarks/results/` the recorded results",
+    "scripts": "one-off data conversion, the independent reference run, trace fingerprints",
+    "tests": "pytest",
+    "examples": "notebooks (the app tour)",
+    "docs": "this site (Sphinx)",
+}
+_ROLE = re.compile(r":[\w:]+:`~?([^`<]*?)(?:\s*<[^>]*>)?`")
+
+
+def _summary(path: Path) -> str:
+    """The first sentence of a module's docstring (read with ast: nothing is imported)."""
+    import ast
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    first = " ".join(doc.split("\n\n")[0].split())
+    first = _ROLE.sub(lambda m: f"`{m.group(1).split('.')[-1] if '~' in m.group(0) else m.group(1)}`", first)
+    return first.replace("``", "`")
+
+
+def module_map(root: Path = ROOT) -> str:
+    """Markdown list of the package layout: each folder and module with its docstring's first
+    paragraph, read from the files, so the list follows the code."""
+    out = []
+
+    def walk(folder: Path, depth: int) -> None:
+        for path in sorted(folder.iterdir()):
+            if path.name.startswith((".", "_")) and path.name != "__init__.py":
+                continue
+            if path.name == "__init__.py":
+                continue
+            indent = "  " * depth
+            rel = path.relative_to(root).as_posix()
+            if path.is_dir() and (path / "__init__.py").exists():
+                out.append(_item(indent, f"{rel}/", _summary(path / "__init__.py")))
+                walk(path, depth + 1)
+            elif path.suffix == ".py":
+                out.append(_item(indent, rel, _summary(path)))
+
+    ordered: list[Path] = []
+    for entry in LAYOUT:
+        ordered += [p for p in sorted(root.glob(entry)) if p not in ordered]
+    # any other top-level package or module (e.g. one added after this list was written)
+    ordered += [p for p in sorted(root.iterdir())
+                if p not in ordered and not p.name.startswith((".", "_"))
+                and ((p.is_dir() and (p / "__init__.py").exists()) or p.suffix == ".py")]
+    for path in ordered:
+        rel = path.relative_to(root).as_posix()
+        if not path.is_dir():
+            out.append(_item("", rel, _summary(path)))
+        elif (path / "__init__.py").exists() and path.name not in LAYOUT_NOTES:
+            out.append(_item("", f"{rel}/", _summary(path / "__init__.py")))
+            walk(path, 1)
+        else:
+            out.append(_item("", f"{rel}/", LAYOUT_NOTES.get(path.name, "")))
+    return "\n".join(out) + "\n"
+
+
+def _item(indent: str, name: str, text: str) -> str:
+    return f"{indent}- `{name}`" + (f": {text}" if text else "")
+
+
+def readme_section(title: str, readme: Path = ROOT / "README.md") -> str:
+    """The body of README.md's ``## title`` section, its sub-headings one level down."""
+    lines = readme.read_text(encoding="utf-8").splitlines()
+    out, inside, fence = [], False, False
+    for line in lines:
+        if line.lstrip().startswith("```"):
+            fence = not fence
+        if not fence and line.startswith("## "):
+            if inside:
+                break
+            inside = line[3:].strip() == title
+            continue
+        if inside:
+            if not fence and line.startswith("###"):
+                line = line[1:]
+            out.append(line)
+    if not out:
+        raise ExtensionError(f"README.md has no section '## {title}' for the docs page that "
+                             f"includes it: move its text into the page (docs/guide/)")
+    return "\n".join(out).strip() + "\n"
+
+
+def results_index(results: Path = ROOT / "benchmarks" / "results") -> str:
+    """Markdown tables of benchmarks/results/ grouped by :data:`RESULT_GROUPS`."""
+    files = sorted(p.name for p in results.iterdir()
+                   if p.is_file() and not p.name.startswith(".") and p.name != "README.md")
+    placed: set[str] = set()
+    out = []
+    for what, patterns, scripts in RESULT_GROUPS:
+        hits = [f for f in files if f not in placed and any(fnmatch.fnmatch(f, p) for p in patterns)]
+        if not hits:
+            continue
+        placed.update(hits)
+        out += [f"### {what}", "", f"Written by: {', '.join(f'`{s.strip()}`' for s in scripts.split(','))}", ""]
+        out += [f"- `{f}`" for f in hits] + [""]
+    rest = [f for f in files if f not in placed]
+    if rest:
+        out += ["### Other recorded files", ""] + [f"- `{f}`" for f in rest] + [""]
+    return "\n".join(out)
+
+
+def replace_blocks(app, docname, source) -> None:
+    def repl(m):
+        kind, arg = m.group(1), m.group(2).strip()
+        if kind == "readme-section":
+            return readme_section(arg)
+        if kind == "module-map":
+            return module_map()
+        return results_index()
+    source[0] = _FENCE.sub(repl, source[0])
+
+
+def drop_type_docstrings(app, what, name, obj, options, lines) -> None:
+    """A constant without a doc comment would show its type's docstring ("Built-in immutable
+    sequence."): show nothing instead."""
+    if what in ("data", "attribute") and lines:
+        own = inspect.getdoc(type(obj)) or ""
+        if "\n".join(lines).strip() == own.strip():
+            lines.clear()
+
+
+def setup(app):
+    app.connect("autodoc-process-docstring", drop_type_docstrings, priority=400)  # before numpydoc
+    app.connect("builder-inited", generate_lessons)
+    app.connect("builder-inited", generate_api)
+    app.connect("source-read", replace_blocks)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
