@@ -80,7 +80,7 @@ the oracle call that measures how far block $i$ is from optimal.
         "3 · The duality gap is a sum of block gaps",
         r"""
 The Frank-Wolfe gap equals the Lagrange duality gap between primal and dual, and it splits over
-blocks (Eq. (4)-(6)):
+blocks (Eq. (5)-(7)):
 
 $$g(\alpha) = \sum_{i=1}^n g_i(\alpha),$$
 

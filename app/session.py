@@ -759,7 +759,7 @@ class Session(SessionSettings):
 
     def compute_exact_gaps(self):
         """One exact gap pass (n oracle calls, counted): the duality gap, primal, dual and every
-        block gap at the current iterate (Paper: Eq. (4)-(6))."""
+        block gap at the current iterate (Paper: Eq. (5)-(7))."""
         if not self._ready("Compute exact gaps"):
             return None
         if self.running:

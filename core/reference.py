@@ -150,7 +150,7 @@ class StepInfo:
 
 @dataclass
 class GapPass:
-    """An exact gap pass (n oracle calls): the duality gap g = Σ_i g_i (Paper: Eq. (4)-(6)),
+    """An exact gap pass (n oracle calls): the duality gap g = Σ_i g_i (Paper: Eq. (5)-(7)),
     the primal and dual objectives (g = primal − dual), the block gaps (n,) and the FW corners."""
 
     gap: float
@@ -549,7 +549,7 @@ def block_step(state: RefState, i: int, kind: str = "fw", *, prefer=(None, None)
 def dual_objective(state: RefState) -> float:
     """The dual objective (maximization form) D(α) = ℓ − λ/2‖w‖², with a box
     − λ(β_uᵀub − β_lᵀlb) at the optimal β_u = [v − ub]_+, β_l = [lb − v]_+ (Paper: Eq. (3)
-    negated; App. H, Eq. (38))."""
+    negated; App. H, Eq. (52) negated, with the β of Eq. (55)-(56))."""
     w = state.w
     D = state.ell - 0.5 * state.lam * float(w @ w)
     if state.lb is not None:
@@ -561,13 +561,14 @@ def dual_objective(state: RefState) -> float:
 
 
 def primal_objective(state: RefState) -> float:
-    """λ/2‖w‖² + (1/n) Σ_i max_y H_i(y; w), n oracle calls (Paper: Eq. (1))."""
+    """The primal objective λ/2‖w‖² + (1/n) Σ_i max_y H_i(y; w) at w, n oracle calls (Paper:
+    Eq. (1), the primal)."""
     return exact_gap(state, count=False).primal
 
 
 def exact_gap(state: RefState, count: bool = True) -> GapPass:
     """The exact duality gap: one max-oracle call per block at w, g = Σ_i g_i = primal − dual
-    (Paper: Eq. (4)-(6); with a box, App. H). With ``count`` it is the "update global gap" pass:
+    (Paper: Eq. (5)-(7); with a box, App. H). With ``count`` it is the "update global gap" pass:
     every gap estimate becomes exact (k_i = k) and g^(k_0) = g (Paper: Alg. 2 lines 14-20,
     Alg. 5 "update global gap").
 

@@ -87,7 +87,7 @@ def make_hard_easy(n: int, K: int):
     -----
     The paper states w* = e_{K+1} + (1/K) Σ_k e_k; with its own feature scaling
     (ψ_1(k) = e_k/√2 and α*_1(k) = 1/K) the hard coordinates are 1/(K√2). Its dual objective
-    (Eq. (23), the 1/4 α² term) agrees with the 1/√2 scaling, so only the stated w* drops it.
+    (Eq. (15), the 1/4 α² term) agrees with the 1/√2 scaling, so only the stated w* drops it.
     """
     from gaplab.core import MulticlassModel
 
@@ -142,7 +142,7 @@ def curvature_constants(features, lam: float) -> np.ndarray:
     φ(x_i,l)‖² at λ = 1/n (the dual is quadratic with Hessian λAᵀA and the supremum over the
     simplex is attained at a pair of vertices).
 
-    Paper: App. C, "Curvature constants" (Eq. (24)-(25): 1/n for every block).
+    Paper: App. C, "Curvature constants" (Eq. (18)-(19): 1/n for every block).
 
     Parameters
     ----------
@@ -243,7 +243,8 @@ def hard_steps_needed(n: int, K: int, eps: float) -> int:
     """Steps t on the hard block needed for a duality gap <= ε once the easy blocks are solved:
     t = min{K, ⌈1/(2nε)⌉} (0 if ε >= 1/n).
 
-    Paper: App. C, Eq. (22) (t >= Ω(min{K, 1/(nε)})).
+    Paper: App. C, Eq. (16) (t >= Ω(min{K, 1/(nε)})) and the hard block's smallest gap 1/(2nt)
+    after t steps, stated just before it.
     """
     n = check_int("n", n, 2)
     K = check_int("K", K, 1)
