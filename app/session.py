@@ -115,7 +115,9 @@ class StepInfo:
     note: str = ""                      # toy: "hard block" / "easy block"
     probability: float = math.nan      # P(i) of the draw (known for a single Step), else NaN
     sampling: str = ""                  # the sampler that drew the block
-    gap_prev: float = math.nan          # the block's estimate ĝᵢ before the step (NaN: unvisited)
+    gap_prev: float = math.nan          # the block's estimate ĝᵢ before the step (+inf: unvisited)
+    unvisited: int = -1                 # blocks with ĝ = +inf when the block was drawn (-1: unknown)
+    box: bool = False                   # the model has box constraints (w = clip(v), App. H)
     # segmentation (describe_block kind "mask"): uint8 (H, W, 3) RGB overlays of the photo with
     # superpixel borders, the ground truth, the FW and the away corner (see _mask_overlays)
     overlays: tuple | None = field(default=None, repr=False)
@@ -274,6 +276,11 @@ class Snapshot:
     config: dict
     note: str = ""          # what a "loading" status is doing
     origin: str = ""        # where the solver's starting point came from ("" = a fresh start)
+    # the problem's headline test metric when it is not the test error (CoNLL: "chunk F1"),
+    # evaluated at the w of the last exact gap check's publication, and the pass it was taken at
+    test_metric_name: str = "test error"
+    test_metric: float = math.nan
+    test_metric_passes: float = math.nan
 
 
 def nonuniformity(x) -> float:
@@ -375,6 +382,7 @@ class Session(SessionSettings):
         self._note = ""
         self._origin = ""
         self._draw_p = None    # (iteration, P of the next draw) captured by a single Step
+        self._metric_cache = None   # (key of the gap check, headline test metric, its pass)
         self._snapshot = _empty_snapshot(self.session_id, self.dataset, "loading", 0, {})
         from .pathlab import PathLab
         self.path = PathLab(self)   # the regularization path of this session (own worker)
@@ -920,9 +928,11 @@ class Session(SessionSettings):
         words = truth.get("words")
         note = truth.get("note") or (self._problem.block_note(i) if self._problem is not None else "")
         prob = gprev = math.nan
+        unvisited = -1
         if self._draw_p is not None and self._draw_p[0] == r.iteration:
             prob = float(self._draw_p[1][i])
             gprev = float(self._draw_p[2][i])
+            unvisited = int(np.count_nonzero(np.isposinf(self._draw_p[2])))
         self._draw_p = None
         self._last_step = StepInfo(
             iteration=r.iteration, block=i, kind=r.kind, cache_hit=r.cache_hit, drop=r.drop,
@@ -935,7 +945,8 @@ class Session(SessionSettings):
             pose=_pose_panels(truth, fw, away, getattr(getattr(model, "data", None), "node_names", None)),
             image=_frozen(image) if image is not None else None,
             tokens=tuple(words) if words is not None and not isinstance(words, str) else None, note=note,
-            probability=prob, sampling=str(self.sampling), gap_prev=gprev)
+            probability=prob, sampling=str(self.sampling), gap_prev=gprev, unvisited=unvisited,
+            box=bool(np.size(getattr(s.S, "lb", ()))))
 
     def set_pose_part(self, part) -> None:
         """Choose the part whose score map the pose anatomy draws (an int node index, or None
@@ -993,6 +1004,26 @@ class Session(SessionSettings):
         if getattr(data, "label_names", None) is not None:
             return data.label_names
         return getattr(model, "label_names", None)
+
+    def _headline_metric(self, last) -> dict:
+        """The problem's headline test metric (e.g. CoNLL's chunk F1) when it is not the test
+        error: evaluated once per exact gap check, at the w current when the check is first
+        published (the pass it was taken at is kept with it). Call with the lock held."""
+        spec = getattr(self._problem, "spec", None)
+        name = getattr(spec, "metric", "test error")
+        if last is None or name == "test error" or self._problem.test is None:
+            return {}
+        key = (id(self._solver), last["oracle_calls"])
+        cached = self._metric_cache
+        if cached is None or cached[0] != key:
+            s = self._solver
+            try:
+                value = spec.test_metric(self._problem.model, s.w, self._problem.test)[0]
+            except Exception as exc:  # a metric that fails must not stop the solver's worker
+                self.notify(f"Could not compute the {name}: {type(exc).__name__}: {exc}", "warning")
+                value = math.nan
+            cached = self._metric_cache = (key, float(value), float(s.effective_passes))
+        return {"test_metric_name": name, "test_metric": cached[1], "test_metric_passes": cached[2]}
 
     def _publish(self):
         """Make a new immutable snapshot (call with the lock held)."""
@@ -1056,7 +1087,8 @@ class Session(SessionSettings):
             recent_steps=_frozen(rs), last_step=self._last_step, step_counts=s.step_counts(),
             has_test=self._problem.test is not None, tracks_atoms=track,
             chi_cubed=nonuniformity(gaps) ** 3, comparison=tuple(self._comparison), config=cfg,
-            note=self._note if self._status == "loading" else "", origin=self._origin)
+            note=self._note if self._status == "loading" else "", origin=self._origin,
+            **self._headline_metric(last))
 
     # ------------------------------------------------------------------ lifetime
     def close(self) -> None:
