@@ -388,7 +388,8 @@ class Session(SessionSettings):
         self.path = PathLab(self)   # the regularization path of this session (own worker)
         self._update_precedence()
         self.param.watch(self._on_change, list(self.SOLVER_SETTINGS) + ["dataset"] + list(self._options_of()))
-        self.param.watch(lambda e: self._update_precedence(), ["sampling", "cache", "dataset"])
+        # a batched update (param.update of several of them) calls back with one event each
+        self.param.watch(lambda *events: self._update_precedence(), ["sampling", "cache", "dataset"])
         if load:
             self._rebuild(load_dataset=True)
 

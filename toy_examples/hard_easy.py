@@ -1,7 +1,8 @@
-"""The hard/easy toy problem of App. C: gap sampling is min(n, K, 1/(nε)) times faster than
-uniform, curvature-proportional or Lipschitz-proportional sampling.
+"""The hard/easy toy problem of App. C: gap sampling is about min(n, K, 1/(nε)) times faster than
+uniform or curvature-proportional sampling, and faster still than Lipschitz-proportional sampling
+(about 2K(n−1)·t oracle calls against n + t).
 
-One "hard" object needs ~min(K, 1/(nε)) Frank-Wolfe steps; n−1 "easy" objects are all solved
+One "hard" object needs t ≈ min(K, 1/(2nε)) Frank-Wolfe steps for a duality gap ε; n−1 "easy" objects are all solved
 by a single step on any one of them. The curvature constants are equal (C_f^(i) = 1/n), so
 curvature sampling is uniform sampling; the ℓ2 Lipschitz constants even favour the easy
 objects (K/n against 1/(2n)). Only the adaptive gap sampler stops visiting the easy objects.
