@@ -135,6 +135,9 @@ bound, not a promise for every run, and the samples used here are stale estimate
 estimates get **stale**: the bar colours show how many iterations ago each $g_i$ was computed.
 An exact gap pass every 10 passes refreshes them all (the paper's default; never refreshing —
 "Gap Inf" — makes the estimates underestimate the gap and the run stalls).
+
+The app's setting $p$ samples $p_i \propto \hat g_i^{\,p}$; the paper uses $p = 1$ only, and
+Theorem 2 covers $p = 1$ with exact gaps: other values are an experiment, with no guarantee.
 """,
         views=("blocks",),
         setup={"sampling": "gap", "gap_power": 1.0, "step_kind": "fw", "cache": False},

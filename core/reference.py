@@ -265,7 +265,10 @@ def line_search(g: float, direction, lam: float, gamma_max: float) -> tuple[floa
     -------
     gamma : float
     improvement : float
-        Decrease of f: γ g − γ² λ‖d‖²/2 (>= 0).
+        Decrease of f: γ g − γ² λ‖d‖²/2 (>= 0). With a box (App. H, Alg. 9 line 7) g and d are
+        taken on the untruncated v, so γ is exact for the dual f(·, β) with the box multipliers
+        β held fixed and this is the decrease at fixed β: re-truncating w = clip(v) afterwards
+        (the exact update of β) lowers f further, so it is a lower bound on the true decrease.
     """
     if g <= 0.0:
         return 0.0, 0.0
@@ -404,9 +407,17 @@ def pairwise_candidate(state: RefState, i: int, y_s, y_a) -> Candidate:
 
 def choose_step(kind: str, fw, away=None, pairwise=None) -> Candidate:
     """Which candidate a step kind takes: "fw" the FW step; "pairwise" the pairwise step;
-    "away" the away step when its gap is larger (g_i^A > g_i^FW, else FW; Paper: Alg. 4 line 12,
-    which takes the away step on a tie); "combined" the candidate with the largest improvement of
-    f (FW on ties; Paper: App. G)."""
+    "away" the away step when its gap is larger (g_i^A > g_i^FW, else FW); "combined" the
+    candidate with the largest improvement of f (FW on ties).
+
+    Paper: Alg. 4 line 12 takes the FW step only when g_i^FW > g_i^A, so on a tie it takes the
+    away step. Here a tie takes the FW step, a deliberate deviation: when the away atom carries
+    all of the block's mass (α_a = 1, e.g. at α⁰) the away direction α_i − e_a is 0, its gap is
+    0 and γ_max = α_a/(1 − α_a) is a division by zero, while the FW step is always well defined;
+    at a tie both directions promise the same first-order decrease. "combined" is not one of the
+    paper's algorithms: App. G mentions in one sentence trying a choice between a FW, a pairwise
+    and an away step by the largest progress (no significant speed-up found); the authors' code
+    has it as a step type."""
     if kind == "fw":
         return fw
     if kind == "pairwise":

@@ -180,3 +180,33 @@ def test_session_publishes_the_problems_metric_at_gap_checks():
         assert "test pixel accuracy" in view.panel.object and "test error" not in view.panel.object
     finally:
         s.close()
+
+
+def test_tooltips_say_what_the_paper_covers():
+    """The Step button does not claim every step goes towards the FW corner; the gap power's
+    tooltip says the paper (and Theorem 2) use p = 1 only, and the page it names mentions p."""
+    from gaplab.app.lessons import LESSONS
+    from gaplab.app.main import LESSON_OF, SETTING_NOTES, TOOLTIPS
+    step = TOOLTIPS["step"]
+    assert "away corner" in step and "nothing moves" in step
+    assert "p = 1 only" in SETTING_NOTES["gap_power"] and "Theorem 2" in SETTING_NOTES["gap_power"]
+    page = LESSONS[LESSON_OF["gap_power"] - 1]
+    assert r"\hat g_i^{\,p}" in page.text and "p = 1" in page.text
+
+
+def test_heuristic_path_points_are_not_counted_as_certified():
+    """A heuristic path stops on stale sums (no certificate, App. K): its summary counts those
+    points apart from the certified ones; an ε-path's points are all certified."""
+    from gaplab.core import ChainModel
+    from gaplab.core.datasets.ocr import load_ocr
+    from gaplab.core.regpath import regularization_path
+    train, _ = load_ocr("small")
+    model = ChainModel(train.subset(range(60)))
+    heur = regularization_path(model, eps=0.1, kappa=0.7, heuristic=True, lam_min=1e-2)
+    stale = int(np.sum(heur.column("status") == "converged_heuristic"))
+    assert stale > 0
+    summ = heur.summary()
+    assert summ["accepted_on_stale_gaps"] == stale
+    assert summ["certified"] == int(heur.column("certified").sum()) - stale
+    eps = regularization_path(model, eps=0.1, kappa=0.9, lam_min=1e-2).summary()
+    assert eps["accepted_on_stale_gaps"] == 0 and eps["certified"] == eps["points"]
