@@ -933,8 +933,9 @@ def step_sentence(snap, st) -> str:
     if st.cache_hit:
         est = (f"its stored estimate g<sub>i</sub><sup>(k<sub>i</sub>)</sup> = {_gap_word(st.gap_before)} "
                "stays unchanged (a hit updates neither it nor k<sub>i</sub>)")
-        comp = ("the cache corner's gap at the step was" if st.kind == "fw" else
-                "the step's direction gap ⟨−∇ᵢf, d⟩ (with the cache corner) was")
+        comp = {"fw": "the cache corner's gap at the step was",
+                "pairwise": "the step's direction gap ⟨−∇ᵢf, d⟩ (cache corner minus away corner) was",
+                }.get(st.kind, "the step's direction gap ⟨−∇ᵢf, d⟩ was")
         gaps = f"{est}; {comp} {_gap_word(st.direction_gap)}; after the step the block gap is {after}"
     elif math.isfinite(getattr(st, "gap_prev", math.nan)):
         gaps = (f"its block gap went from {_gap_word(st.gap_prev)} (the stored estimate ĝᵢ) / "

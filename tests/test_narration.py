@@ -210,3 +210,32 @@ def test_heuristic_path_points_are_not_counted_as_certified():
     assert summ["certified"] == int(heur.column("certified").sum()) - stale
     eps = regularization_path(model, eps=0.1, kappa=0.9, lam_min=1e-2).summary()
     assert eps["accepted_on_stale_gaps"] == 0 and eps["certified"] == eps["points"]
+
+
+def _conll_dir():
+    import os
+    from pathlib import Path
+    env = os.environ.get("GAPLAB_DATA", "").strip()
+    shared = Path(__file__).resolve().parents[2] / "shared" / "data" / "conll2000"
+    for d in ([Path(env), Path(env) / "conll2000"] if env else []) + [shared]:
+        if (d / "train.txt").exists() and (d / "test.txt").exists():
+            return d
+    return None
+
+
+@pytest.mark.skipif(_conll_dir() is None, reason="CoNLL-2000 not found ($GAPLAB_DATA or ../shared/data)")
+def test_conll_status_line_shows_chunk_f1(monkeypatch):
+    monkeypatch.setenv("GAPLAB_DATA", str(_conll_dir()))
+    s = Session(max_passes=1e6, dataset="conll2000")
+    try:
+        assert s.wait_idle(300) and s.status == "idle", s.messages()
+        s.step_n(200)
+        assert s.wait_idle(60)
+        s.compute_exact_gaps()
+        snap = s.snapshot
+        assert snap.test_metric_name == "chunk F1" and 0.0 < snap.test_metric <= 1.0
+        view = StatusView()
+        view.update(snap)
+        assert "test chunk F1" in view.panel.object and "test error" not in view.panel.object
+    finally:
+        s.close()
