@@ -26,7 +26,7 @@ BOX = ("eq:ssvn_nslack_dual_bounded", "eq:optimalBetaULfinal", "eq:optimalBetaUL
 NEAR = 100
 CONCEPTS = [
     ("toy curvature", r"curvature", ("eq:Cf1HardBlock", "eq:CfiEasyBlock", "eqn:CfProduct")),
-    ("toy complexity", r"Ω\(min|t\s*>=\s*Ω|t ≥ Ω", ("eq:HardBlockComplexity",)),
+    ("toy complexity", r"Ω\(min|t\s*>=\s*Ω|t ≥ Ω|\\Omega\(\\min", ("eq:HardBlockComplexity",)),
     ("toy dual", r"toy[^.]{0,40}dual|dual[^.]{0,20}toy|the 1/4 α² term", ("eq:SSVMdualSimple",)),
     ("duality gap", r"duality gap|exact[ _]gap|gap pass|Frank-Wolfe gap|FW gap|splits over",
      ("eq:duality_gap",), GAPS),
@@ -58,9 +58,20 @@ def _texts():
         yield f"lesson {lesson.title}", lesson.text + "\n" + lesson.try_this
 
 
-def _context(text, pos, before=170, after=70):
-    """The text around a citation at ``pos`` (whitespace collapsed) and the citation's offset."""
+_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bcf)(?<!App)(?<!Alg)(?<!Sec)(?<!Eq)(?<!Eqs)(?<!Fig)"
+                           r"(?<!Prop)(?<!al)\.\s+(?=[A-Z*$\\])")
+
+
+def _context(text, pos, before=170, after=70, sentence=False):
+    """The text around a citation at ``pos`` (whitespace collapsed; with ``sentence``, from the
+    start of the citation's sentence) and the citation's offset."""
     head = re.sub(r"\s+", " ", text[max(0, pos - before):pos])
+    ends = list(_SENTENCE_END.finditer(head)) if sentence else []
+    if ends:
+        start = ends[-1].end()
+        if head[start:].startswith("Paper"):   # "... sentence. Paper: Eq. (N)": cites that sentence
+            start = ends[-2].end() if len(ends) > 1 else 0
+        head = head[start:]
     line_end = text.find("\n", pos)
     tail = re.sub(r"\s+", " ", text[pos:min(pos + after, line_end if line_end >= 0 else len(text))])
     return head + tail, len(head)
@@ -87,7 +98,7 @@ def check_text(where, text, num=NUM):
             if not (1 <= a <= b <= n_eq):
                 bad.append(f"{at}: Eq. ({a})-({b}) is not an equation of the paper (1..{n_eq})")
                 continue
-            ctx, at_cite = _context(text, pos)
+            ctx, at_cite = _context(text, pos, sentence=True)
             best = None
             for name, words, labels, *family in CONCEPTS:
                 if any(hit.end() > at_cite - NEAR for hit in re.finditer(words, ctx, re.I)):
