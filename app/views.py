@@ -1014,11 +1014,12 @@ class AnatomyView(_Base):
                                   sizing_mode=None if not stacked else "stretch_width",
                                   styles={"font-size": "14px", "overflow": "hidden"})
         layout = pn.Column if stacked else pn.Row
-        # "what just happened": one sentence about the last step, under it
+        # "what just happened": one sentence about the last step, under it (a long one, e.g. a
+        # cache hit's, scrolls rather than being cut off)
         self.sentence = LiveHTML("", sizing_mode="stretch_width", margin=(0, 10),
-                                     height=44 if not compact else 120,
+                                     height=64 if not compact else 120,
                                      css_classes=["gaplab-sentence"],
-                                     styles={"font-size": "13.5px", "overflow": "hidden",
+                                     styles={"font-size": "13.5px", "overflow-x": "hidden", "overflow-y": "auto",
                                              "background": "#f4f7fa", "border-left": "4px solid #1f3b57",
                                              "padding": "2px 8px"})
         self.panel = pn.Column(self.part_picker, layout(self.word, self.table, sizing_mode="stretch_width"),
