@@ -52,8 +52,8 @@ $w$ and, per block, $w_i$ and $\ell_i$.
         views=("primal_dual", "gap"),
         setup={"dataset": "ocr-small", "sampling": "uniform", "step_kind": "fw", "cache": False},
         code=("corner", "dual_objective"),
-        try_this="Press **Run**: the dual value $D = -f$ (blue) rises at every step (each step's "
-                 "line search decreases $f$); the primal (red, at gap checks) comes down overall but "
+        try_this="Press **Run**: the dual value $D = -f$ (blue) never falls (each step's line "
+                 "search decreases $f$, or leaves it at γ = 0); the primal (red, at gap checks) comes down overall but "
                  "may rise between two checks: only the dual is monotone. Their difference is the "
                  "duality gap, shown on the right in log scale.",
     ),
@@ -131,8 +131,8 @@ $$\chi(x) = \sqrt{1 + n^2 \operatorname{Var}[x / \|x\|_1]} \in [1, \sqrt n],$$
 where uniform sampling has $C_f^\otimes$ alone (Theorem 1). The constant is better only when
 $\chi(g)^3 > \chi(C_f)$ along the run: always when the curvatures are equal ($\chi(C_f) = 1$),
 otherwise when the gaps are non-uniform enough (at worst $\chi(g) \ge n^{1/6}$, App. E). It is a
-bound, not a promise for every run, and the samples used here are stale estimates. The
-estimates get **stale**: the bar colours show how many iterations ago each $g_i$ was computed.
+bound for exact gaps, not a promise for every run; the sampler here draws from the stored
+estimates, which Theorem 2 does not cover. The estimates get **stale**: the bar colours show how many iterations ago each $g_i$ was computed.
 An exact gap pass every 10 passes refreshes them all (the paper's default; never refreshing —
 "Gap Inf" — makes the estimates underestimate the gap and the run stalls).
 
@@ -212,8 +212,8 @@ only; pairwise steps and gap sampling with a cache are not covered.
         "7 · A toy example where adaptivity wins n-fold",
         r"""
 App. C builds one **hard** object whose optimum spreads the dual mass over $K$ labels and
-$n-1$ **easy** objects that are all solved by one step on any of them. After $t$ FW steps the
-hard block's gap is at least $1/(2nt)$, so a duality gap $\varepsilon$ needs about
+$n-1$ **easy** objects that are all solved by one step on any of them. After $t < K$ FW steps
+the hard block's gap is at least $1/(2nt)$, so a duality gap $\varepsilon$ needs about
 $t \approx \min(K, 1/(2n\varepsilon))$ steps on it (Eq. (16): $t \ge \Omega(\min\{K, 1/(n\varepsilon)\})$).
 All curvature constants are equal (Eq. (18)-(19)), so curvature sampling is uniform sampling: it
 cannot tell hard from easy and needs about $n\,t$ oracle calls. Lipschitz sampling is worse:
