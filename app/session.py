@@ -135,17 +135,18 @@ def _takes_part(model) -> bool:
         return False
 
 
-def _pose_panels(truth, fw, away, part_names) -> dict | None:
+def _pose_panels(truth, fw, away, part_names, fw_name="FW corner") -> dict | None:
     """For a pose block (``describe_block`` kind "pose"): ``G``, ``part`` (index), ``part_name``,
     ``part_names`` (every node's name, for the part picker), ``score_map`` (float64 (G, G), read
     only), ``edges`` (int64 (N − 1, 2) child-parent pairs) and ``skeletons``: (name, key, cells
     int64 (N, 2) as (x, y), loss) for the ground truth, the FW corner and the away corner (the
-    away corner only when the step had one). None for other models."""
+    away corner only when the step had one; ``fw_name`` names the FW corner: "cache corner" on a
+    cache hit). None for other models."""
     if truth is None or "pose" not in truth:
         return None
     d = truth["pose"]
     sk = []
-    for name, key, desc in (("ground truth", "truth", truth), ("FW corner", "fw", fw), ("away corner", "away", away)):
+    for name, key, desc in (("ground truth", "truth", truth), (fw_name, "fw", fw), ("away corner", "away", away)):
         if desc is None or "pose" not in desc:
             continue
         sk.append((name, key, _frozen(np.asarray(desc["pose"]["skeleton"], dtype=np.int64)),
@@ -176,13 +177,14 @@ def loss_heat(per, weight) -> np.ndarray:
     return rgb, per > 0
 
 
-def _mask_overlays(truth, fw, away) -> tuple | None:
+def _mask_overlays(truth, fw, away, fw_name="FW corner") -> tuple | None:
     """For a segmentation block (``describe_block`` kind "mask"): (name, uint8 (H, W, 3)) pairs:
     the photo with its superpixel borders, then the ground truth, the FW corner and the away
     corner as coloured overlays (foreground tinted, wrong superpixels darkened), then the FW
     corner's per-superpixel loss as a heat map over the grey photo (each wrong superpixel filled
     with the colour of ω_p [y_p ≠ g_p] on the scale 0 … max_p ω_p, see :func:`loss_heat`; the
-    name gives the sum, L_i(y*), and the scale). None otherwise."""
+    name gives the sum, L_i(y*), and the scale; ``fw_name`` names the FW corner: "cache corner" on
+    a cache hit). None otherwise."""
     if truth is None or "mask" not in truth:
         return None
     d = truth["mask"]
@@ -193,7 +195,7 @@ def _mask_overlays(truth, fw, away) -> tuple | None:
     first = base.copy()
     first[np.asarray(d["boundaries"], dtype=bool)] = (255, 255, 0)
     out = [("photo and superpixels", first)]
-    for name, key, desc in (("ground truth", "truth", truth), ("FW corner", "fw", fw), ("away corner", "away", away)):
+    for name, key, desc in (("ground truth", "truth", truth), (fw_name, "fw", fw), ("away corner", "away", away)):
         if desc is None or "mask" not in desc:
             continue
         m = np.asarray(desc["mask"]["mask"], dtype=bool)
@@ -214,7 +216,7 @@ def _mask_overlays(truth, fw, away) -> tuple | None:
         px = wrong[seg]
         img[px] = rgb[seg[px]]
         img[np.asarray(d["boundaries"], dtype=bool) & px] *= 0.6
-        out.append((f"FW corner loss per superpixel (Σ {per.sum():.3f}; red {float(np.max(fd['loss_weight'])):.3f})",
+        out.append((f"{fw_name} loss per superpixel (Σ {per.sum():.3f}; red {float(np.max(fd['loss_weight'])):.3f})",
                     img))
     return tuple((name, _frozen(np.clip(img, 0, 255).astype(np.uint8))) for name, img in out)
 
@@ -928,6 +930,8 @@ class Session(SessionSettings):
         image = truth.get("image")
         words = truth.get("words")
         note = truth.get("note") or (self._problem.block_note(i) if self._problem is not None else "")
+        # on a cache hit the step's corner is the cache corner y^c (Alg. 5), not a max-oracle answer
+        fw_name = "cache corner" if r.cache_hit else "FW corner"
         prob = gprev = math.nan
         unvisited = -1
         if self._draw_p is not None and self._draw_p[0] == r.iteration:
@@ -942,8 +946,8 @@ class Session(SessionSettings):
             gap_after=s.block_gap_now(i), improvement=r.improvement,
             active_set_size=r.active_set_size, truth=truth["labels"], fw_corner=fw["labels"],
             away_corner=away["labels"] if away else None,
-            overlays=_mask_overlays(truth, fw, away),
-            pose=_pose_panels(truth, fw, away, getattr(getattr(model, "data", None), "node_names", None)),
+            overlays=_mask_overlays(truth, fw, away, fw_name),
+            pose=_pose_panels(truth, fw, away, getattr(getattr(model, "data", None), "node_names", None), fw_name),
             image=_frozen(image) if image is not None else None,
             tokens=tuple(words) if words is not None and not isinstance(words, str) else None, note=note,
             probability=prob, sampling=str(self.sampling), gap_prev=gprev, unvisited=unvisited,

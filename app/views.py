@@ -1144,7 +1144,7 @@ class AnatomyView(_Base):
             f"parts on a {pose['G']}×{pose['G']} grid; score map of "
             f"<b class='gaplab-part'>{html.escape(pose['part_name'])}</b>)</span></div>"
             f"<div style='overflow-x:auto'><table><tr>{cells}</tr></table></div>"
-            "<div style='color:#666;font-size:12px'>gold: ground truth; blue: FW corner; pink: away corner; "
+            f"<div style='color:#666;font-size:12px'>gold: ground truth; blue: {corner_name(st)}; pink: away corner; "
             "ring: the part whose score map is shown (bright: high score)</div>")
 
     def _draw_masks(self, snap, st):
@@ -1166,9 +1166,9 @@ class AnatomyView(_Base):
             f"block <span class='gaplab-block'>{st.block}</span>{note} "
             f"<span style='font-weight:normal;font-size:12.5px;color:#555'>({len(st.truth)} superpixels)</span></div>"
             f"<div style='overflow-x:auto'><table style='width:100%;table-layout:fixed'><tr>{cells}</tr></table></div>"
-            "<div style='color:#666;font-size:11.5px;line-height:1.25'>yellow: true horse; blue: FW corner; "
+            f"<div style='color:#666;font-size:11.5px;line-height:1.25'>yellow: true horse; blue: {corner_name(st)}; "
             "pink: away corner; darkened: wrong label (adds loss). Loss heat map: what each wrong superpixel "
-            "of the FW corner adds to its loss, ω<sub>p</sub> = area / (2 · area of its true class), light "
+            f"of the {corner_name(st)} adds to its loss, ω<sub>p</sub> = area / (2 · area of its true class), light "
             "yellow → dark red (the image's largest ω<sub>p</sub>); they sum to the loss</div>")
 
     def _draw_tokens(self, snap, st):

@@ -239,3 +239,24 @@ def test_conll_status_line_shows_chunk_f1(monkeypatch):
         assert "test chunk F1" in view.panel.object and "test error" not in view.panel.object
     finally:
         s.close()
+
+
+def test_segmentation_anatomy_names_the_cache_corner_on_a_hit():
+    s = _session(dataset="seg-tiny", cache=True, gap_check=1.0, sampling="uniform", max_passes=1e6)
+    try:
+        s.step_n(2 * s.snapshot.n)              # past the first exact gap pass
+        assert s.wait_idle(60)
+        for _ in range(300):
+            st = s.step().last_step
+            if st.cache_hit:
+                break
+        else:
+            pytest.fail("no cache hit on seg-tiny")
+        names = [name for name, _ in st.overlays]
+        assert names[2].startswith("cache corner") and names[-1].startswith("cache corner loss per superpixel")
+        assert not any(n.startswith("FW corner") for n in names)
+        view = AnatomyView()
+        view.update(s.snapshot)
+        assert "blue: cache corner" in view.word.object
+    finally:
+        s.close()
