@@ -14,7 +14,8 @@ not reset):
   at a ``\\\\`` outside braces and nested environments) unless the row says ``\\notag``;
   starred environments and ``\\[ \\]`` give none. A ``\\label`` on an unnumbered row names the
   environment's next numbered row (the number printed next to that display).
-* Algorithms are numbered in the order of their ``algorithm`` environments.
+* Algorithms are numbered in the order of their ``algorithm`` environments, figures in the order
+  of their ``figure`` / ``figure*`` environments (sub-figures are letters).
 * Sections and subsections before ``\\appendix`` are numbered 1, 1.1, ...; the unstarred
   ``\\section`` s after it are lettered A, B, ...
 """
@@ -124,6 +125,7 @@ def parse_numbering(src: str) -> dict:
         for lab in labs:
             algs[lab] = k
         algs.setdefault(f"#{k}", k)
+    n_fig = len(re.findall(r"\\begin\{figure\*?\}", src))
     head, _, tail = src.partition("\\appendix")
     sections, section_labels = {}, {}
     sec = sub = 0
@@ -150,7 +152,7 @@ def parse_numbering(src: str) -> dict:
         appendices[letter] = _clean(title)
         for lab in _LABEL.findall(tail[m.start():].split("\n", 1)[0]):
             section_labels[lab] = letter
-    return {"equations": eqs, "n_equations": n, "algorithms": algs, "n_algorithms": k,
+    return {"equations": eqs, "n_equations": n, "algorithms": algs, "n_algorithms": k, "n_figures": n_fig,
             "sections": sections, "appendices": appendices, "section_labels": section_labels}
 
 
@@ -180,6 +182,7 @@ def load_numbering() -> dict:
 CITE_EQ = re.compile(r"\bEqs?\.\s*\((\d+)\)(?:\s*(?:-|–|—|to|and|,)\s*\(?(\d+)\)?)?")
 CITE_ALG = re.compile(r"\bAlg(?:orithm)?s?\.?\s+(\d+)(?:\s*(?:-|–|,|and)\s*(\d+))?")
 CITE_APP = re.compile(r"\bApp(?:endix)?\.?\s+([A-Z])(?:\.(\d+))?\b")
+CITE_FIG = re.compile(r"\bFigs?\.?\s+(\d+)([a-c])?\b")
 CITE_SEC = re.compile(r"\bSec(?:tion)?s?\.?\s+(\d+(?:\.\d+)?)(?:\s*(?:-|–)\s*(\d+(?:\.\d+)?))?")
 
 # where the repository cites the paper
@@ -195,7 +198,8 @@ def cited_files():
 
 
 def citations(text: str):
-    """Every (kind, first, last, position) cited in ``text``: kind "eq", "alg", "app" or "sec"."""
+    """Every (kind, first, last, position) cited in ``text``: kind "eq", "alg", "app", "fig" or
+    "sec"."""
     for m in CITE_EQ.finditer(text):
         a = int(m.group(1))
         yield "eq", a, int(m.group(2)) if m.group(2) else a, m.start()
@@ -204,6 +208,8 @@ def citations(text: str):
         yield "alg", a, int(m.group(2)) if m.group(2) else a, m.start()
     for m in CITE_APP.finditer(text):
         yield "app", m.group(1), m.group(1), m.start()
+    for m in CITE_FIG.finditer(text):
+        yield "fig", int(m.group(1)), int(m.group(1)), m.start()
     for m in CITE_SEC.finditer(text):
         yield "sec", m.group(1), m.group(2) or m.group(1), m.start()
 

@@ -125,6 +125,9 @@ def check_text(where, text, num=NUM):
                         bad.append(f"{at}: App. {a} cited for the {name}, which is in App. "
                                    + "/".join(sorted(letters)))
                     break
+        elif kind == "fig":
+            if not 1 <= a <= num["n_figures"]:
+                bad.append(f"{at}: Fig. {a} is not a figure of the paper (1..{num['n_figures']})")
         elif kind == "sec":
             for s in {a, b}:
                 if s not in secs:
@@ -159,6 +162,7 @@ def test_the_numbers_the_app_teaches():
     assert labels["app:toy_example"] == "C" and labels["app:caching_theorem"] == "F"
     assert labels["app:BCPFWconvergence"] == "G" and labels["sec:gap_sampling"] == "3.1"
     assert NUM["appendices"]["H"].startswith("BCFW for SSVM with box constraints")
+    assert NUM["n_figures"] == 8     # Fig. 7: the κ study, Fig. 8: path against grid search
 
 
 def test_parser_counts_like_latex():
@@ -183,7 +187,7 @@ def test_parser_counts_like_latex():
 """
     num = parse_numbering(tex)
     assert num["equations"] == {"e1": 1, "e2": 2, "e3": 3, "e4": 4, "e5": 5, "e6": 6}
-    assert num["n_equations"] == 6
+    assert num["n_equations"] == 6 and num["n_figures"] == 0
     assert num["algorithms"]["alg:a"] == 1 and num["algorithms"]["alg:b"] == 2
     assert num["sections"] == {"1": "One", "1.1": "Sub"}
     assert num["appendices"] == {"A": "First", "B": "Second"}
@@ -201,7 +205,7 @@ def test_checker_finds_the_old_wrong_citations():
         "toy curv": 'Paper: App. C, "Curvature constants" (Eq. (24)-(25): 1/n for every block).',
         "toy t": "Paper: App. C, Eq. (22) (t >= Ω(min{K, 1/(nε)})).",
         "box": "at the optimal β_u = [v − ub]_+ (Paper: Eq. (3)\n    negated; App. H, Eq. (38)).",
-        "app": "Paper: App. L.",
+        "app": "Paper: App. L.", "fig": "as in Fig. 9 of the paper",
         "theory": "C_f^(i) <= 4 R_i² / (λ n²) with R_i.\n\n    Paper: Sec. 3.1 (estimate used for Fig. 1c) and App. D",
         "theorem 3": "Theorem 3 keeps convergence; its proof (App. E) covers",
         "config": "Paper: Sec. 3 (gap sampling, pairwise/away steps, caching), App. B (gap checks).", "alg": "Paper: Alg. 10.", "sec": "Sec. 3.7 says",
