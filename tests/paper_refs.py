@@ -14,7 +14,8 @@ not reset):
   at a ``\\\\`` outside braces and nested environments) unless the row says ``\\notag``;
   starred environments and ``\\[ \\]`` give none. A ``\\label`` on an unnumbered row names the
   environment's next numbered row (the number printed next to that display).
-* Algorithms are numbered in the order of their ``algorithm`` environments, figures in the order
+* Algorithms are numbered in the order of their ``algorithm`` environments (their lines: every
+  statement and block end of ``algorithmic[1]``), figures in the order
   of their ``figure`` / ``figure*`` environments (sub-figures are letters).
 * Sections and subsections before ``\\appendix`` are numbered 1, 1.1, ...; the unstarred
   ``\\section`` s after it are lettered A, B, ...
@@ -35,6 +36,9 @@ _ENVS = ("equation", "align", "multline", "gather", "flalign", "alignat", "eqnar
 _BEGIN = re.compile(r"\\begin\{(" + "|".join(_ENVS) + r")(\*?)\}")
 _LABEL = re.compile(r"\\label\{([^}]*)\}")
 _UNNUMBERED = re.compile(r"\\(?:notag|nonumber)\b")
+# the numbered lines of an algorithmic environment (with [1]: every statement and block end)
+_ALG_LINE = re.compile(r"\\(?:STATE|IF|ELSIF|ELSE|ENDIF|FOR|FORALL|ENDFOR|WHILE|ENDWHILE|REPEAT|UNTIL|"
+                       r"LOOP|ENDLOOP|RETURN|PRINT)\b")
 
 
 def paper_tex() -> Path | None:
@@ -118,9 +122,10 @@ def parse_numbering(src: str) -> dict:
                     num = nxt[0] if nxt else None
                 if num is not None:
                     eqs[lab] = num
-    algs, k = {}, 0
+    algs, k, alg_lines = {}, 0, {}
     for m in re.finditer(r"\\begin\{algorithm\*?\}(.*?)\\end\{algorithm\*?\}", src, re.S):
         k += 1
+        alg_lines[str(k)] = len(_ALG_LINE.findall(m.group(1)))
         labs = [lab for lab in _LABEL.findall(m.group(1)) if ":" not in lab.split("alg:", 1)[-1]]
         for lab in labs:
             algs[lab] = k
@@ -153,6 +158,7 @@ def parse_numbering(src: str) -> dict:
         for lab in _LABEL.findall(tail[m.start():].split("\n", 1)[0]):
             section_labels[lab] = letter
     return {"equations": eqs, "n_equations": n, "algorithms": algs, "n_algorithms": k, "n_figures": n_fig,
+            "algorithm_lines": alg_lines,
             "sections": sections, "appendices": appendices, "section_labels": section_labels}
 
 
@@ -180,7 +186,8 @@ def load_numbering() -> dict:
 # ----------------------------------------------------------------------------- citations
 # "Eq. (5)", "Eqs. (5)-(7)", "Eq. (4)-(6)", "Eq. (24)–(25)", "Eq. (1)-(3)"
 CITE_EQ = re.compile(r"\bEqs?\.\s*\((\d+)\)(?:\s*(?:-|–|—|to|and|,)\s*\(?(\d+)\)?)?")
-CITE_ALG = re.compile(r"\bAlg(?:orithm)?s?\.?\s+(\d+)(?:\s*(?:-|–|,|and)\s*(\d+))?")
+CITE_ALG = re.compile(r"\bAlg(?:orithm)?s?\.?\s+(\d+)(?:\s*(?:-|–|,|and)\s*(\d+)(?!\s*line))?")
+CITE_ALG_LINE = re.compile(r"\bAlg\.\s+(\d+),?\s+lines?\s+(\d+)(?:\s*[-–]\s*(\d+))?")
 CITE_APP = re.compile(r"\bApp(?:endix)?\.?\s+([A-Z])(?:\.(\d+))?\b")
 CITE_FIG = re.compile(r"\bFigs?\.?\s+(\d+)([a-c])?\b")
 CITE_SEC = re.compile(r"\bSec(?:tion)?s?\.?\s+(\d+(?:\.\d+)?)(?:\s*(?:-|–)\s*(\d+(?:\.\d+)?))?")
@@ -198,8 +205,8 @@ def cited_files():
 
 
 def citations(text: str):
-    """Every (kind, first, last, position) cited in ``text``: kind "eq", "alg", "app", "fig" or
-    "sec"."""
+    """Every (kind, first, last, position) cited in ``text``: kind "eq", "alg", "app", "fig",
+    "sec", or "algN:line" (lines first..last of Alg. N)."""
     for m in CITE_EQ.finditer(text):
         a = int(m.group(1))
         yield "eq", a, int(m.group(2)) if m.group(2) else a, m.start()
@@ -208,6 +215,9 @@ def citations(text: str):
         yield "alg", a, int(m.group(2)) if m.group(2) else a, m.start()
     for m in CITE_APP.finditer(text):
         yield "app", m.group(1), m.group(1), m.start()
+    for m in CITE_ALG_LINE.finditer(text):
+        a = int(m.group(2))
+        yield f"alg{m.group(1)}:line", a, int(m.group(3)) if m.group(3) else a, m.start()
     for m in CITE_FIG.finditer(text):
         yield "fig", int(m.group(1)), int(m.group(1)), m.start()
     for m in CITE_SEC.finditer(text):

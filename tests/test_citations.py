@@ -125,6 +125,11 @@ def check_text(where, text, num=NUM):
                         bad.append(f"{at}: App. {a} cited for the {name}, which is in App. "
                                    + "/".join(sorted(letters)))
                     break
+        elif kind.endswith(":line"):
+            alg = kind.split(":")[0][3:]
+            lines = num["algorithm_lines"].get(alg, 0)
+            if not 1 <= a <= b <= lines:
+                bad.append(f"{at}: Alg. {alg} line(s) {a}-{b}: the algorithm has {lines} lines")
         elif kind == "fig":
             if not 1 <= a <= num["n_figures"]:
                 bad.append(f"{at}: Fig. {a} is not a figure of the paper (1..{num['n_figures']})")
@@ -163,6 +168,9 @@ def test_the_numbers_the_app_teaches():
     assert labels["app:BCPFWconvergence"] == "G" and labels["sec:gap_sampling"] == "3.1"
     assert NUM["appendices"]["H"].startswith("BCFW for SSVM with box constraints")
     assert NUM["n_figures"] == 8     # Fig. 7: the κ study, Fig. 8: path against grid search
+    # Alg. 1 has 12 lines (line 6: the block gap), Alg. 2 22 (lines 14-20: the global gap pass),
+    # Alg. 4 line 12 is its FW-or-away test
+    assert NUM["algorithm_lines"]["1"] == 12 and NUM["algorithm_lines"]["2"] == 22
 
 
 def test_parser_counts_like_latex():
@@ -189,6 +197,7 @@ def test_parser_counts_like_latex():
     assert num["equations"] == {"e1": 1, "e2": 2, "e3": 3, "e4": 4, "e5": 5, "e6": 6}
     assert num["n_equations"] == 6 and num["n_figures"] == 0
     assert num["algorithms"]["alg:a"] == 1 and num["algorithms"]["alg:b"] == 2
+    assert num["algorithm_lines"] == {"1": 0, "2": 0}
     assert num["sections"] == {"1": "One", "1.1": "Sub"}
     assert num["appendices"] == {"A": "First", "B": "Second"}
     assert num["section_labels"] == {"sec:one": "1", "app:first": "A"}
@@ -205,7 +214,7 @@ def test_checker_finds_the_old_wrong_citations():
         "toy curv": 'Paper: App. C, "Curvature constants" (Eq. (24)-(25): 1/n for every block).',
         "toy t": "Paper: App. C, Eq. (22) (t >= Ω(min{K, 1/(nε)})).",
         "box": "at the optimal β_u = [v − ub]_+ (Paper: Eq. (3)\n    negated; App. H, Eq. (38)).",
-        "app": "Paper: App. L.", "fig": "as in Fig. 9 of the paper",
+        "app": "Paper: App. L.", "fig": "as in Fig. 9 of the paper", "line": "(Paper: Alg. 4 line 40)",
         "theory": "C_f^(i) <= 4 R_i² / (λ n²) with R_i.\n\n    Paper: Sec. 3.1 (estimate used for Fig. 1c) and App. D",
         "theorem 3": "Theorem 3 keeps convergence; its proof (App. E) covers",
         "config": "Paper: Sec. 3 (gap sampling, pairwise/away steps, caching), App. B (gap checks).", "alg": "Paper: Alg. 10.", "sec": "Sec. 3.7 says",
