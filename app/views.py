@@ -686,10 +686,11 @@ class BlockGapsView(_Base):
             ago = snap.iteration - snap.exact_block_gaps_iteration
             parts.append(f"**exact gap** g(α) = {_fmt(snap.exact_gap)} ({ago:,} iterations ago)")
         if unvisited:
-            parts.append(f"{unvisited} block(s) never visited (ĝᵢ = +∞, not drawn; visited first)")
+            parts.append(f"{unvisited} block(s) never visited (ĝᵢ = +∞, not drawn as a bar; gap "
+                         "sampling draws them first, uniformly)")
         if math.isfinite(snap.chi_cubed) and not unvisited:
-            parts.append(f"χ(ĝ)³ = {snap.chi_cubed:.2f} (Thm. 2: gain of gap over uniform sampling "
-                         "with exact gaps, equal curvatures)")
+            parts.append(f"χ(ĝ)³ = {snap.chi_cubed:.2f} (Thm. 2's gain of gap over uniform sampling if "
+                         "these stale estimates were the exact gaps and the curvatures were equal)")
         parts.append("dashed line: last block")
         self.info.object = _bold(" · ".join(parts))
 
