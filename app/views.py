@@ -856,7 +856,9 @@ def _sampler_words(snap, st) -> str:
     name = st.sampling or snap.config.get("sampling", "")
     if name == "gap":
         p = float(snap.config.get("gap_power", 1.0) or 1.0)
-        return "gap sampling (P ∝ ĝᵢ)" if p == 1.0 else f"gap sampling with power p = {p:g} (P ∝ ĝᵢ<sup>p</sup>)"
+        if p == 1.0:
+            return "gap sampling (P ∝ ĝᵢ)"
+        return f"gap sampling with power p = {p:g} (P ∝ ĝᵢ<sup>p</sup>)"
     return SAMPLER_WORDS.get(name, name or "the sampler")
 
 

@@ -215,9 +215,11 @@ def test_checker_finds_the_old_wrong_citations():
         "toy t": "Paper: App. C, Eq. (22) (t >= Ω(min{K, 1/(nε)})).",
         "box": "at the optimal β_u = [v − ub]_+ (Paper: Eq. (3)\n    negated; App. H, Eq. (38)).",
         "app": "Paper: App. L.", "fig": "as in Fig. 9 of the paper", "line": "(Paper: Alg. 4 line 40)",
-        "theory": "C_f^(i) <= 4 R_i² / (λ n²) with R_i.\n\n    Paper: Sec. 3.1 (estimate used for Fig. 1c) and App. D",
+        "theory": "C_f^(i) <= 4 R_i² / (λ n²) with R_i.\n\n    Paper: Sec. 3.1 (estimate used for "
+                  "Fig. 1c) and App. D",
         "theorem 3": "Theorem 3 keeps convergence; its proof (App. E) covers",
-        "config": "Paper: Sec. 3 (gap sampling, pairwise/away steps, caching), App. B (gap checks).", "alg": "Paper: Alg. 10.", "sec": "Sec. 3.7 says",
+        "config": "Paper: Sec. 3 (gap sampling, pairwise/away steps, caching), App. B (gap checks).",
+        "alg": "Paper: Alg. 10.", "sec": "Sec. 3.7 says",
     }
     for where, text in old.items():
         assert check_text(where, text), where
