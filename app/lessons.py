@@ -40,17 +40,22 @@ $$\min_w \; \frac{\lambda}{2}\|w\|^2 + \frac1n \sum_{i=1}^n \max_{y \in \mathcal
 $$H_i(y;w) = L_i(y) - \langle w, \psi_i(y)\rangle,$$
 
 with $\psi_i(y) = \phi(x_i, y_i) - \phi(x_i, y)$. The inner max is the **max oracle**
-(loss-augmented decoding). Its **dual** has one simplex per training example (a *block*):
+(loss-augmented decoding). The paper writes the **dual** as a minimization (Eq. (3): $f$ is the
+negative of a Fenchel dual), with one simplex per training example (a *block*):
 
 $$\min_{\alpha \ge 0} \; f(\alpha) = \frac{\lambda}{2}\|A\alpha\|^2 - b^\top\alpha \quad \text{s.t.}\; \sum_{y} \alpha_i(y) = 1 \;\; \forall i,$$
 
-and $w(\alpha) = A\alpha$. The solver stores only $w$ and, per block, $w_i$ and $\ell_i$.
+and $w(\alpha) = A\alpha$. The plots show the dual *value* $D(\alpha) = -f(\alpha) = \ell - \frac{\lambda}{2}\|w\|^2$
+(with $\ell = b^\top\alpha$), which lies below the primal at every $w$. The solver stores only
+$w$ and, per block, $w_i$ and $\ell_i$.
 """,
         views=("primal_dual", "gap"),
         setup={"dataset": "ocr-small", "sampling": "uniform", "step_kind": "fw", "cache": False},
         code=("corner", "dual_objective"),
-        try_this="Press **Run**: the dual (blue) rises, the primal (red, at gap checks) falls; "
-                 "their difference is the duality gap, shown on the right in log scale.",
+        try_this="Press **Run**: the dual value $D = -f$ (blue) never falls (each step's line "
+                 "search decreases $f$, or leaves it at γ = 0); the primal (red, at gap checks) comes down overall but "
+                 "may rise between two checks: only the dual is monotone. Their difference is the "
+                 "duality gap, shown on the right in log scale.",
     ),
     Lesson(
         "2 · One block-coordinate Frank-Wolfe step",
@@ -67,7 +72,14 @@ $$\gamma = \mathrm{clip}_{[0,1]}\Big(\frac{g_i}{\lambda\|w_i - w_s\|^2}\Big),$$
 $$w_i \leftarrow (1-\gamma) w_i + \gamma w_s, \qquad w \leftarrow w + \Delta w_i .$$
 
 The line search is exact because $f$ is quadratic. $g_i$ is the **block gap**: a by-product of
-the oracle call that measures how far block $i$ is from optimal.
+the oracle call that measures how far block $i$ is from optimal. If $g_i \le 0$ the step has
+$\gamma = 0$ and nothing moves.
+
+On the box datasets (horse, pose; App. H, Alg. 9) the solver keeps the *untruncated*
+$v = \sum_i v_i$ and uses $w = \mathrm{clip}(v)$: the gap and $\gamma$ use $v_i$ and $v_s$ in place of
+$w_i$ and $w_s$, against the clipped $w$. That $\gamma$ is exact for the dual with the box
+multipliers $\beta$ held fixed; re-clipping afterwards lowers $f$ further, so the "dual
+improvement" the anatomy shows is a lower bound there.
 """,
         views=("anatomy",),
         setup={"dataset": "ocr-small", "sampling": "uniform", "step_kind": "fw", "cache": False},
@@ -80,7 +92,7 @@ the oracle call that measures how far block $i$ is from optimal.
         "3 · The duality gap is a sum of block gaps",
         r"""
 The Frank-Wolfe gap equals the Lagrange duality gap between primal and dual, and it splits over
-blocks (Eq. (4)-(6)):
+blocks (Eq. (5)-(7)):
 
 $$g(\alpha) = \sum_{i=1}^n g_i(\alpha),$$
 
@@ -94,35 +106,53 @@ for free at every step.
         setup={"sampling": "uniform"},
         code=("exact_gap", "block_gap"),
         try_this="Run a few passes, then press **Compute exact gaps**: the red dashes are the exact "
-                 "$g_i$, the bars the estimates remembered from each block's last visit.",
+                 "$g_i$, the bars the estimates $\\hat g_i$ remembered from the last time each gap was "
+                 "computed (the block's last oracle call, or the last exact gap pass). An estimate is "
+                 "the gap *before* that block's step: right after a large step it overestimates the "
+                 "block's gap, and between gap passes $\\sum_i \\hat g_i$ is no bound on the duality "
+                 "gap (Fig. 1b: it can be far above or below it).",
     ),
     Lesson(
         "4 · Gap sampling and staleness",
         r"""
 Sec. 3.1: sample blocks in proportion to their gap estimates,
-$p_i \propto g_i(\alpha^{(k_i)})$, where $k_i$ is the last iteration block $i$ was visited.
-With exact gaps, Theorem 2 bounds the rate by
+$p_i \propto g_i(\alpha^{(k_i)})$, where $k_i$ is the last iteration at which gap $i$ was
+computed (Alg. 2): a step on block $i$ that called the max oracle, or an exact gap pass, which
+refreshes every $k_i$ (a cache hit, page 6, does not). Before its first visit a block's
+estimate is $+\infty$ (Alg. 2 line 1), so the first draws are uniform over the unvisited blocks.
 
-$$\mathbb{E} f(\alpha^{(k)}) - f^* \le \frac{2n}{k + 2n}\Big(C_f^\otimes \,\frac{\chi(C_f^{(:)})}{\chi(g_{:})^{3}} + h_0\Big),$$
+Theorem 2 assumes **exact** gaps at every step (not the stale estimates) and bounds
 
-$$\chi(x) = \sqrt{1 + n^2 \operatorname{Var}[x / \|x\|_1]},$$
+$$\mathbb{E} f(\alpha^{(k)}) - f^* \le \frac{2n}{k + 2n}\big(C_f^\otimes \,\chi^\otimes + h_0\big),
+\qquad \chi^\otimes \ge \max_k \mathbb{E}\Big[\frac{\chi(C_f^{(:)})}{\chi(g_{:}(\alpha^{(k)}))^{3}}\Big],$$
 
-so non-uniform gaps ($\chi(g)$ large) mean faster convergence than uniform sampling. But the
-estimates get **stale**: the bar colours show how many iterations ago each $g_i$ was computed.
+$$\chi(x) = \sqrt{1 + n^2 \operatorname{Var}[x / \|x\|_1]} \in [1, \sqrt n],$$
+
+where uniform sampling has $C_f^\otimes$ alone (Theorem 1). The constant is better only when
+$\chi(g)^3 > \chi(C_f)$ along the run: always when the curvatures are equal ($\chi(C_f) = 1$),
+otherwise when the gaps are non-uniform enough (at worst $\chi(g) \ge n^{1/6}$, App. E). It is a
+bound for exact gaps, not a promise for every run; the sampler here draws from the stored
+estimates, which Theorem 2 does not cover. The estimates get **stale**: the bar colours show how many iterations ago each $g_i$ was computed.
 An exact gap pass every 10 passes refreshes them all (the paper's default; never refreshing —
-"Gap Inf" — underestimates the gap and stalls).
+"Gap Inf" — makes the estimates underestimate the gap and the run stalls).
+
+The app's setting $p$ samples $p_i \propto \hat g_i^{\,p}$; the paper uses $p = 1$ only, and
+Theorem 2 covers $p = 1$ with exact gaps: other values are an experiment, with no guarantee.
 """,
         views=("blocks",),
         setup={"sampling": "gap", "gap_power": 1.0, "step_kind": "fw", "cache": False},
         code=("gap_sampling_probabilities", "sample_block", "max_oracle_corner"),
         try_this="Run with gap sampling, **Add run to comparison**, switch to uniform sampling and "
-                 "run again: the Convergence tab overlays both. Try the gap check 'never (Gap Inf)'.",
+                 "run again: the Convergence tab overlays both. Try the gap check 'never (Gap Inf)' "
+                 "(it also turns the cache of page 6 off: a cache hit needs a full gap $g^{(k_0)}$).",
     ),
     Lesson(
         "5 · Pairwise and away steps",
         r"""
-FW steps can only add mass to corners, so BCFW zig-zags near a sparse optimum. A block
-**pairwise** step (Alg. 3, BCPFW) moves mass from the **away corner**
+A FW step moves block $i$ to $(1-\gamma)\alpha_i + \gamma e_{y^*}$: it shrinks *every* atom
+by the same factor $(1-\gamma)$ and cannot take mass from one bad atom alone (Sec. 3.2). To
+remove a bad labelling it must shrink the good ones with it, so near a sparse optimum BCFW
+zig-zags. A block **pairwise** step (Alg. 3, BCPFW) moves mass from the **away corner**
 $y_i^a = \arg\min_{y \in S_i} H_i(y; w)$ — the worst labelling of the active set
 $S_i = \{y : \alpha_i(y) > 0\}$ — to the FW corner:
 
@@ -131,6 +161,12 @@ $$\gamma = \mathrm{clip}_{[0,\, \alpha_i(y^a)]}\Big(\frac{\lambda(w_a - w_s)^\to
 When $\gamma$ hits $\alpha_i(y^a)$ the away atom leaves the active set (a **drop step**). The
 away-step variant (BCAFW, Alg. 4) takes either the FW or the away direction. These need the
 dual variables $\alpha_i$ explicitly (the active sets).
+
+What is proven: App. G shows a geometric decrease in expectation for BCPFW and BCAFW only at
+iterates where **no block could take a drop step** (a drop step's γ is cut at $\alpha_i(y^a)$,
+which can be tiny). Unlike the batch algorithms, one block that could drop can spoil this at
+every iteration, so no global linear rate is proven; the paper observes it empirically for
+large enough λ.
 """,
         views=("anatomy", "cache"),
         setup={"step_kind": "pairwise", "cache": False},
@@ -146,30 +182,52 @@ $y_i^c = \arg\max_{y \in C_i} H_i(y; w)$ is cheap; use it when its gap is large 
 
 $$\hat g_i^{(k)} \;\ge\; \max\Big(F\, g_i^{(k_i)},\; \frac{\nu}{n}\, g^{(k_0)}\Big),$$
 
-the local term comparing with the block's last true gap, the global term with the last full gap
-$g^{(k_0)}$. Otherwise call the max oracle (a **miss**). Theorem 3 keeps convergence
-(slower by $\tilde\nu = \nu/n$ in steps, but steps are cheaper). Defaults: $F = 0.25$,
+the local term comparing with the block's last true gap $g_i^{(k_i)}$, the global term with the
+last full gap $g^{(k_0)}$. Otherwise call the max oracle (a **miss**). Defaults: $F = 0.25$,
 $\nu = 0.01$.
+
+**No hit before the first exact gap pass.** Alg. 5 starts with $g^{(0)} = +\infty$, so the
+threshold is infinite and every step misses until the first exact gap pass sets $g^{(k_0)}$
+(with gap checks every 10 passes: a hit rate of 0 for passes 1–10, then typically most steps
+hit). With gap checks set to "never" the cache never hits.
+
+**A hit changes no estimate.** On a hit, $g_i^{(k_i)}$ and $k_i$ stay as they were (Alg. 5
+updates them only on a miss), so gap sampling with a cache draws from staler estimates.
+
+**Theorem 3 is a safety net, not a trade-off.** It bounds
+$\mathbb{E} f(\alpha^{(k)}) - f^* \le \frac{2n}{\tilde\nu k + 2n}\big(\frac{C_f^\otimes}{\tilde\nu} + h_0\big)$
+with $\tilde\nu = \nu/n$: with $\nu = 0.01$, $1/\tilde\nu = 100n$ — a worst case that still
+converges, not a prediction of the speed. Its proof (App. F) covers BCFW with uniform sampling
+only; pairwise steps and gap sampling with a cache are not covered.
 """,
         views=("cache",),
-        setup={"cache": True, "cache_factor": 0.25, "cache_nu": 0.01},
+        setup={"cache": True, "cache_factor": 0.25, "cache_nu": 0.01, "gap_check": 10.0,
+               "sampling": "gap", "step_kind": "fw"},
         code=("fw_corner", "cache_corner", "cache_hit_rule", "trim_cache"),
-        try_this="Run with the cache on: the hit rate climbs as the cache fills. Raise F to 2 "
-                 "(hits become rare) or lower both F and ν to 1e-3 (almost always hits).",
+        try_this="Run with the cache on: the hit rate is 0 until the first exact gap pass (pass 10), "
+                 "then jumps. Raise F to 2 (hits become rare) or lower both F and ν to 1e-3 (almost "
+                 "always hits once $g^{(k_0)}$ is known).",
     ),
     Lesson(
         "7 · A toy example where adaptivity wins n-fold",
         r"""
-App. C builds one **hard** object whose optimum spreads the dual mass over $K$ labels — it needs
-about $t = \min(K, 1/(n\varepsilon))$ FW steps — and $n-1$ **easy** objects that are all solved
-by one step on any of them. All curvature constants are equal, so curvature (or Lipschitz)
-sampling cannot tell hard from easy: it needs about $n\,t$ oracle calls. Gap sampling visits the
-easy objects once and then only the hard one: about $n + t$ calls,
+App. C builds one **hard** object whose optimum spreads the dual mass over $K$ labels and
+$n-1$ **easy** objects that are all solved by one step on any of them. After $t < K$ FW steps
+the hard block's gap is at least $1/(2nt)$, so a duality gap $\varepsilon$ needs about
+$t \approx \min(K, 1/(2n\varepsilon))$ steps on it (Eq. (16): $t \ge \Omega(\min\{K, 1/(n\varepsilon)\})$).
+All curvature constants are equal (Eq. (18)-(19)), so curvature sampling is uniform sampling: it
+cannot tell hard from easy and needs about $n\,t$ oracle calls. Lipschitz sampling is worse:
+the $\ell_2$ Lipschitz constants are $K/n$ for an easy block and $1/(2n)$ for the hard one, so
+it draws the hard block with probability $1/(1 + 2K(n-1))$ and needs about $2K(n-1)\,t$ calls.
+Gap sampling visits the easy objects once and then only the hard one: about $n + t$ calls,
 
-$$\text{speed-up} \approx \min(n, K, 1/(n\varepsilon)).$$
+$$\text{speed-up over uniform} \approx \frac{n\,t}{n + t} \approx \min(n, t),$$
+
+the paper's $\min(n, K, 1/(n\varepsilon))$ up to constants.
 """,
         views=("toy",),
-        setup={},
+        setup={"dataset": "toy", "sampling": "gap", "step_kind": "fw", "cache": False,
+               "gap_check": 10.0},
         try_this="Press **Run comparison**; change n and K. 'Step this problem in the solver' loads "
                  "it into the main session (labels are shown as numbers; block 0 is the hard one).",
     ),
@@ -177,12 +235,16 @@ $$\text{speed-up} \approx \min(n, K, 1/(n\varepsilon)).$$
         "8 · The regularization path",
         r"""
 Sec. 4: instead of solving for one $\lambda$, compute an **$\varepsilon$-approximate path**:
-for every $\lambda \ge \lambda_{\min}$ a $w(\lambda)$ with duality gap $\le \varepsilon$. It starts at
-$\lambda^\infty$, where the dual point $\alpha_i = e_{\tilde y_i}$,
-$\tilde y_i = \arg\max_y L_i(y)$, is already $\kappa\varepsilon$-optimal (Alg. 6), and walks
-down breakpoints $\lambda_{j+1} = \rho_{j+1} \lambda_j$.
+for every $\lambda \ge \lambda_{\min}$ a $w(\lambda)$ with duality gap $\le \varepsilon$. The path
+is piecewise constant except for its **first piece, which is linear**: the dual point
+$\alpha_i^\infty = e_{\tilde y_i}$, $\tilde y_i = \arg\max_y L_i(y)$ (the max oracle at $w = 0$),
+with $\lambda^\infty = \frac1\varepsilon\big(\|\tilde\psi\|^2 + \frac1n\sum_i\theta_i\big)$ makes
+$w(\lambda) = \frac{\lambda^\infty}{\lambda}\, w^\infty$ $\varepsilon$-approximate for every
+$\lambda \ge \lambda^\infty$ (Sec. 4, Alg. 6). Below $\lambda^\infty$ the path walks down
+breakpoints $\lambda_{j+1} = \rho_{j+1} \lambda_j$.
 
-**Proposition 1.** Keep $w$ and move every $\alpha_i$ towards its ground truth,
+**Proposition 1.** *Assume* $L_i(y_i) = 0$ for every $i$ (no loss on the ground truth; then
+$H_i(y_i; w) = 0$ and $\psi_i(y_i) = 0$). Keep $w$ and move every $\alpha_i$ towards its ground truth,
 $\alpha_i(y) \leftarrow \rho\,\alpha_i(y)$ for $y \ne y_i$, with $\rho = \lambda_{\text{new}}/\lambda$. Then
 $w$ is unchanged and the gap at the new $\lambda$ is known without any oracle call:
 
@@ -203,6 +265,10 @@ against the work per breakpoint; the paper uses $\kappa = 0.9$.
 The **heuristic path** (App. K, $\kappa = 0.7$) stops each solve on the stale gap estimates
 $\sum_i \hat g_i \le \kappa\varepsilon$ (no exact gap pass): cheaper, but without a certificate —
 its true gap (purple triangles) can exceed $\varepsilon$.
+
+On the box datasets (horse, pose: $w = \mathrm{clip}(v)$, App. H) Proposition 1 also needs the
+bounds to be 0 (or infinite): otherwise the dual's box term $\lambda(\beta_u^\top ub - \beta_l^\top lb)$
+changes with $\lambda$ and the gap formula above no longer holds, so the path refuses other bounds.
 """,
         views=("path",),
         setup={"dataset": "ocr-small", "sampling": "gap", "step_kind": "fw", "cache": False},

@@ -59,6 +59,12 @@ LESSON_TITLES = [lesson.title.split("·", 1)[-1].strip() for lesson in LESSON_PA
 LESSON_OF = {"dataset": 1, "lam": 1, "sampling": 4, "gap_power": 4, "gap_check": 4, "step_kind": 5,
              "cache": 6, "cache_factor": 6, "cache_nu": 6, "cache_size": 6}
 
+#: what a setting's tooltip adds about the paper (before the lesson page it names)
+SETTING_NOTES = {
+    "gap_power": "The paper uses p = 1 only (Alg. 2: P(i) ∝ ĝᵢ), and Theorem 2 covers p = 1 with exact "
+                 "gaps; p ≠ 1 is an experiment of this app, with no guarantee.",
+}
+
 #: projector mode's stylesheet for widgets, the tabs and the status line (inside their shadow roots)
 PROJECTOR_CSS = """
 .bk-btn, .bk-input, select, input, label, .bk-tab, .bk-input-group { font-size: 18px !important; }
@@ -68,8 +74,10 @@ PROJECTOR_CSS = """
 
 #: tooltips of the buttons (what each does; Pause vs Stop)
 TOOLTIPS = {
-    "step": "One block step: draw a block with the chosen sampler, call its max oracle (or the "
-            "cache), move its dual variables towards the FW corner. Pauses a run. (Lessons, page 2)",
+    "step": "One block step: draw a block with the chosen sampler, call its max oracle (or use the "
+            "cache), then take the chosen step kind: a FW step moves the block towards the FW corner, "
+            "a pairwise step moves mass from the away corner to it, an away step moves mass away "
+            "from the away corner (γ = 0: nothing moves). Pauses a run. (Lessons, pages 2 and 5)",
     "step_n": "N block steps at the chosen speed, then pause.",
     "run": "Run until the pass budget at the chosen speed. While running this button is Pause: "
            "the run stops but stays resumable (Run continues it).",
@@ -259,7 +267,9 @@ class GapLabApp(pn.viewable.Viewer):
         for pname, page in LESSON_OF.items():   # tooltips say where the lessons explain a setting
             wdg = self.widgets.get(pname)
             if wdg is not None and "description" in wdg.param:
-                wdg.description = (f"{wdg.description or ''} — explained in the Lessons tab, page {page}: "
+                base = (wdg.description or "").rstrip(" .")
+                text = " ".join(t for t in (base + "." if base else "", SETTING_NOTES.get(pname, "")) if t)
+                wdg.description = (f"{text} — explained in the Lessons tab, page {page}: "
                                    f"“{LESSON_TITLES[page - 1]}”.").lstrip(" —")
         wd = self.widgets
         _explain_invalid_lam(wd["lam"], s)

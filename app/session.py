@@ -115,7 +115,9 @@ class StepInfo:
     note: str = ""                      # toy: "hard block" / "easy block"
     probability: float = math.nan      # P(i) of the draw (known for a single Step), else NaN
     sampling: str = ""                  # the sampler that drew the block
-    gap_prev: float = math.nan          # the block's estimate ĝᵢ before the step (NaN: unvisited)
+    gap_prev: float = math.nan          # the block's estimate ĝᵢ before the step (+inf: unvisited)
+    unvisited: int = -1                 # blocks with ĝ = +inf when the block was drawn (-1: unknown)
+    box: bool = False                   # the model has box constraints (w = clip(v), App. H)
     # segmentation (describe_block kind "mask"): uint8 (H, W, 3) RGB overlays of the photo with
     # superpixel borders, the ground truth, the FW and the away corner (see _mask_overlays)
     overlays: tuple | None = field(default=None, repr=False)
@@ -133,17 +135,18 @@ def _takes_part(model) -> bool:
         return False
 
 
-def _pose_panels(truth, fw, away, part_names) -> dict | None:
+def _pose_panels(truth, fw, away, part_names, fw_name="FW corner") -> dict | None:
     """For a pose block (``describe_block`` kind "pose"): ``G``, ``part`` (index), ``part_name``,
     ``part_names`` (every node's name, for the part picker), ``score_map`` (float64 (G, G), read
     only), ``edges`` (int64 (N − 1, 2) child-parent pairs) and ``skeletons``: (name, key, cells
     int64 (N, 2) as (x, y), loss) for the ground truth, the FW corner and the away corner (the
-    away corner only when the step had one). None for other models."""
+    away corner only when the step had one; ``fw_name`` names the FW corner: "cache corner" on a
+    cache hit). None for other models."""
     if truth is None or "pose" not in truth:
         return None
     d = truth["pose"]
     sk = []
-    for name, key, desc in (("ground truth", "truth", truth), ("FW corner", "fw", fw), ("away corner", "away", away)):
+    for name, key, desc in (("ground truth", "truth", truth), (fw_name, "fw", fw), ("away corner", "away", away)):
         if desc is None or "pose" not in desc:
             continue
         sk.append((name, key, _frozen(np.asarray(desc["pose"]["skeleton"], dtype=np.int64)),
@@ -174,13 +177,14 @@ def loss_heat(per, weight) -> np.ndarray:
     return rgb, per > 0
 
 
-def _mask_overlays(truth, fw, away) -> tuple | None:
+def _mask_overlays(truth, fw, away, fw_name="FW corner") -> tuple | None:
     """For a segmentation block (``describe_block`` kind "mask"): (name, uint8 (H, W, 3)) pairs:
     the photo with its superpixel borders, then the ground truth, the FW corner and the away
     corner as coloured overlays (foreground tinted, wrong superpixels darkened), then the FW
     corner's per-superpixel loss as a heat map over the grey photo (each wrong superpixel filled
     with the colour of ω_p [y_p ≠ g_p] on the scale 0 … max_p ω_p, see :func:`loss_heat`; the
-    name gives the sum, L_i(y*), and the scale). None otherwise."""
+    name gives the sum, L_i(y*), and the scale; ``fw_name`` names the FW corner: "cache corner" on
+    a cache hit). None otherwise."""
     if truth is None or "mask" not in truth:
         return None
     d = truth["mask"]
@@ -191,7 +195,7 @@ def _mask_overlays(truth, fw, away) -> tuple | None:
     first = base.copy()
     first[np.asarray(d["boundaries"], dtype=bool)] = (255, 255, 0)
     out = [("photo and superpixels", first)]
-    for name, key, desc in (("ground truth", "truth", truth), ("FW corner", "fw", fw), ("away corner", "away", away)):
+    for name, key, desc in (("ground truth", "truth", truth), (fw_name, "fw", fw), ("away corner", "away", away)):
         if desc is None or "mask" not in desc:
             continue
         m = np.asarray(desc["mask"]["mask"], dtype=bool)
@@ -212,7 +216,7 @@ def _mask_overlays(truth, fw, away) -> tuple | None:
         px = wrong[seg]
         img[px] = rgb[seg[px]]
         img[np.asarray(d["boundaries"], dtype=bool) & px] *= 0.6
-        out.append((f"FW corner loss per superpixel (Σ {per.sum():.3f}; red {float(np.max(fd['loss_weight'])):.3f})",
+        out.append((f"{fw_name} loss per superpixel (Σ {per.sum():.3f}; red {float(np.max(fd['loss_weight'])):.3f})",
                     img))
     return tuple((name, _frozen(np.clip(img, 0, 255).astype(np.uint8))) for name, img in out)
 
@@ -274,6 +278,11 @@ class Snapshot:
     config: dict
     note: str = ""          # what a "loading" status is doing
     origin: str = ""        # where the solver's starting point came from ("" = a fresh start)
+    # the problem's headline test metric when it is not the test error (CoNLL: "chunk F1"),
+    # evaluated at the w of the last exact gap check's publication, and the pass it was taken at
+    test_metric_name: str = "test error"
+    test_metric: float = math.nan
+    test_metric_passes: float = math.nan
 
 
 def nonuniformity(x) -> float:
@@ -375,12 +384,14 @@ class Session(SessionSettings):
         self._note = ""
         self._origin = ""
         self._draw_p = None    # (iteration, P of the next draw) captured by a single Step
+        self._metric_cache = None   # (key of the gap check, headline test metric, its pass)
         self._snapshot = _empty_snapshot(self.session_id, self.dataset, "loading", 0, {})
         from .pathlab import PathLab
         self.path = PathLab(self)   # the regularization path of this session (own worker)
         self._update_precedence()
         self.param.watch(self._on_change, list(self.SOLVER_SETTINGS) + ["dataset"] + list(self._options_of()))
-        self.param.watch(lambda e: self._update_precedence(), ["sampling", "cache", "dataset"])
+        # a batched update (param.update of several of them) calls back with one event each
+        self.param.watch(lambda *events: self._update_precedence(), ["sampling", "cache", "dataset"])
         if load:
             self._rebuild(load_dataset=True)
 
@@ -759,7 +770,7 @@ class Session(SessionSettings):
 
     def compute_exact_gaps(self):
         """One exact gap pass (n oracle calls, counted): the duality gap, primal, dual and every
-        block gap at the current iterate (Paper: Eq. (4)-(6))."""
+        block gap at the current iterate (Paper: Eq. (5)-(7))."""
         if not self._ready("Compute exact gaps"):
             return None
         if self.running:
@@ -919,10 +930,14 @@ class Session(SessionSettings):
         image = truth.get("image")
         words = truth.get("words")
         note = truth.get("note") or (self._problem.block_note(i) if self._problem is not None else "")
+        # on a cache hit the step's corner is the cache corner y^c (Alg. 5), not a max-oracle answer
+        fw_name = "cache corner" if r.cache_hit else "FW corner"
         prob = gprev = math.nan
+        unvisited = -1
         if self._draw_p is not None and self._draw_p[0] == r.iteration:
             prob = float(self._draw_p[1][i])
             gprev = float(self._draw_p[2][i])
+            unvisited = int(np.count_nonzero(np.isposinf(self._draw_p[2])))
         self._draw_p = None
         self._last_step = StepInfo(
             iteration=r.iteration, block=i, kind=r.kind, cache_hit=r.cache_hit, drop=r.drop,
@@ -931,11 +946,12 @@ class Session(SessionSettings):
             gap_after=s.block_gap_now(i), improvement=r.improvement,
             active_set_size=r.active_set_size, truth=truth["labels"], fw_corner=fw["labels"],
             away_corner=away["labels"] if away else None,
-            overlays=_mask_overlays(truth, fw, away),
-            pose=_pose_panels(truth, fw, away, getattr(getattr(model, "data", None), "node_names", None)),
+            overlays=_mask_overlays(truth, fw, away, fw_name),
+            pose=_pose_panels(truth, fw, away, getattr(getattr(model, "data", None), "node_names", None), fw_name),
             image=_frozen(image) if image is not None else None,
             tokens=tuple(words) if words is not None and not isinstance(words, str) else None, note=note,
-            probability=prob, sampling=str(self.sampling), gap_prev=gprev)
+            probability=prob, sampling=str(self.sampling), gap_prev=gprev, unvisited=unvisited,
+            box=bool(np.size(getattr(s.S, "lb", ()))))
 
     def set_pose_part(self, part) -> None:
         """Choose the part whose score map the pose anatomy draws (an int node index, or None
@@ -993,6 +1009,26 @@ class Session(SessionSettings):
         if getattr(data, "label_names", None) is not None:
             return data.label_names
         return getattr(model, "label_names", None)
+
+    def _headline_metric(self, last) -> dict:
+        """The problem's headline test metric (e.g. CoNLL's chunk F1) when it is not the test
+        error: evaluated once per exact gap check, at the w current when the check is first
+        published (the pass it was taken at is kept with it). Call with the lock held."""
+        spec = getattr(self._problem, "spec", None)
+        name = getattr(spec, "metric", "test error")
+        if last is None or name == "test error" or self._problem.test is None:
+            return {}
+        key = (id(self._solver), last["oracle_calls"])
+        cached = self._metric_cache
+        if cached is None or cached[0] != key:
+            s = self._solver
+            try:
+                value = spec.test_metric(self._problem.model, s.w, self._problem.test)[0]
+            except Exception as exc:  # a metric that fails must not stop the solver's worker
+                self.notify(f"Could not compute the {name}: {type(exc).__name__}: {exc}", "warning")
+                value = math.nan
+            cached = self._metric_cache = (key, float(value), float(s.effective_passes))
+        return {"test_metric_name": name, "test_metric": cached[1], "test_metric_passes": cached[2]}
 
     def _publish(self):
         """Make a new immutable snapshot (call with the lock held)."""
@@ -1056,7 +1092,8 @@ class Session(SessionSettings):
             recent_steps=_frozen(rs), last_step=self._last_step, step_counts=s.step_counts(),
             has_test=self._problem.test is not None, tracks_atoms=track,
             chi_cubed=nonuniformity(gaps) ** 3, comparison=tuple(self._comparison), config=cfg,
-            note=self._note if self._status == "loading" else "", origin=self._origin)
+            note=self._note if self._status == "loading" else "", origin=self._origin,
+            **self._headline_metric(last))
 
     # ------------------------------------------------------------------ lifetime
     def close(self) -> None:

@@ -26,11 +26,13 @@ SAMPLER_LINES = {
     "curvature": "curvature: P(i) ∝ the block's curvature constant C_f^(i) (fixed weights). Here every "
                  "C_f^(i) is equal, so it is uniform sampling — with the same seed it makes the same "
                  "draws, and its curve (dashed) lies on the uniform one.",
-    "lipschitz": "lipschitz: P(i) ∝ the Lipschitz constant L_i of block i's gradient (fixed weights, "
-                 "as in non-uniform coordinate descent); like curvature sampling it cannot tell a "
-                 "solved block from an unsolved one.",
-    "gap": "gap: P(i) ∝ the block gap estimate ĝᵢ remembered from block i's last visit (stale), "
-           "refreshed by an exact gap pass every few passes (Sec. 3.1).",
+    "lipschitz": "lipschitz: P(i) ∝ the ℓ2 Lipschitz constant L_i of block i's gradient (fixed weights, "
+                 "as in non-uniform coordinate descent). Here it is worse than uniform: L_i = K/n for "
+                 "an easy block and 1/(2n) for the hard one (App. C), so the hard block is drawn with "
+                 "probability 1/(1 + 2K(n−1)) and t hard steps take about 2K(n−1)·t calls.",
+    "gap": "gap: P(i) ∝ the block gap estimate ĝᵢ from the last time gap i was computed (block i's "
+           "last oracle call or the last exact gap pass; stale), +∞ before its first visit, refreshed "
+           "by an exact gap pass every few passes (Sec. 3.1).",
     "exact_gap": "exact_gap: Theorem 2's idealized sampler: every block gap recomputed before each "
                  "draw (those n oracle calls per step are reported separately, not counted).",
 }
@@ -331,11 +333,13 @@ class ToyView:
             buttons.append(self.load_button)
         intro = pn.pane.Markdown(
             "**App. C of the paper.** Block 0 is *hard* (its optimum spreads the dual mass over K "
-            "labels, so it needs ~min(K, 1/(nε)) Frank-Wolfe steps); the n−1 *easy* blocks are "
+            "labels, so it needs t ≈ min(K, 1/(2nε)) Frank-Wolfe steps for a duality gap ε: its "
+            "smallest gap after t steps is 1/(2nt)); the n−1 *easy* blocks are "
             "all solved by one step on any of them. Curvatures are equal, so curvature sampling "
-            "= uniform sampling and visits easy blocks as often as the hard one (~n·t calls). Gap "
+            "= uniform sampling and visits easy blocks as often as the hard one (~n·t calls); "
+            "Lipschitz sampling favours the easy blocks (~2K(n−1)·t calls). Gap "
             "sampling stops visiting solved blocks (~n + t calls): a speed-up of about "
-            "min(n, K, 1/(nε)).", sizing_mode="stretch_width", styles={"font-size": "13px"})
+            "n·t/(n + t) ≈ min(n, t), the paper's min(n, K, 1/(nε)) up to constants.", sizing_mode="stretch_width", styles={"font-size": "13px"})
         self._bars_log = pn.pane.Bokeh(b, sizing_mode="stretch_width")
         self._bars_lin = pn.pane.Bokeh(bl, sizing_mode="stretch_width", visible=False)
         plots = (pn.Column if compact else pn.Row)(pn.Column(self._bars_log, self._bars_lin, sizing_mode="stretch_width"),
@@ -418,7 +422,7 @@ class ToyView:
             "<b>Speed-up vs n.</b> Uniform sampling needs about n·t calls (t steps on the hard block, "
             "each after ~n draws), gap sampling about n + t (each easy block once, then the hard one): "
             "their ratio n·t/(n+t) (dotted) is what the measured points follow; the paper's "
-            "min(n, K, 1/(nε)) (dashed) is its order of magnitude (t = min(K, ⌈1/(2nε)⌉)). "
+            "min(n, K, 1/(nε)) (dashed) is its order of magnitude (t ≈ min(K, 1/(2nε)), rounded up). "
             f"Computed in {getattr(lab, 'sweep_elapsed', 0):.1f} s.")
 
     def _run(self):

@@ -686,10 +686,11 @@ class BlockGapsView(_Base):
             ago = snap.iteration - snap.exact_block_gaps_iteration
             parts.append(f"**exact gap** g(α) = {_fmt(snap.exact_gap)} ({ago:,} iterations ago)")
         if unvisited:
-            parts.append(f"{unvisited} block(s) never visited (ĝᵢ = +∞, not drawn; visited first)")
+            parts.append(f"{unvisited} block(s) never visited (ĝᵢ = +∞, not drawn as a bar; gap "
+                         "sampling draws them first, uniformly)")
         if math.isfinite(snap.chi_cubed) and not unvisited:
-            parts.append(f"χ(ĝ)³ = {snap.chi_cubed:.2f} (Thm. 2: gain of gap over uniform sampling "
-                         "with exact gaps, equal curvatures)")
+            parts.append(f"χ(ĝ)³ = {snap.chi_cubed:.2f} (Thm. 2's gain of gap over uniform sampling if "
+                         "these stale estimates were the exact gaps and the curvatures were equal)")
         parts.append("dashed line: last block")
         self.info.object = _bold(" · ".join(parts))
 
@@ -850,35 +851,139 @@ SAMPLER_WORDS = {"gap": "gap sampling (P ∝ ĝᵢ)", "uniform": "uniform sampli
                  "permutation": "a random permutation", "maxgap": "max-gap sampling (the largest ĝᵢ)"}
 
 
-def step_sentence(snap, st) -> str:
-    """One sentence saying what the last block step did ("what just happened"), as HTML."""
-    samp = SAMPLER_WORDS.get(st.sampling or snap.config.get("sampling", ""), st.sampling or "the sampler")
+def _sampler_words(snap, st) -> str:
+    """The sampler in words; gap sampling with its power p (P ∝ ĝᵢᵖ) when p ≠ 1."""
+    name = st.sampling or snap.config.get("sampling", "")
+    if name == "gap":
+        p = float(snap.config.get("gap_power", 1.0) or 1.0)
+        if p == 1.0:
+            return "gap sampling (P ∝ ĝᵢ)"
+        return f"gap sampling with power p = {p:g} (P ∝ ĝᵢ<sup>p</sup>)"
+    return SAMPLER_WORDS.get(name, name or "the sampler")
+
+
+def _drawn_words(snap, st) -> str:
+    """How the block was drawn. Under gap sampling a block not visited yet has ĝᵢ = +∞ (Paper:
+    Alg. 2 line 1), so while unvisited blocks remain the draw is uniform over them."""
+    samp = _sampler_words(snap, st)
+    name = st.sampling or snap.config.get("sampling", "")
+    unvisited = getattr(st, "unvisited", -1)
+    if name == "gap" and (math.isinf(getattr(st, "gap_prev", math.nan)) or unvisited > 0):
+        m = unvisited if unvisited > 0 else (round(1 / st.probability) if st.probability > 0 else 0)
+        prob = f" (probability <b>{st.probability:.2g}</b>)" if math.isfinite(st.probability) else ""
+        among = f"the <b>{m:,}</b> blocks not visited yet" if m else "the blocks not visited yet"
+        return (f"was drawn uniformly among {among}{prob}: under {samp} an unvisited block has "
+                "ĝᵢ = +∞ (Alg. 2 line 1), so the first draws ignore the gaps")
     if math.isfinite(st.probability):
-        drawn = f"was drawn with probability <b>{st.probability:.2g}</b> under {samp}"
-    else:
-        drawn = f"was drawn under {samp}"
+        return f"was drawn with probability <b>{st.probability:.2g}</b> under {samp}"
+    return f"was drawn under {samp}"
+
+
+def corner_name(st) -> str:
+    """What the step used as its FW corner: the cache corner y^c on a cache hit (Alg. 5)."""
+    return "cache corner" if st.cache_hit else "FW corner"
+
+
+def _fw_row_label(st) -> str:
+    """The anatomy's label of the corner the step moved towards: on a cache hit that is the
+    cache corner y^c, not the max oracle's FW corner y* (no oracle was called)."""
     if st.cache_hit:
-        how = "the cache hit: its best cached labelling served as FW corner (no oracle call)"
+        return ("<span title='A cache hit: the best labelling in the cache (Alg. 5), used in place of "
+                "the FW corner; the max oracle was not called'>cache corner y<sup>c</sup></span>")
+    return "FW corner y*"
+
+
+def step_sentence(snap, st) -> str:
+    """One sentence saying what the last block step did ("what just happened"), as HTML.
+
+    Exact in the cases students ask about: a step with γ = 0 moves nothing; on a cache hit the
+    stored estimate g_i^(k_i) is unchanged (Paper: Alg. 5 updates it only on a miss) and the gap
+    computed at the step is the cache corner's; on the first pass of gap sampling the draw is
+    uniform over the unvisited blocks (ĝ = +∞, Alg. 2 line 1); with gap power p, P ∝ ĝᵢᵖ."""
+    drawn = _drawn_words(snap, st)
+    if st.cache_hit:
+        how = ("the cache hit: the best cached labelling, the cache corner y<sup>c</sup>, served as FW "
+               "corner (no oracle call)")
     elif snap.config.get("cache"):
         how = "the cache missed, so the max oracle was called"
     else:
         how = "the max oracle was called"
+    cname = corner_name(st)
     wrong = sum(a != b for a, b in zip(st.fw_corner, st.truth)) + abs(len(st.fw_corner) - len(st.truth))
-    corner = ("the FW corner is the ground truth itself" if wrong == 0 else
-              f"the FW corner differs from the ground truth in {wrong} of {len(st.truth)} position(s)")
+    corner = (f"the {cname} is the ground truth itself" if wrong == 0 else
+              f"the {cname} differs from the ground truth in {wrong} of {len(st.truth)} position(s)")
     g = f"γ = <b>{_fmt(st.gamma, '.2g')}</b>"
-    if st.kind == "pairwise":
-        move = f"a pairwise step with {g} moved mass from the away corner to the FW corner"
+    if not st.gamma > 0:
+        if st.kind == "pairwise":
+            same = st.away_corner is not None and tuple(st.away_corner) == tuple(st.fw_corner)
+            why = (f"the {cname} is the away corner" if same else
+                   "the pairwise direction does not decrease f (its gap ⟨−∇ᵢf, d⟩ ≤ 0)")
+            move = f"a pairwise step with {g} moved nothing: {why}"
+        elif st.kind == "away":
+            move = f"an away step with {g} moved nothing (its direction does not decrease f)"
+        else:
+            move = (f"a FW step with {g} moved nothing: the gap towards the {cname} is ≤ 0, so block "
+                    f"{st.block} is already optimal for that direction")
+    elif st.kind == "pairwise":
+        move = f"a pairwise step with {g} moved mass from the away corner to the {cname}"
     elif st.kind == "away":
-        move = f"an away step with {g} moved mass away from the away corner"
+        move = f"an away step with {g} moved mass away from the away corner (onto the other atoms)"
     else:
-        move = f"a FW step with {g} moved the block towards the FW corner"
+        move = f"a FW step with {g} moved the block towards the {cname}"
     if st.drop:
         move += " and dropped the away atom from the active set"
-    before = (f"{_gap_word(st.gap_prev)} (estimate) / {_gap_word(st.gap_before)} (at the step)"
-              if math.isfinite(st.gap_prev) else _gap_word(st.gap_before))
+    after = f"<b>{_gap_word(st.gap_after)}</b>"
+    if st.cache_hit:
+        est = (f"its stored estimate g<sub>i</sub><sup>(k<sub>i</sub>)</sup> = {_gap_word(st.gap_before)} "
+               "stays unchanged (a hit updates neither it nor k<sub>i</sub>)")
+        comp = {"fw": "the cache corner's gap at the step was",
+                "pairwise": "the step's direction gap ⟨−∇ᵢf, d⟩ (cache corner minus away corner) was",
+                }.get(st.kind, "the step's direction gap ⟨−∇ᵢf, d⟩ was")
+        gaps = f"{est}; {comp} {_gap_word(st.direction_gap)}; after the step the block gap is {after}"
+    elif math.isfinite(getattr(st, "gap_prev", math.nan)):
+        gaps = (f"its block gap went from {_gap_word(st.gap_prev)} (the stored estimate ĝᵢ) / "
+                f"{_gap_word(st.gap_before)} (computed at the step) to {after}")
+    else:
+        gaps = f"its block gap went from {_gap_word(st.gap_before)} to {after}"
     return (f"<b>What just happened:</b> block <b>{st.block}</b> {drawn}; {how}; {corner}; {move}; "
-            f"its block gap went from {before} to <b>{_gap_word(st.gap_after)}</b>.")
+            f"{gaps}.")
+
+
+# the anatomy's row labels, with what students get wrong on hover
+_TIP_BEFORE = (
+    "<span title='The block gap g_i computed by this step&#39;s oracle call. The estimate stored for "
+    "gap sampling is this gap *before* the step: right after a large step it overestimates the "
+    "block&#39;s gap, and the sum of the stored estimates bounds nothing (Fig. 1b).'>"
+    "block gap before g<sub>i</sub></span>")
+_TIP_BEFORE_HIT = (
+    "<span title='A cache hit updates neither g_i^(k_i) nor k_i (Alg. 5 updates them only on a miss): "
+    "gap sampling with a cache draws from staler estimates.'>stored estimate "
+    "g<sub>i</sub><sup>(k<sub>i</sub>)</sup></span>")
+_TIP_DIRECTION_HIT = (
+    "<span title='The gap towards the cache corner, ĝ_i = ⟨−∇_i f, e_c − α_i⟩ (Alg. 5 line 8): the "
+    "cache hit rule compares it with max(F g_i^(k_i), (ν/n) g^(k_0)).'>cache corner&#39;s gap "
+    "⟨−∇<sub>i</sub>f, d⟩</span>")
+_TIP_IMPROVEMENT_BOX = (
+    "<span title='Box constraints (App. H): w = clip(v); the gap and γ use the untruncated v_i. γ is "
+    "exact for the dual with the box multipliers β held fixed, and γg − γ²λ‖d‖²/2 is the decrease at "
+    "fixed β: re-clipping w afterwards lowers f further, so this is a lower bound on the true "
+    "decrease.'>dual improvement (≥, box)</span>")
+
+
+def status_test_words(snap) -> str:
+    """The status line's test number: the problem's headline metric (CoNLL: chunk F1, with the
+    pass it was evaluated at) when it has one, else the test error at the last exact check."""
+    name = getattr(snap, "test_metric_name", "test error")
+    value = getattr(snap, "test_metric", math.nan)
+    if name != "test error":
+        if not math.isfinite(value):
+            return ""
+        at = getattr(snap, "test_metric_passes", math.nan)
+        when = f" @ {at:.1f} passes" if math.isfinite(at) else ""
+        return f" · test {html.escape(name)} <b>{100 * value:.2f}%</b>{when}"
+    if math.isfinite(snap.exact_test_error):
+        return f" · test error {100 * snap.exact_test_error:.2f}%"
+    return ""
 
 
 class AnatomyView(_Base):
@@ -912,11 +1017,12 @@ class AnatomyView(_Base):
                                   sizing_mode=None if not stacked else "stretch_width",
                                   styles={"font-size": "14px", "overflow": "hidden"})
         layout = pn.Column if stacked else pn.Row
-        # "what just happened": one sentence about the last step, under it
+        # "what just happened": one sentence about the last step, under it (a long one, e.g. a
+        # cache hit's, scrolls rather than being cut off)
         self.sentence = LiveHTML("", sizing_mode="stretch_width", margin=(0, 10),
-                                     height=44 if not compact else 120,
+                                     height=64 if not compact else 120,
                                      css_classes=["gaplab-sentence"],
-                                     styles={"font-size": "13.5px", "overflow": "hidden",
+                                     styles={"font-size": "13.5px", "overflow-x": "hidden", "overflow-y": "auto",
                                              "background": "#f4f7fa", "border-left": "4px solid #1f3b57",
                                              "padding": "2px 8px"})
         self.panel = pn.Column(self.part_picker, layout(self.word, self.table, sizing_mode="stretch_width"),
@@ -985,7 +1091,7 @@ class AnatomyView(_Base):
         label = ("<td style='vertical-align:top;text-align:right;padding:3px 8px 0 0;color:#555;"
                  "font-size:12.5px;white-space:nowrap;width:96px'>{}</td>")
         rows = [("ground truth y<sub>i</sub>", "gaplab-gold", chunk_row_html(st.tokens, st.truth))]
-        rows.append(("FW corner y*", "gaplab-fw", chunk_row_html(st.tokens, st.fw_corner, st.truth)))
+        rows.append((_fw_row_label(st), "gaplab-fw", chunk_row_html(st.tokens, st.fw_corner, st.truth)))
         if st.away_corner is not None:
             rows.append(("away corner y<sup>a</sup>", "gaplab-away",
                          chunk_row_html(st.tokens, st.away_corner, st.truth)))
@@ -997,7 +1103,7 @@ class AnatomyView(_Base):
             f"<div style='font-weight:600;font-size:15px;margin-bottom:4px'>Anatomy of the last step: "
             f"block <span class='gaplab-block'>{st.block}</span>{note} "
             f"<span style='font-weight:normal;font-size:12.5px;color:#555'>({len(st.truth)} words; "
-            f"FW corner: {errs[0]} wrong tag(s)"
+            f"{corner_name(st)}: {errs[0]} wrong tag(s)"
             + (f", away corner: {errs[1]}" if len(errs) > 1 else "") + ")</span></div>"
             f"<table style='border-collapse:collapse;font-size:12.5px;width:100%'>{body}</table>"
             "<div style='color:#666;font-size:11.5px;margin-top:2px'>box: a chunk (B-X starts a chunk of "
@@ -1041,7 +1147,7 @@ class AnatomyView(_Base):
             f"parts on a {pose['G']}×{pose['G']} grid; score map of "
             f"<b class='gaplab-part'>{html.escape(pose['part_name'])}</b>)</span></div>"
             f"<div style='overflow-x:auto'><table><tr>{cells}</tr></table></div>"
-            "<div style='color:#666;font-size:12px'>gold: ground truth; blue: FW corner; pink: away corner; "
+            f"<div style='color:#666;font-size:12px'>gold: ground truth; blue: {corner_name(st)}; pink: away corner; "
             "ring: the part whose score map is shown (bright: high score)</div>")
 
     def _draw_masks(self, snap, st):
@@ -1063,9 +1169,9 @@ class AnatomyView(_Base):
             f"block <span class='gaplab-block'>{st.block}</span>{note} "
             f"<span style='font-weight:normal;font-size:12.5px;color:#555'>({len(st.truth)} superpixels)</span></div>"
             f"<div style='overflow-x:auto'><table style='width:100%;table-layout:fixed'><tr>{cells}</tr></table></div>"
-            "<div style='color:#666;font-size:11.5px;line-height:1.25'>yellow: true horse; blue: FW corner; "
+            f"<div style='color:#666;font-size:11.5px;line-height:1.25'>yellow: true horse; blue: {corner_name(st)}; "
             "pink: away corner; darkened: wrong label (adds loss). Loss heat map: what each wrong superpixel "
-            "of the FW corner adds to its loss, ω<sub>p</sub> = area / (2 · area of its true class), light "
+            f"of the {corner_name(st)} adds to its loss, ω<sub>p</sub> = area / (2 · area of its true class), light "
             "yellow → dark red (the image's largest ω<sub>p</sub>); they sum to the loss</div>")
 
     def _draw_tokens(self, snap, st):
@@ -1098,7 +1204,7 @@ class AnatomyView(_Base):
 
         rows.append("<tr>" + label.format("ground truth y<sub>i</sub>")
                     + "".join(self._cell(st.truth[t], "#222", size) for t in range(show)) + "</tr>")
-        rows.append(row("FW corner y*", st.fw_corner))
+        rows.append(row(_fw_row_label(st), st.fw_corner))
         if st.away_corner is not None:
             rows.append(row("away corner y<sup>a</sup>", st.away_corner))
         more = f" (first {show} of {T} tokens)" if show < T else ""
@@ -1122,10 +1228,13 @@ class AnatomyView(_Base):
             ("step kind", st.kind + (" (drop step)" if st.drop else "")),
             ("γ (step size)", f"{_fmt(st.gamma, '.4g')} &nbsp;(γ<sub>max</sub> = {_fmt(st.gamma_max, '.4g')})"),
             ("oracle", hit),
-            ("block gap before g<sub>i</sub>", _fmt_gap(st.gap_before) + (" (stale estimate)" if st.cache_hit else "")),
-            ("direction gap ⟨−∇<sub>i</sub>f, d⟩", _fmt_gap(st.direction_gap)),
+            (_TIP_BEFORE_HIT if st.cache_hit else _TIP_BEFORE,
+             _fmt_gap(st.gap_before) + (" (stale, unchanged)" if st.cache_hit else "")),
+            (_TIP_DIRECTION_HIT if st.cache_hit and st.kind == "fw" else "direction gap ⟨−∇<sub>i</sub>f, d⟩",
+             _fmt_gap(st.direction_gap)),
             ("block gap after (diagnostic)", _fmt_gap(st.gap_after)),
-            ("dual improvement", _fmt(st.improvement, ".3e")),
+            (_TIP_IMPROVEMENT_BOX if getattr(st, "box", False) else "dual improvement",
+             _fmt(st.improvement, ".3e")),
         ]
         if st.active_set_size >= 0:
             items.append(("active set |S<sub>i</sub>|", str(st.active_set_size)))
@@ -1245,7 +1354,7 @@ class StatusView(_Base):
         rate = f" · {snap.steps_per_s:,.0f} steps/s" if snap.status == "running" and snap.steps_per_s else ""
         exact = (f"exact gap <b>{_fmt(snap.exact_gap)}</b> @ {snap.exact_passes:.1f} passes"
                  if math.isfinite(snap.exact_gap) else "exact gap –")
-        test = (f" · test error {100 * snap.exact_test_error:.2f}%" if math.isfinite(snap.exact_test_error) else "")
+        test = status_test_words(snap)
         if snap.origin:
             test += f" · λ = <b>{snap.lam:.4g}</b> <span style='color:#666'>(from the path)</span>"
         self.panel.object = (

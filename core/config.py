@@ -1,6 +1,6 @@
 """Validated solver settings and the enums of the field's terms (no magic integers).
 
-Paper: Sec. 3 (gap sampling, pairwise/away steps, caching), App. B (gap checks).
+Paper: Sec. 3 (gap sampling, pairwise/away steps, caching), Sec. 3.1 and App. D (gap checks).
 """
 from __future__ import annotations
 

@@ -116,7 +116,7 @@ class SSVM:
     n_iter_ : float
         Effective passes the fit used (oracle calls / n, exact gap passes included).
     dual_gap_ : float
-        Exact duality gap of the fitted w (Paper: Eq. (4)).
+        Exact duality gap of the fitted w (Paper: Eq. (5)).
 
     Warns
     -----

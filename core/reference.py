@@ -150,7 +150,7 @@ class StepInfo:
 
 @dataclass
 class GapPass:
-    """An exact gap pass (n oracle calls): the duality gap g = Σ_i g_i (Paper: Eq. (4)-(6)),
+    """An exact gap pass (n oracle calls): the duality gap g = Σ_i g_i (Paper: Eq. (5)-(7)),
     the primal and dual objectives (g = primal − dual), the block gaps (n,) and the FW corners."""
 
     gap: float
@@ -265,7 +265,10 @@ def line_search(g: float, direction, lam: float, gamma_max: float) -> tuple[floa
     -------
     gamma : float
     improvement : float
-        Decrease of f: γ g − γ² λ‖d‖²/2 (>= 0).
+        Decrease of f: γ g − γ² λ‖d‖²/2 (>= 0). With a box (App. H, Alg. 9 line 7) g and d are
+        taken on the untruncated v, so γ is exact for the dual f(·, β) with the box multipliers
+        β held fixed and this is the decrease at fixed β: re-truncating w = clip(v) afterwards
+        (the exact update of β) lowers f further, so it is a lower bound on the true decrease.
     """
     if g <= 0.0:
         return 0.0, 0.0
@@ -404,9 +407,17 @@ def pairwise_candidate(state: RefState, i: int, y_s, y_a) -> Candidate:
 
 def choose_step(kind: str, fw, away=None, pairwise=None) -> Candidate:
     """Which candidate a step kind takes: "fw" the FW step; "pairwise" the pairwise step;
-    "away" the away step when its gap is larger (g_i^A > g_i^FW, else FW; Paper: Alg. 4 line 12,
-    which takes the away step on a tie); "combined" the candidate with the largest improvement of
-    f (FW on ties; Paper: App. G)."""
+    "away" the away step when its gap is larger (g_i^A > g_i^FW, else FW); "combined" the
+    candidate with the largest improvement of f (FW on ties).
+
+    Paper: Alg. 4 line 12 takes the FW step only when g_i^FW > g_i^A, so on a tie it takes the
+    away step. Here a tie takes the FW step, a deliberate deviation: when the away atom carries
+    all of the block's mass (α_a = 1, e.g. at α⁰) the away direction α_i − e_a is 0, its gap is
+    0 and γ_max = α_a/(1 − α_a) is a division by zero, while the FW step is always well defined;
+    at a tie both directions promise the same first-order decrease. "combined" is not one of the
+    paper's algorithms: App. G mentions in one sentence trying a choice between a FW, a pairwise
+    and an away step by the largest progress (no significant speed-up found); the authors' code
+    has it as a step type."""
     if kind == "fw":
         return fw
     if kind == "pairwise":
@@ -549,7 +560,7 @@ def block_step(state: RefState, i: int, kind: str = "fw", *, prefer=(None, None)
 def dual_objective(state: RefState) -> float:
     """The dual objective (maximization form) D(α) = ℓ − λ/2‖w‖², with a box
     − λ(β_uᵀub − β_lᵀlb) at the optimal β_u = [v − ub]_+, β_l = [lb − v]_+ (Paper: Eq. (3)
-    negated; App. H, Eq. (38))."""
+    negated; App. H, Eq. (52) negated, with the β of Eq. (55)-(56))."""
     w = state.w
     D = state.ell - 0.5 * state.lam * float(w @ w)
     if state.lb is not None:
@@ -561,13 +572,14 @@ def dual_objective(state: RefState) -> float:
 
 
 def primal_objective(state: RefState) -> float:
-    """λ/2‖w‖² + (1/n) Σ_i max_y H_i(y; w), n oracle calls (Paper: Eq. (1))."""
+    """The primal objective λ/2‖w‖² + (1/n) Σ_i max_y H_i(y; w) at w, n oracle calls (Paper:
+    Eq. (1), the primal)."""
     return exact_gap(state, count=False).primal
 
 
 def exact_gap(state: RefState, count: bool = True) -> GapPass:
     """The exact duality gap: one max-oracle call per block at w, g = Σ_i g_i = primal − dual
-    (Paper: Eq. (4)-(6); with a box, App. H). With ``count`` it is the "update global gap" pass:
+    (Paper: Eq. (5)-(7); with a box, App. H). With ``count`` it is the "update global gap" pass:
     every gap estimate becomes exact (k_i = k) and g^(k_0) = g (Paper: Alg. 2 lines 14-20,
     Alg. 5 "update global gap").
 

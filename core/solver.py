@@ -81,11 +81,11 @@ class ExactGap:
     Attributes
     ----------
     gap : float
-        Duality gap g(α) = Σ_i g_i = primal − dual (Paper: Eq. (4)-(6)).
+        Duality gap g(α) = Σ_i g_i = primal − dual (Paper: Eq. (5)-(7)).
     primal, dual : float
         Primal objective λ/2‖w‖² + (1/n)Σ_i max_y H_i(y; w) and dual objective (maximization form).
     block_gaps : ndarray of float64, shape (n,)
-        Exact block gaps g_i (Paper: Eq. (5)); NaN for an uncounted pass.
+        Exact block gaps g_i (Paper: Eq. (6)-(7)); NaN for an uncounted pass.
     block_deltas : ndarray of float64, shape (n,)
         δ_i = (1/n) Σ_y α_i(y) H_i(y; w) at the same point, Σ_i δ_i = ℓ − λ‖w‖² (Paper: Alg. 7,
         line 4; what a regularization path step adds to the gap, Proposition 1). Computed for
@@ -283,7 +283,7 @@ class Solver:
 
     def dual_objective(self) -> float:
         """Dual objective (maximization form) D(α) = ℓ − λ/2‖w‖² [− λ(β_u·ub − β_l·lb) with a
-        box], O(d). Paper: Eq. (3) (its negative), App. H Eq. (38)."""
+        box], O(d). Paper: Eq. (3) (its negative), App. H Eq. (52) (its negative)."""
         S, lam = self.S, self.lam
         D = S.scalars[kr.S_ELL] - 0.5 * lam * float(S.w @ S.w)
         if self._ci[kr.I_BOX]:
@@ -364,7 +364,7 @@ class Solver:
 
     # ------------------------------------------------------------------ exact gaps
     def exact_gap(self, *, count: bool = True, store_corners: bool = False) -> ExactGap:
-        """Exact duality gap at the current iterate (n oracle calls; Paper: Eq. (4)).
+        """Exact duality gap at the current iterate (n oracle calls; Paper: Eq. (5)).
 
         With ``count`` (default) this is a gap check: the calls are counted as an effective pass,
         every block gap estimate is refreshed and g^(k_0) of the cache criterion is updated. With

@@ -93,7 +93,7 @@ def follow(solver, state, kind, steps, stop_gap=0.0):
         counts["drops"] += rec.drop
         if last_pass is not None and solver.fresh_exact_gap is not None and last_pass.gap <= stop_gap:
             break
-    # the exact duality gap of both solvers at the same point (Eq. (4)-(6))
+    # the exact duality gap of both solvers at the same point (Eq. (5)-(7))
     mine, theirs = ref.exact_gap(state, count=False), solver.exact_gap(count=False)
     for a, b in ((mine.gap, theirs.gap), (mine.primal, theirs.primal), (mine.dual, theirs.dual)):
         assert close(a, b, 1.0 / state.n), (mine, theirs)

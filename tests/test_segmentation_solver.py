@@ -48,7 +48,7 @@ def brute_hinge(model, i, w):
 
 
 def lagrange_gap(model, solver):
-    """Primal at w = clip(v) (brute-force hinge) minus the box dual of App. H (Eq. (38)), from the
+    """Primal at w = clip(v) (brute-force hinge) minus the box dual of App. H (Eq. (52)), from the
     solver's v, ℓ and box only."""
     lam = solver.lam
     S = solver.S

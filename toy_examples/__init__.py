@@ -4,8 +4,8 @@ importable by the app.
 
 Modules
 -------
-hard_easy   App. C: the hard/easy problem where gap sampling is min(n, K, 1/(nε)) times faster
-            than uniform, curvature- or Lipschitz-proportional sampling
+hard_easy   App. C: the hard/easy problem where gap sampling is about min(n, K, 1/(nε)) times faster
+            than uniform or curvature-proportional sampling (Lipschitz-proportional: slower still)
 
 sweep       App. C over a grid of n, K, ε: table and figure against min(n, K, 1/(nε))
 staleness   Sec. 3.1, Fig. 1a/1b: gap_check ∈ {1, 5, 10, 100, ∞} vs uniform on OCR-small

@@ -1,7 +1,8 @@
-"""The hard/easy toy problem of App. C: gap sampling is min(n, K, 1/(nε)) times faster than
-uniform, curvature-proportional or Lipschitz-proportional sampling.
+"""The hard/easy toy problem of App. C: gap sampling is about min(n, K, 1/(nε)) times faster than
+uniform or curvature-proportional sampling, and faster still than Lipschitz-proportional sampling
+(about 2K(n−1)·t oracle calls against n + t).
 
-One "hard" object needs ~min(K, 1/(nε)) Frank-Wolfe steps; n−1 "easy" objects are all solved
+One "hard" object needs t ≈ min(K, 1/(2nε)) Frank-Wolfe steps for a duality gap ε; n−1 "easy" objects are all solved
 by a single step on any one of them. The curvature constants are equal (C_f^(i) = 1/n), so
 curvature sampling is uniform sampling; the ℓ2 Lipschitz constants even favour the easy
 objects (K/n against 1/(2n)). Only the adaptive gap sampler stops visiting the easy objects.
@@ -87,7 +88,7 @@ def make_hard_easy(n: int, K: int):
     -----
     The paper states w* = e_{K+1} + (1/K) Σ_k e_k; with its own feature scaling
     (ψ_1(k) = e_k/√2 and α*_1(k) = 1/K) the hard coordinates are 1/(K√2). Its dual objective
-    (Eq. (23), the 1/4 α² term) agrees with the 1/√2 scaling, so only the stated w* drops it.
+    (Eq. (15), the 1/4 α² term) agrees with the 1/√2 scaling, so only the stated w* drops it.
     """
     from gaplab.core import MulticlassModel
 
@@ -142,7 +143,7 @@ def curvature_constants(features, lam: float) -> np.ndarray:
     φ(x_i,l)‖² at λ = 1/n (the dual is quadratic with Hessian λAᵀA and the supremum over the
     simplex is attained at a pair of vertices).
 
-    Paper: App. C, "Curvature constants" (Eq. (24)-(25): 1/n for every block).
+    Paper: App. C, "Curvature constants" (Eq. (18)-(19): 1/n for every block).
 
     Parameters
     ----------
@@ -243,7 +244,8 @@ def hard_steps_needed(n: int, K: int, eps: float) -> int:
     """Steps t on the hard block needed for a duality gap <= ε once the easy blocks are solved:
     t = min{K, ⌈1/(2nε)⌉} (0 if ε >= 1/n).
 
-    Paper: App. C, Eq. (22) (t >= Ω(min{K, 1/(nε)})).
+    Paper: App. C, Eq. (16) (t >= Ω(min{K, 1/(nε)})) and the hard block's smallest gap 1/(2nt)
+    after t steps, stated just before it.
     """
     n = check_int("n", n, 2)
     K = check_int("K", K, 1)

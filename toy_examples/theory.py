@@ -121,7 +121,7 @@ def improvement_factor(gaps, curvatures) -> float:
 def curvature_upper_bounds(R, lam: float, n: int | None = None) -> np.ndarray:
     """Curvature bounds C_f^(i) <= 4 R_i² / (λ n²) with R_i = max_y ‖ψ_i(y)‖₂.
 
-    Paper: Sec. 3.1 (estimate used for Fig. 1c) and App. D (from Lacoste-Julien et al. 2013,
+    Paper: Sec. 3.1 (estimate used for Fig. 1c) and App. B (from Lacoste-Julien et al. 2013,
     App. A).
 
     Parameters
