@@ -16,7 +16,7 @@ import numpy as np
 
 from . import kernels as kr
 from .config import CacheConfig, Sampling, SolverConfig, Status, StepKind
-from .models.protocol import check_labelling, check_model
+from .models.protocol import check_arrays, check_labelling, check_model
 from .interrupt import Interrupted, deferred_sigint
 from .state import allocate_state, config_arrays, copy_state, grow_atoms, state_nbytes
 
@@ -186,13 +186,15 @@ class Solver:
     Raises
     ------
     ValueError, TypeError
-        On invalid settings or bounds; nothing is allocated then.
+        On invalid settings or bounds, or model arrays whose offsets, sizes or indices do not
+        fit together (``ArraysError``, a ValueError); nothing is allocated then.
     """
 
     def __init__(self, model, config: SolverConfig | None = None, *, lb=None, ub=None,
                  test_data=None, log_size: int = 4096, sampling_weights=None, **overrides):
         check_model(model)
         kr.model_kind_name(model.arrays)  # TypeError when its arrays are not a registered model kind
+        check_arrays(model)  # the offsets and sizes the compiled kernels index with, O(n)
         if getattr(model, "oracle_tier", "compiled") == "compiled" and not kr.has_compiled_oracle(model.arrays):
             raise TypeError(f"model {getattr(model, 'name', type(model).__name__)!r} says oracle_tier='compiled' but its "
                             f"model kind {kr.model_kind_name(model.arrays)!r} registers no compiled oracle")

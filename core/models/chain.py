@@ -15,6 +15,7 @@ from numba import njit, uint64
 from .._prefetch import prefetch
 from ..datasets.base import SequenceData
 from ..kernels import _clip, register_model_kind
+from . import protocol as _p
 from .protocol import StructuredModel, check_labelling
 
 __all__ = ["ChainModel", "ChainArrays"]
@@ -532,6 +533,32 @@ register_model_kind(
 )
 
 
+def _check_chain_arrays(M, fail):
+    """What the chain kernels index with: token offsets, CSR features, Gram blocks, w offsets."""
+    n, K, F1 = int(M.n), int(M.K), M.F1
+    if not _p._int(F1) or F1 < 1:
+        fail(f"F1 must be an int >= 1, got {F1!r}")
+    T = np.diff(M.lab_off)
+    tokens = int(M.lab_off[-1])
+    if not np.array_equal(np.diff(M.stat_off), T * K + K * K):
+        fail("stat_off must give T_i·K + K² statistics to block i")
+    _p.array(M, "gt", fail, lo=0, hi=K)
+    indptr = _p.offsets(M, "feat_indptr", tokens + 1, fail)
+    _p.array(M, "feat_indices", fail, dtype=np.int64, shape=(int(indptr[-1]),), lo=0, hi=F1 - 1)
+    _p.array(M, "feat_values", fail, dtype=np.float64, shape=(int(indptr[-1]),))
+    gram_off = _p.offsets(M, "gram_off", n + 1, fail)
+    if not np.array_equal(np.diff(gram_off), T * T):
+        fail("gram_off must give a T_i × T_i Gram block to block i")
+    _p.array(M, "gram", fail, dtype=np.float64, shape=(int(gram_off[-1]),))
+    want = (K * F1, K * F1 + K, K * F1 + 2 * K, K * F1 + 2 * K + K * K)
+    got = (M.first_off, M.last_off, M.trans_off, M.d)
+    if got != want:
+        fail(f"(first_off, last_off, trans_off, d) must be {want} for K = {K}, F1 = {F1}, got {got}")
+
+
+_p.register_arrays_check(ChainArrays, _check_chain_arrays)
+
+
 @njit(cache=True, nogil=True)
 def _chain_gram(seq_off, indptr, indices, values, F, gram_off, gram):
     mark = np.zeros(F)
@@ -584,7 +611,7 @@ class ChainModel(StructuredModel):
     d : int
         Dimension of w: K·(F+1) + 2K + K².
     arrays : ChainArrays
-        The flat arrays the numba kernels read (shared, read-only by convention).
+        The flat arrays the numba kernels read (read-only; checked again when a Solver is built).
     """
 
     kind = "chain"
@@ -618,12 +645,12 @@ class ChainModel(StructuredModel):
                         self.F, gram_off, gram)
         else:
             gram_off, gram = np.zeros(data.n + 1, dtype=np.int64), _EMPTY_F
-        return ChainArrays(
+        return _p.freeze_arrays(ChainArrays(  # read-only: the kernels trust these offsets
             data.n, self.d, K, stat_off, data.seq_offsets, data.labels,
             data.feat_indptr, data.feat_indices, data.feat_values, self.F1,
             int(bool(np.all(data.feat_values == 1.0))),
             gram_off, gram, self.first_off, self.last_off, self.trans_off,
-        )
+        ))
 
     # ---------------------------------------------------------------- helpers
     @property
