@@ -8,7 +8,7 @@ import numpy as np
 
 from .config import SolverConfig, config_from_settings, settings_schema
 from .datasets.base import SequenceData
-from .models.chain import ChainModel
+from .models.chain import ChainModel, check_chain_size
 from .solver import Solver
 
 __all__ = ["SSVM", "ConvergenceWarning"]
@@ -37,6 +37,14 @@ def _check_labels(X, Y, what: str):
                             f"(e.g. {a.ravel()[0]!r}); map label names to integers first")
         if a.min() < 0:
             raise ValueError(f"Y[{i}] has a negative label {int(a.min())}; labels must lie in [0, K)")
+        if int(a.max()) > np.iinfo(np.int64).max:
+            raise ValueError(f"Y[{i}] has the label {int(a.max())}, beyond int64; labels must lie in [0, K) "
+                             "with K the number of labels")
+    if what == "fit":  # K = largest label + 1, bounded before anything of size K is made
+        K = max(int(np.max(y)) for y in Y) + 1
+        X0 = np.asarray(X[0])
+        check_chain_size(len(X), sum(int(np.size(y)) for y in Y), K, int(X0.shape[-1]) if X0.ndim else 0,
+                         what="the largest label + 1, K")
 
 
 def _problem_data(name: str, split: str) -> SequenceData:

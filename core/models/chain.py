@@ -18,7 +18,7 @@ from ..kernels import _clip, register_model_kind
 from . import protocol as _p
 from .protocol import StructuredModel, check_labelling
 
-__all__ = ["ChainModel", "ChainArrays"]
+__all__ = ["ChainModel", "ChainArrays", "check_chain_size"]
 
 _EMPTY_I = np.zeros(0, dtype=np.int64)
 _EMPTY_F = np.zeros(0, dtype=np.float64)
@@ -598,6 +598,61 @@ def _predict(M, w, out, h, y, vit_f, vit_i):
             out[t0 + t] = y[t]
 
 
+def chain_state_bytes(n: int, tokens: int, K: int, n_features: int) -> int:
+    """A lower bound of the bytes a solver over a chain model with K labels needs: the block
+    statistics μ (T_i·K node marginals and K² transitions per sequence) and six vectors of
+    dimension d = K·(F+1) + 2K + K² (w, v, the scratch of a step). Python ints: no overflow."""
+    d = K * (n_features + 1) + 2 * K + K * K
+    return 8 * (tokens * K + n * K * K) + 8 * 6 * d
+
+
+def memory_limit_bytes() -> int:
+    """The memory this process may use: the smaller of the machine's physical memory and the
+    address-space limit (``ulimit -v``, RLIMIT_AS) when one is set."""
+    import os
+    limit = None
+    try:
+        limit = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        pass
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY and soft > 0:
+            limit = soft if limit is None else min(limit, soft)
+    except (ImportError, ValueError, OSError):
+        pass
+    return int(limit) if limit else 2 ** 62
+
+
+def check_chain_size(n: int, tokens: int, K: int, n_features: int, what: str = "K") -> None:
+    """Refuse a number of labels K whose statistics cannot fit in memory, before anything of
+    that size is allocated.
+
+    Raises
+    ------
+    ValueError
+        Saying how much memory K labels need, how much the process may use and the largest K
+        that fits for these sequences.
+    """
+    need = chain_state_bytes(n, tokens, K, n_features)
+    have = memory_limit_bytes()
+    if need <= have:
+        return
+    lo, hi = 1, K  # the largest K that fits (bisection on the monotone bound)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if chain_state_bytes(n, tokens, mid, n_features) <= have:
+            lo = mid
+        else:
+            hi = mid - 1
+    raise ValueError(
+        f"{what} = {K} labels is more than a chain model can hold here: its solver keeps K² transition "
+        f"statistics per sequence, at least {need / 2 ** 30:.3g} GiB for these {n} sequences, and this "
+        f"process may use {have / 2 ** 30:.3g} GiB; at most K = {lo} labels fit (labels are numbered "
+        "0..K-1: renumber sparse label values first)")
+
+
 class ChainModel(StructuredModel):
     """The chain SSVM model over a :class:`SequenceData` training set.
 
@@ -627,6 +682,7 @@ class ChainModel(StructuredModel):
         self.first_off = K * self.F1
         self.last_off = self.first_off + K
         self.trans_off = self.last_off + K
+        check_chain_size(data.n, data.n_tokens, K, F)  # before the Gram blocks and any solver state
         self.d = self.trans_off + K * K
         self.n = data.n
         lens = data.lengths
