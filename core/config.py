@@ -208,6 +208,8 @@ class SolverConfig:
     gap_check : int or inf
         An exact gap pass (n oracle calls) every ``gap_check`` passes over the data (n block
         steps each); ``inf`` disables periodic checks (the "Gap Inf" run of Fig. 1).
+        ``inf`` needs a budget (``max_passes`` or ``time_limit``) or ``stop_on_heuristic_gap``:
+        without an exact gap the threshold is never met.
     gap_threshold : float
         Stop when the exact duality gap is <= this (>= 0; 0 disables).
     stop_on_heuristic_gap : bool
@@ -282,6 +284,14 @@ class SolverConfig:
         object.__setattr__(self, "seed", _check_seed(self.seed))
         if math.isinf(self.max_passes) and math.isinf(self.time_limit) and self.gap_threshold == 0:
             raise ValueError("set at least one of max_passes, time_limit or gap_threshold: the run would never stop")
+        if not isinstance(self.stop_on_heuristic_gap, bool):
+            raise TypeError(f"stop_on_heuristic_gap must be True or False, got {self.stop_on_heuristic_gap!r}")
+        if math.isinf(self.max_passes) and math.isinf(self.time_limit) and math.isinf(self.gap_check) \
+                and not self.stop_on_heuristic_gap:
+            raise ValueError(f"gap_check=inf with max_passes=inf and time_limit=inf: the run would never stop, "
+                             f"because no exact duality gap is computed before the end, so gap_threshold="
+                             f"{self.gap_threshold:g} can never be met; set max_passes or time_limit, a finite "
+                             "gap_check, or stop_on_heuristic_gap=True to stop on the heuristic (stale) gap")
         dt = float(self.drop_tol)
         if math.isnan(dt) or dt < 0 or dt >= 1e-3:
             raise ValueError(f"drop_tol must be in [0, 1e-3), got {self.drop_tol!r}")

@@ -7,6 +7,7 @@ cache), Alg. 8 (batch FW step), Sec. 2.3 (duality gap).
 """
 from __future__ import annotations
 
+import bisect
 import math
 import time
 from dataclasses import asdict, dataclass, field
@@ -179,6 +180,12 @@ class Solver:
         Evaluated (test error) at every exact gap check, outside the timed solver work.
     log_size : int
         Size of the ring log of step records (for the app).
+    trace_limit : int
+        Most trace records kept (>= 16). Beyond it the older half of the trace is thinned
+        (every second record dropped, the first kept), so an unbounded run (a time limit, a
+        callback or the app's Stop button ends it) keeps O(trace_limit) records with a
+        resolution that coarsens geometrically into the past; ``trace_records_dropped`` counts
+        what was dropped.
     sampling_weights : array of float64, shape (n,), optional
         Fixed non-negative sampling weights, required by (and only used with)
         ``sampling="weights"`` (e.g. curvature constants C_f^(i) of App. C).
@@ -191,7 +198,8 @@ class Solver:
     """
 
     def __init__(self, model, config: SolverConfig | None = None, *, lb=None, ub=None,
-                 test_data=None, log_size: int = 4096, sampling_weights=None, **overrides):
+                 test_data=None, log_size: int = 4096, sampling_weights=None, trace_limit: int = 10_000,
+                 **overrides):
         check_model(model)
         kr.model_kind_name(model.arrays)  # TypeError when its arrays are not a registered model kind
         check_arrays(model)  # the offsets and sizes the compiled kernels index with, O(n)
@@ -212,6 +220,8 @@ class Solver:
         lb, ub = _check_bounds(lb, ub, model.arrays.d)
         if isinstance(log_size, bool) or not isinstance(log_size, int) or log_size < 1:
             raise ValueError(f"log_size must be an int >= 1, got {log_size!r}")
+        if isinstance(trace_limit, bool) or not isinstance(trace_limit, int) or trace_limit < 16:
+            raise ValueError(f"trace_limit must be an int >= 16, got {trace_limit!r}")
         n = model.arrays.n
         if config.sampling == Sampling.WEIGHTS:
             if sampling_weights is None:
@@ -240,6 +250,9 @@ class Solver:
         self.wall_time = 0.0
         self.passes_since_check = 0
         self._trace: list[dict] = []
+        self._trace_ids: list[int] = []  # the record number of each kept record (thinning drops some)
+        self._n_records = 0
+        self._trace_limit = trace_limit
         self._last_exact: ExactGap | None = None
         self._last_exact_iter = -1
         self.status = Status.RUNNING
@@ -536,7 +549,21 @@ class Solver:
         if extra:
             rec.update(extra)
         self._trace.append(rec)
+        self._trace_ids.append(self._n_records)
+        self._n_records += 1
+        if len(self._trace) > self._trace_limit:
+            self._thin_trace()
         return rec
+
+    def _thin_trace(self):
+        """Drop every second record of the older half of the trace (the first record kept)."""
+        old = len(self._trace) - self._trace_limit // 2
+        keep = [j for j in range(len(self._trace)) if j >= old or j % 2 == 0]
+        self._trace = [self._trace[j] for j in keep]
+        self._trace_ids = [self._trace_ids[j] for j in keep]
+
+    def _records_since(self, since: int) -> list:
+        return self._trace[bisect.bisect_left(self._trace_ids, since):]
 
     def step(self) -> StepRecord:
         """One block step (k = 1 of the same kernel that runs whole passes)."""
@@ -621,8 +648,9 @@ class Solver:
         Raises
         ------
         ValueError
-            On an invalid override, or when nothing would ever stop the run (max_passes and
-            time_limit inf, gap_threshold 0, no callback or should_stop).
+            On an invalid override, or when nothing would ever stop the run: max_passes and
+            time_limit inf, no callback or should_stop, and gap_threshold 0 or no exact gap ever
+            computed (gap_check inf without ``stop_on_heuristic_gap``).
         Interrupted
             On Ctrl-C (SIGINT, main thread): the run stops after the current chunk (at most
             one pass and its gap check), without the final gap check; the solver state is intact
@@ -640,15 +668,19 @@ class Solver:
             raise ValueError(f"time_limit must be > 0, got {time_limit!r}")
         if math.isnan(thr) or thr < 0:
             raise ValueError(f"gap_threshold must be >= 0, got {thr!r}")
-        if math.isinf(max_passes) and math.isinf(time_limit) and thr == 0 and callback is None \
-                and should_stop is None:
-            raise ValueError("run() would never stop: max_passes and time_limit are inf and gap_threshold is 0; "
-                             "set one of them (or pass a callback / should_stop that ends the run)")
+        if math.isinf(max_passes) and math.isinf(time_limit) and callback is None and should_stop is None:
+            if thr == 0:
+                raise ValueError("run() would never stop: max_passes and time_limit are inf and gap_threshold is 0; "
+                                 "set one of them (or pass a callback / should_stop that ends the run)")
+            if math.isinf(cfg.gap_check) and not cfg.stop_on_heuristic_gap:
+                raise ValueError(f"run() would never stop: gap_check=inf computes no exact duality gap before the "
+                                 f"end, so gap_threshold={thr:g} is never met, and max_passes and time_limit are "
+                                 "inf; set one of them, a finite gap_check, or stop_on_heuristic_gap=True")
         n = self.n
         start_time = self.wall_time
         budget_calls = max_passes * n
         status = Status.RUNNING
-        n_records = len(self._trace)
+        n_records = self._n_records
         self._run_threshold = thr
         try:
             with deferred_sigint() as sigint:  # Ctrl-C: stop between chunks, state intact
@@ -679,7 +711,7 @@ class Solver:
                 status = Status.MAX_PASSES
                 break
             self._advance(min(remaining, n))
-            for rec in self._trace[n_records:]:
+            for rec in self._records_since(n_records):
                 if rec["kind"] == "gap_check" and thr > 0 and rec["exact_gap"] <= thr:
                     status = Status.CONVERGED
                 elif (rec["kind"] == "pass" and cfg.stop_on_heuristic_gap and thr > 0
@@ -687,7 +719,7 @@ class Solver:
                     status = Status.CONVERGED_HEURISTIC
                 if callback is not None and callback(self, rec):
                     status = Status.STOPPED if status == Status.RUNNING else status
-            n_records = len(self._trace)
+            n_records = self._n_records
             if status != Status.RUNNING:
                 break
             if sigint.is_set():
@@ -721,14 +753,22 @@ class Solver:
         ("gap_check") and per batch step ("batch"), with iteration, effective_passes,
         oracle_calls, wall_time_s, heuristic_gap, exact_gap (NaN unless computed), primal
         (idem), dual, cache_hits, step counts and test_error (at gap checks when test data is
-        given). Records are only ever appended, so ``trace(since=len(seen))`` gives the new ones."""
+        given). Records are numbered in the order they are made and ``since`` is such a number,
+        so ``trace(since=n_trace_records)`` taken earlier gives the new ones. Past ``trace_limit``
+        records, older ones are thinned (see :class:`Solver`), never the newest half."""
         if isinstance(since, bool) or not isinstance(since, (int, np.integer)) or since < 0:
             raise ValueError(f"since must be an int >= 0, got {since!r}")
-        return [dict(r) for r in self._trace[since:]]
+        return [dict(r) for r in self._records_since(int(since))]
 
     @property
     def n_trace_records(self) -> int:
-        return len(self._trace)
+        """Records made so far (kept or thinned)."""
+        return self._n_records
+
+    @property
+    def trace_records_dropped(self) -> int:
+        """Records dropped by thinning (0 unless the trace outgrew ``trace_limit``)."""
+        return self._n_records - len(self._trace)
 
     @property
     def fresh_exact_gap(self) -> ExactGap | None:
@@ -769,6 +809,7 @@ class Solver:
         other.__dict__.update(self.__dict__)
         other.S = copy_state(self.S)
         other._trace = [dict(r) for r in self._trace]
+        other._trace_ids = list(self._trace_ids)
         other._ci, other._cf = self._ci.copy(), self._cf.copy()
         return other
 
@@ -805,6 +846,8 @@ class Solver:
         other.wall_time = 0.0
         other.passes_since_check = 0
         other._trace = []
+        other._trace_ids = []
+        other._n_records = 0
         other._last_exact = None
         other._last_exact_iter = -1
         other.status = Status.RUNNING

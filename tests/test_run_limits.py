@@ -74,3 +74,69 @@ def test_the_label_bound_leaves_ordinary_label_counts_alone():
     Y = [y * 40 for y in Y]  # labels 0 and 40: K = 41, a small model
     est = SSVM(max_passes=2, gap_threshold=0).fit(X, Y)
     assert len(est.label_names_) == 41
+
+
+# ============================================================ item 3: runs that can never end
+def test_gap_check_inf_without_any_budget_is_refused():
+    with pytest.raises(ValueError, match="gap_check=inf.*never stop"):
+        SolverConfig(gap_check=math.inf, gap_threshold=1e-3, max_passes=math.inf)
+    # a budget, or asking to stop on the heuristic gap, makes it a run that ends
+    SolverConfig(gap_check=math.inf, gap_threshold=1e-3, max_passes=math.inf, time_limit=5)
+    SolverConfig(gap_check=math.inf, gap_threshold=1e-3, max_passes=math.inf, stop_on_heuristic_gap=True)
+
+
+def test_solver_and_run_refuse_the_endless_combination(toy):
+    with pytest.raises(ValueError, match="never stop"):
+        Solver(toy, gap_check=math.inf, gap_threshold=1e-3, max_passes=math.inf)
+    s = Solver(toy, gap_check=math.inf, gap_threshold=1e-3, max_passes=5)
+    with pytest.raises(ValueError, match="never stop: gap_check=inf"):
+        s.run(max_passes=math.inf)
+
+
+def test_cli_refuses_the_endless_train_in_one_line():
+    p = subprocess.run([sys.executable, "-m", "gaplab", "train", "--dataset", "toy", "--gap-check", "inf",
+                        "--max-passes", "inf"], capture_output=True, text=True, timeout=60, env=ENV)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "gap_check=inf" in lines[0] and "never stop" in lines[0], p.stderr
+
+
+def test_stop_on_the_heuristic_gap_when_asked_ends_the_run(toy):
+    s = Solver(toy, lam=0.1, gap_check=math.inf, gap_threshold=1e-2, max_passes=math.inf,
+               stop_on_heuristic_gap=True)
+    res = s.run(final_gap_check=False)
+    assert res.status == Status.CONVERGED_HEURISTIC and res.heuristic_gap <= 1e-2
+    assert math.isnan(res.exact_gap)  # no exact gap was computed: the status says "heuristic"
+
+
+def test_the_trace_of_an_unbounded_run_stays_bounded(toy):
+    limit = 64
+    # no budget that ends it (a time limit of 11 days): only the callback does
+    s = Solver(toy, lam=0.1, gap_check=1, gap_threshold=0, max_passes=math.inf, time_limit=1e6, trace_limit=limit)
+    longest = []
+    seen = []
+
+    def callback(solver, rec):
+        longest.append(len(solver.trace()))
+        return solver.n_trace_records >= 1000
+
+    res = s.run(callback=callback, final_gap_check=False)
+    assert res.status == Status.STOPPED and s.n_trace_records >= 1000
+    assert max(longest) <= limit and len(res.trace) <= limit
+    assert s.trace_records_dropped == s.n_trace_records - len(res.trace) > 0
+    passes = [r["effective_passes"] for r in res.trace]
+    assert passes == sorted(passes) and passes[0] == res.trace[0]["effective_passes"]
+    assert res.trace[-1]["effective_passes"] == res.effective_passes  # the newest records are kept
+    # records made after a point are still found by their number
+    n0 = s.n_trace_records
+    s.run(max_passes=res.effective_passes + 4, final_gap_check=False)  # gap passes count as passes
+    new = s.trace(since=n0)
+    assert len(new) == s.n_trace_records - n0 == 4
+    seen.extend(new)
+    assert [r["kind"] for r in seen] == ["pass", "gap_check"] * 2
+
+
+def test_the_trace_of_a_time_bounded_run_stays_bounded(toy):
+    s = Solver(toy, lam=0.1, gap_check=1, max_passes=math.inf, time_limit=1.0, trace_limit=32)
+    res = s.run()
+    assert res.status == Status.TIME_LIMIT and len(res.trace) <= 32 < s.n_trace_records
