@@ -228,6 +228,8 @@ def _fit_report(est) -> None:
     if res.status in (Status.MAX_PASSES, Status.TIME_LIMIT) and est.gap_threshold > 0:
         budget = (f"max_passes={est.max_passes}" if res.status == Status.MAX_PASSES
                   else f"time_limit={est.time_limit} s")
-        warnings.warn(f"SSVM.fit stopped on its budget ({budget}) with duality gap {res.exact_gap:.3g} > "
-                      f"gap_threshold={est.gap_threshold}; raise max_passes / time_limit or lam",
+        # the status is MAX_PASSES / TIME_LIMIT only when the final exact gap is above the
+        # threshold (Solver.run: else CONVERGED); shown with enough digits to tell them apart
+        warnings.warn(f"SSVM.fit stopped on its budget ({budget}) with duality gap {res.exact_gap:.6g} > "
+                      f"gap_threshold={est.gap_threshold:g}; raise max_passes / time_limit or lam",
                       ConvergenceWarning, stacklevel=3)

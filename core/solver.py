@@ -644,6 +644,9 @@ class Solver:
         Returns
         -------
         Result
+            Its status is ``converged`` whenever the exact duality gap of the final iterate is
+            <= gap_threshold (> 0), also when the budget ran out at the same time (the final gap
+            check is then what certified it).
 
         Raises
         ------
@@ -698,6 +701,10 @@ class Solver:
             ex = self.exact_gap(count=True)
             self._record("gap_check", exact=ex,
                          test_error=self.test_error() if self.test_data is not None else math.nan)
+        fresh = self.fresh_exact_gap
+        if (status in (Status.MAX_PASSES, Status.TIME_LIMIT, Status.CONVERGED_HEURISTIC) and thr > 0
+                and fresh is not None and fresh.gap <= thr):
+            status = Status.CONVERGED  # the budget ran out, but the final iterate's exact gap meets it
         self.status = status
         return self.result()
 

@@ -140,3 +140,39 @@ def test_the_trace_of_a_time_bounded_run_stays_bounded(toy):
     s = Solver(toy, lam=0.1, gap_check=1, max_passes=math.inf, time_limit=1.0, trace_limit=32)
     res = s.run()
     assert res.status == Status.TIME_LIMIT and len(res.trace) <= 32 < s.n_trace_records
+
+
+# ============================================================ item 10: status agrees with the gap
+def test_a_budget_end_whose_final_exact_gap_meets_the_threshold_is_converged():
+    X, Y = _seqs()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        est = SSVM(lam=1e3, max_passes=2, gap_threshold=1e-3).fit(X, Y)
+    assert est.dual_gap_ <= 1e-3
+    assert est.result_.status == Status.CONVERGED
+
+
+def test_the_warning_compares_the_gap_it_names():
+    X, Y = _seqs()
+    with pytest.warns(ConvergenceWarning) as rec:
+        est = SSVM(lam=1e-3, max_passes=2, gap_threshold=1e-9).fit(X, Y)
+    assert est.result_.status == Status.MAX_PASSES and est.dual_gap_ > 1e-9
+    msg = str(rec[0].message)
+    shown = float(msg.split("duality gap ")[1].split(" ")[0])
+    assert shown > 1e-9 and math.isclose(shown, est.dual_gap_, rel_tol=1e-5)
+
+
+def test_cli_train_with_huge_lam_reports_converged(tmp_path):
+    out = tmp_path / "r.json"
+    p = subprocess.run([sys.executable, "-m", "gaplab", "train", "--dataset", "toy", "--lam", "1e100",
+                        "--max-passes", "2", "--quiet", "--out", str(out)], capture_output=True, text=True,
+                       timeout=120, env=ENV)
+    assert p.returncode == 0, p.stderr
+    import json
+    r = json.loads(out.read_text())
+    assert r["exact_gap"] <= 1e-3 and r["status"] == "converged"
+
+
+def test_a_run_stopped_by_its_budget_with_a_large_gap_keeps_its_status(toy):
+    res = Solver(toy, lam=1e-4, max_passes=1, gap_threshold=1e-12).run()
+    assert res.exact_gap > 1e-12 and res.status == Status.MAX_PASSES
