@@ -55,6 +55,7 @@ def cmd_train(args) -> int:
     from gaplab.core import Solver
     from gaplab.core.atomic import check_output_path
     from gaplab.core.interrupt import Interrupted
+    from gaplab.core.solver import watch_compiles
 
     if args.out:  # refuse an unwritable --out before any work (exit 2)
         check_output_path(args.out, "--out")
@@ -71,6 +72,9 @@ def cmd_train(args) -> int:
     bar = tqdm(total=round(args.max_passes, 2) if math.isfinite(args.max_passes) else None, unit="pass", disable=args.quiet or not sys.stderr.isatty() and not args.progress,
                bar_format="{l_bar}{bar}| {n:.1f}/{total} passes [{elapsed}] {postfix}")
 
+    def on_compile(active):  # numba compiles (or loads) the kernels on first use: say so
+        bar.set_description_str("compiling" if active else "", refresh=True)
+
     def callback(s, rec):
         bar.n = min(rec["effective_passes"], bar.total) if bar.total is not None else rec["effective_passes"]
         post = {"heur_gap": f"{rec['heuristic_gap']:.2e}"}
@@ -81,7 +85,8 @@ def cmd_train(args) -> int:
         return False
 
     try:
-        result = solver.run(callback=callback)
+        with watch_compiles(on_compile):
+            result = solver.run(callback=callback)
         interrupted = False
     except Interrupted as exc:  # Ctrl-C: keep the result so far
         result, interrupted = exc.partial, True
@@ -109,6 +114,7 @@ def cmd_train(args) -> int:
                 ("effective passes", f"{result.effective_passes:.1f}" + _passes_note(result, args.max_passes)),
                 ("oracle calls", result.oracle_calls),
                 ("cache hits", result.cache_hits), ("solver time (s)", f"{result.wall_time_s:.2f}"),
+                ("numba compile (s)", f"{result.compile_time_s:.2f}"),
                 ("train error", f"{train_err:.4f}"),
                 ("test error", f"{test_err:.4f}" if test is not None else "n/a (no test set)")]
         if "test_metric" in out:

@@ -8,11 +8,14 @@ cache), Alg. 8 (batch FW step), Sec. 2.3 (duality gap).
 from __future__ import annotations
 
 import bisect
+import contextlib
 import math
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
+import numba.core.event
 import numpy as np
 
 from . import kernels as kr
@@ -21,9 +24,65 @@ from .models.protocol import check_arrays, check_labelling, check_model
 from .interrupt import Interrupted, deferred_sigint
 from .state import allocate_state, config_arrays, copy_state, grow_atoms, state_nbytes
 
-__all__ = ["Solver", "StepRecord", "Result", "ExactGap"]
+__all__ = ["Solver", "StepRecord", "Result", "ExactGap", "watch_compiles"]
 
 _KIND_NAMES = {kr.KIND_FW: "fw", kr.KIND_AWAY: "away", kr.KIND_PAIRWISE: "pairwise", kr.KIND_NONE: "none"}
+
+
+class _CompileClock(numba.core.event.Listener):
+    """Seconds each thread spends in numba's global compiler lock: compiling a kernel for new
+    argument types, or loading its machine code from the on-disk cache (a call of a kernel
+    already compiled for its argument types does not take the lock). The solver subtracts
+    this time from its own (``wall_time_s``) and reports it as ``compile_time_s``: on a cold
+    cache the first pass and the first gap check are mostly compilation, which is not the
+    method's cost. Per thread, because the app runs several solvers in worker threads;
+    nested (reentrant) lock holds count once."""
+
+    def __init__(self):
+        self._local = threading.local()
+
+    def _state(self):
+        st = self._local
+        if not hasattr(st, "depth"):
+            st.depth, st.t0, st.total, st.watchers = 0, 0.0, 0.0, []
+        return st
+
+    def on_start(self, event):
+        st = self._state()
+        if st.depth == 0:
+            st.t0 = time.perf_counter()
+            for fn in list(st.watchers):
+                fn(True)
+        st.depth += 1
+
+    def on_end(self, event):
+        st = self._state()
+        st.depth = max(st.depth - 1, 0)
+        if st.depth == 0:
+            st.total += time.perf_counter() - st.t0
+            for fn in list(st.watchers):
+                fn(False)
+
+    def total(self) -> float:
+        """Seconds this thread has spent in the compiler lock (finished holds)."""
+        return self._state().total
+
+
+_COMPILE_CLOCK = _CompileClock()
+numba.core.event.register("numba:compiler_lock", _COMPILE_CLOCK)
+
+
+@contextlib.contextmanager
+def watch_compiles(callback: Callable[[bool], None]):
+    """Within the block, ``callback(True)`` when this thread starts compiling (or loading
+    compiled kernels from the cache) and ``callback(False)`` when it is done: the CLI's progress
+    bar says "compiling" meanwhile."""
+    st = _COMPILE_CLOCK._state()
+    st.watchers.append(callback)
+    try:
+        yield
+    finally:
+        st.watchers.remove(callback)
 
 
 @dataclass(frozen=True)
@@ -115,12 +174,16 @@ class Result:
         Oracle calls / n (gap passes included).
     oracle_calls, cache_hits, steps : int
     wall_time_s : float
-        Seconds spent in the solver (block steps and gap passes; test-error evaluation excluded).
+        Seconds spent in the solver (block steps and gap passes; test-error evaluation and
+        numba's compilation excluded). The trace's ``wall_time_s`` is on the same clock.
     step_counts : dict
         Counts of "fw", "away", "pairwise", "drop", "cache_hit", "purge", "batch" steps.
     w : ndarray of float64, shape (d,)
     trace : list of dict
         One record per pass over the data and per gap check (see :meth:`Solver.trace`).
+    compile_time_s : float
+        Seconds numba spent compiling the solver's kernels (or loading them from its on-disk
+        cache) during the solver's calls, apart from ``wall_time_s``.
     """
 
     status: Status
@@ -136,6 +199,7 @@ class Result:
     step_counts: dict
     w: np.ndarray
     trace: list = field(default_factory=list)
+    compile_time_s: float = 0.0
 
     def to_dict(self, include_w: bool = False) -> dict:
         out = {k: v for k, v in asdict(self).items() if k not in ("w", "status")}
@@ -248,6 +312,7 @@ class Solver:
                                 weights=sampling_weights)
         self._ci, self._cf = config_arrays(config, lb is not None, self.track)
         self.wall_time = 0.0
+        self.compile_time = 0.0
         self.passes_since_check = 0
         self._trace: list[dict] = []
         self._trace_ids: list[int] = []  # the record number of each kept record (thinning drops some)
@@ -387,10 +452,9 @@ class Solver:
         With ``store_corners`` the FW corners of the pass are kept for :meth:`batch_step`.
         """
         S = self.S
-        t0 = time.perf_counter()
         # with count=False the kernel leaves the estimates, counters and g^(k_0) untouched
         deltas = np.empty(self.n)
-        with kr.primitive_errors(self._M):
+        with self._timed(solver_time=count), kr.primitive_errors(self._M):
             if self.python_oracle:
                 gap, hsum = kr.exact_gap_pass_python(self._M, S, self._ci, self._cf, count, store_corners, deltas,
                                                      self._oracle)
@@ -399,7 +463,6 @@ class Solver:
         if store_corners:
             self._corners_valid = True
         if count:
-            self.wall_time += time.perf_counter() - t0
             block_gaps = S.gap_exact.copy()
         else:
             block_gaps = np.full(self.n, np.nan)
@@ -414,6 +477,21 @@ class Solver:
         return res
 
     # ------------------------------------------------------------------ stepping
+    @contextlib.contextmanager
+    def _timed(self, solver_time: bool = True):
+        """Add the block's time to ``wall_time`` (when ``solver_time``), less what numba spent
+        compiling meanwhile, which goes to ``compile_time``."""
+        c0 = _COMPILE_CLOCK.total()
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            dt = time.perf_counter() - t0
+            dc = _COMPILE_CLOCK.total() - c0
+            self.compile_time += dc
+            if solver_time:
+                self.wall_time += max(dt - dc, 0.0)
+
     def _grow_if_needed(self):
         if self.S.counters[kr.C_GROW]:
             self.S = grow_atoms(self._M, self.S, cache_size=self._cache_slots())
@@ -427,14 +505,12 @@ class Solver:
         self._grow_if_needed()
         n = self.n
         todo = min(max_steps, n - (self.iteration % n))
-        t0 = time.perf_counter()
-        done = self._run_steps(todo)
-        self.wall_time += time.perf_counter() - t0
+        with self._timed():
+            done = self._run_steps(todo)
         if done < todo:
             self._grow_if_needed()
-            t0 = time.perf_counter()
-            done += self._run_steps(todo - done)
-            self.wall_time += time.perf_counter() - t0
+            with self._timed():
+                done += self._run_steps(todo - done)
         if done > 0:
             self._corners_valid = False
         if self.iteration % n == 0 and done > 0:
@@ -517,13 +593,12 @@ class Solver:
         gap = float(gap)
         if not gap >= 0:
             raise ValueError(f"gap must be >= 0, got {gap!r}")
-        t0 = time.perf_counter()
-        gam = kr.batch_fw_step(self._M, self.S, self._ci, self._cf, gap)
-        if gam < 0:
-            self._grow_if_needed()
+        with self._timed():
             gam = kr.batch_fw_step(self._M, self.S, self._ci, self._cf, gap)
-        self._grow_if_needed()
-        self.wall_time += time.perf_counter() - t0
+            if gam < 0:
+                self._grow_if_needed()
+                gam = kr.batch_fw_step(self._M, self.S, self._ci, self._cf, gap)
+            self._grow_if_needed()
         self._corners_valid = False
         if gam > 0:
             self._last_exact_iter = -1  # w moved: the last exact gap is no longer the current one
@@ -753,6 +828,7 @@ class Solver:
             step_counts=self.step_counts(),
             w=self.w,
             trace=[dict(r) for r in self._trace],
+            compile_time_s=self.compile_time,
         )
 
     def trace(self, since: int = 0) -> list[dict]:
@@ -851,6 +927,7 @@ class Solver:
         S.gap_iter[S.gap_iter >= 0] = 0
         S.scalars[kr.S_GLOBAL_GAP] = np.inf
         other.wall_time = 0.0
+        other.compile_time = 0.0
         other.passes_since_check = 0
         other._trace = []
         other._trace_ids = []
