@@ -57,6 +57,8 @@ def cmd_train(args) -> int:
     from gaplab.core.solver import watch_compiles
 
     check_out_arg(args.out, "--out")  # refuse an empty or unwritable --out before any work (exit 2)
+    from gaplab.core.config import check_run_ends
+    check_run_ends(args.max_passes, args.time_limit, args.gap_threshold, args.gap_check)  # its callback never stops
     t0 = time.perf_counter()
     problem = load_problem_from_args(args)
     model, test = problem.model, problem.test

@@ -19,7 +19,7 @@ import numba.core.event
 import numpy as np
 
 from . import kernels as kr
-from .config import CacheConfig, Sampling, SolverConfig, Status, StepKind
+from .config import CacheConfig, Sampling, SolverConfig, Status, StepKind, check_run_ends
 from .models.protocol import check_arrays, check_labelling, check_model
 from .interrupt import Interrupted, deferred_sigint
 from .state import allocate_state, config_arrays, copy_state, grow_atoms, state_nbytes
@@ -746,14 +746,11 @@ class Solver:
             raise ValueError(f"time_limit must be > 0, got {time_limit!r}")
         if math.isnan(thr) or thr < 0:
             raise ValueError(f"gap_threshold must be >= 0, got {thr!r}")
-        if math.isinf(max_passes) and math.isinf(time_limit) and callback is None and should_stop is None:
-            if thr == 0:
-                raise ValueError("run() would never stop: max_passes and time_limit are inf and gap_threshold is 0; "
-                                 "set one of them (or pass a callback / should_stop that ends the run)")
-            if math.isinf(cfg.gap_check) and not cfg.stop_on_heuristic_gap:
-                raise ValueError(f"run() would never stop: gap_check=inf computes no exact duality gap before the "
-                                 f"end, so gap_threshold={thr:g} is never met, and max_passes and time_limit are "
-                                 "inf; set one of them, a finite gap_check, or stop_on_heuristic_gap=True")
+        if callback is None and should_stop is None:  # else the caller may end the run
+            try:
+                check_run_ends(max_passes, time_limit, thr, cfg.gap_check, cfg.stop_on_heuristic_gap)
+            except ValueError as exc:
+                raise ValueError(f"run(): {exc} (or pass a callback / should_stop that ends the run)") from None
         n = self.n
         start_time = self.wall_time
         budget_calls = max_passes * n

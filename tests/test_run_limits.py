@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 import pytest
 
-from gaplab.core import Solver, SolverConfig
+from gaplab.core import Solver
 from gaplab.core.config import Status
 from gaplab.core.estimator import SSVM, ConvergenceWarning
 from gaplab.core.problems import load_problem
@@ -77,20 +77,28 @@ def test_the_label_bound_leaves_ordinary_label_counts_alone():
 
 
 # ============================================================ item 3: runs that can never end
-def test_gap_check_inf_without_any_budget_is_refused():
-    with pytest.raises(ValueError, match="gap_check=inf.*never stop"):
-        SolverConfig(gap_check=math.inf, gap_threshold=1e-3, max_passes=math.inf)
+def test_gap_check_inf_without_any_budget_is_refused(toy):
+    from gaplab.core.config import check_run_ends
+    with pytest.raises(ValueError, match="never stop: gap_check=inf"):
+        check_run_ends(math.inf, math.inf, 1e-3, math.inf)
     # a budget, or asking to stop on the heuristic gap, makes it a run that ends
-    SolverConfig(gap_check=math.inf, gap_threshold=1e-3, max_passes=math.inf, time_limit=5)
-    SolverConfig(gap_check=math.inf, gap_threshold=1e-3, max_passes=math.inf, stop_on_heuristic_gap=True)
+    check_run_ends(math.inf, 5.0, 1e-3, math.inf)
+    check_run_ends(math.inf, math.inf, 1e-3, math.inf, stop_on_heuristic_gap=True)
+    check_run_ends(math.inf, math.inf, 1e-3, 10)
 
 
-def test_solver_and_run_refuse_the_endless_combination(toy):
-    with pytest.raises(ValueError, match="never stop"):
-        Solver(toy, gap_check=math.inf, gap_threshold=1e-3, max_passes=math.inf)
+def test_solver_run_refuses_the_endless_combination(toy):
+    # the call: Solver(..., gap_check=inf, gap_threshold=1e-3, max_passes=inf).run()
+    s = Solver(toy, gap_check=math.inf, gap_threshold=1e-3, max_passes=math.inf)
+    with pytest.raises(ValueError, match="never stop: gap_check=inf"):
+        s.run()
+    assert s.oracle_calls == 0  # refused before any work
     s = Solver(toy, gap_check=math.inf, gap_threshold=1e-3, max_passes=5)
     with pytest.raises(ValueError, match="never stop: gap_check=inf"):
         s.run(max_passes=math.inf)
+    # a caller that ends the run itself (a regularization path checks the gap on its own) may
+    res = s.run(max_passes=math.inf, callback=lambda solver, rec: solver.effective_passes >= 3)
+    assert res.status == Status.STOPPED
 
 
 def test_cli_refuses_the_endless_train_in_one_line():
