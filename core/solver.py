@@ -51,8 +51,7 @@ class _CompileClock(numba.core.event.Listener):
         st = self._state()
         if st.depth == 0:
             st.t0 = time.perf_counter()
-            for fn in list(st.watchers):
-                fn(True)
+            self._notify(st, True)
         st.depth += 1
 
     def on_end(self, event):
@@ -60,8 +59,15 @@ class _CompileClock(numba.core.event.Listener):
         st.depth = max(st.depth - 1, 0)
         if st.depth == 0:
             st.total += time.perf_counter() - st.t0
-            for fn in list(st.watchers):
-                fn(False)
+            self._notify(st, False)
+
+    @staticmethod
+    def _notify(st, active):
+        for fn in list(st.watchers):
+            try:
+                fn(active)
+            except Exception:  # noqa: BLE001 - a failing display must not fail numba's compile
+                pass
 
     def total(self) -> float:
         """Seconds this thread has spent in the compiler lock (finished holds)."""

@@ -164,3 +164,18 @@ def test_cli_reports_compile_time_and_says_compiling_on_a_cold_cache(tmp_path):
     assert r["compile_time_s"] > 1.0 > r["wall_time_s"]  # the toy's 3 passes are milliseconds of work
     assert all(rec["wall_time_s"] <= r["wall_time_s"] for rec in r["trace"])
     assert "numba compile (s)" in p.stdout
+
+
+def test_a_failing_compile_watcher_does_not_fail_the_compile():
+    from numba.core.compiler_lock import global_compiler_lock
+
+    from gaplab.core.solver import watch_compiles
+
+    def broken(active):
+        raise RuntimeError("a closed progress bar")
+
+    seen = []
+    with watch_compiles(broken), watch_compiles(seen.append):
+        with global_compiler_lock:  # what numba does around a compile
+            pass
+    assert seen == [True, False]
