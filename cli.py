@@ -53,12 +53,14 @@ def cmd_train(args) -> int:
 
     from gaplab.cli_options import check_out_arg, load_problem_from_args
     from gaplab.core import Solver
+    from gaplab.core.config import check_run_ends
     from gaplab.core.interrupt import Interrupted
     from gaplab.core.solver import watch_compiles
 
-    check_out_arg(args.out, "--out")  # refuse an empty or unwritable --out before any work (exit 2)
-    from gaplab.core.config import check_run_ends
-    check_run_ends(args.max_passes, args.time_limit, args.gap_threshold, args.gap_check)  # its callback never stops
+    # before any work (exit 2): an empty or unwritable --out, a run that nothing would stop
+    # (its progress callback never stops it, so Solver.run's own check does not apply)
+    check_out_arg(args.out, "--out")
+    check_run_ends(args.max_passes, args.time_limit, args.gap_threshold, args.gap_check)
     t0 = time.perf_counter()
     problem = load_problem_from_args(args)
     model, test = problem.model, problem.test
