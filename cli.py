@@ -51,13 +51,16 @@ def solver_config_from_args(args, **extra):
 def cmd_train(args) -> int:
     from tqdm import tqdm
 
-    from gaplab.cli_options import load_problem_from_args
+    from gaplab.cli_options import check_out_arg, load_problem_from_args
     from gaplab.core import Solver
-    from gaplab.core.atomic import check_output_path
+    from gaplab.core.config import check_run_ends
     from gaplab.core.interrupt import Interrupted
+    from gaplab.core.solver import watch_compiles
 
-    if args.out:  # refuse an unwritable --out before any work (exit 2)
-        check_output_path(args.out, "--out")
+    # before any work (exit 2): an empty or unwritable --out, a run that nothing would stop
+    # (its progress callback never stops it, so Solver.run's own check does not apply)
+    check_out_arg(args.out, "--out")
+    check_run_ends(args.max_passes, args.time_limit, args.gap_threshold, args.gap_check)
     t0 = time.perf_counter()
     problem = load_problem_from_args(args)
     model, test = problem.model, problem.test
@@ -71,6 +74,9 @@ def cmd_train(args) -> int:
     bar = tqdm(total=round(args.max_passes, 2) if math.isfinite(args.max_passes) else None, unit="pass", disable=args.quiet or not sys.stderr.isatty() and not args.progress,
                bar_format="{l_bar}{bar}| {n:.1f}/{total} passes [{elapsed}] {postfix}")
 
+    def on_compile(active):  # numba compiles (or loads) the kernels on first use: say so
+        bar.set_description_str("compiling" if active else "", refresh=True)
+
     def callback(s, rec):
         bar.n = min(rec["effective_passes"], bar.total) if bar.total is not None else rec["effective_passes"]
         post = {"heur_gap": f"{rec['heuristic_gap']:.2e}"}
@@ -81,7 +87,8 @@ def cmd_train(args) -> int:
         return False
 
     try:
-        result = solver.run(callback=callback)
+        with watch_compiles(on_compile):
+            result = solver.run(callback=callback)
         interrupted = False
     except Interrupted as exc:  # Ctrl-C: keep the result so far
         result, interrupted = exc.partial, True
@@ -109,6 +116,7 @@ def cmd_train(args) -> int:
                 ("effective passes", f"{result.effective_passes:.1f}" + _passes_note(result, args.max_passes)),
                 ("oracle calls", result.oracle_calls),
                 ("cache hits", result.cache_hits), ("solver time (s)", f"{result.wall_time_s:.2f}"),
+                ("numba compile (s)", f"{result.compile_time_s:.2f}"),
                 ("train error", f"{train_err:.4f}"),
                 ("test error", f"{test_err:.4f}" if test is not None else "n/a (no test set)")]
         if "test_metric" in out:
@@ -128,7 +136,11 @@ def cmd_train(args) -> int:
 def _write_json(path, obj) -> None:
     """JSON (NaN/inf as null) written atomically: a failed write leaves the old file intact."""
     from gaplab.core.atomic import write_text_atomic
-    write_text_atomic(path, json.dumps(_clean(obj), indent=1, default=_json_default))
+    text = json.dumps(_clean(obj), indent=1, default=_json_default)
+    try:
+        write_text_atomic(path, text)
+    except OSError as exc:  # a full disk, a lost permission: name the file and the cause (main prints it)
+        raise OSError(exc.errno, f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
 def _passes_note(result, max_passes) -> str:
@@ -201,16 +213,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _os_error_text(exc: OSError) -> str:
+    """One line naming the cause and the file of an OSError (a full disk, a lost permission)."""
+    if exc.strerror:
+        where = f": {exc.filename}" if exc.filename else ""
+        return f"{exc.strerror}{where}"
+    return str(exc) or type(exc).__name__
+
+
 def main(argv=None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    """Run a command; errors and Ctrl-C give one line on stderr and a non-zero exit: 2 for bad
+    input, 1 for a failed system call (a full disk, ...), 130 for Ctrl-C, also while the
+    commands are being set up (imports take a moment)."""
+    prog = "gaplab"
     try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        prog = f"gaplab {args.command}"
         return args.func(args)
     except (ValueError, FileNotFoundError) as exc:
-        print(f"gaplab {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # Ctrl-C outside a run (loading, compiling): one line, no traceback
-        print(f"gaplab {args.command}: interrupted", file=sys.stderr)
+    except OSError as exc:  # e.g. ENOSPC while writing an output: the previous file is intact
+        print(f"{prog}: error: {_os_error_text(exc)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:  # Ctrl-C outside a run (importing, loading, compiling): one line, no traceback
+        print(f"{prog}: interrupted", file=sys.stderr)
         return 130
 
 

@@ -6,8 +6,19 @@ from __future__ import annotations
 import argparse
 import math
 
-__all__ = ["add_problem_arguments", "add_setting_arguments", "config_from_args", "positive_float",
+__all__ = ["check_out_arg", "add_problem_arguments", "add_setting_arguments", "config_from_args", "positive_float",
            "problem_options_from_args", "load_problem_from_args", "settings_from_args"]
+
+
+def check_out_arg(value, flag: str = "--out"):
+    """Refuse, before any work, an output option given as an empty string (it would write
+    nothing) or naming a path that cannot be written; None (not given) passes."""
+    if value is None:
+        return None
+    from gaplab.core.atomic import check_output_path
+    if not str(value).strip():
+        raise ValueError(f"{flag} must name a file, got an empty string")
+    return check_output_path(value, flag)
 
 
 def positive_float(text):

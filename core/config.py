@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 __all__ = ["Sampling", "StepKind", "Status", "CacheConfig", "SolverConfig", "Setting", "settings_schema",
-           "get_setting", "config_from_settings", "config_kwargs", "SAMPLING_CHOICES", "STEP_CHOICES", "GAP_CHECK_PRESETS"]
+           "check_run_ends", "get_setting", "config_from_settings", "config_kwargs", "SAMPLING_CHOICES", "STEP_CHOICES", "GAP_CHECK_PRESETS"]
 
 
 class Sampling(enum.IntEnum):
@@ -72,6 +72,29 @@ class Status(enum.IntEnum):
     STOPPED = 5            # by a callback or the user
     STEPS_DONE = 6         # Solver.steps(k) finished its k steps
     INTERRUPTED = 7        # Ctrl-C (SIGINT) during Solver.run; the state is intact
+
+
+def check_run_ends(max_passes: float, time_limit: float, gap_threshold: float, gap_check: float,
+                   stop_on_heuristic_gap: bool = False) -> None:
+    """Refuse the settings of a run that nothing would ever stop (no callback counted).
+
+    Raises
+    ------
+    ValueError
+        When ``max_passes`` and ``time_limit`` are both inf and either ``gap_threshold`` is 0 or
+        ``gap_check`` is inf without ``stop_on_heuristic_gap`` (no exact duality gap is computed
+        before the end of such a run, so no threshold is ever met).
+    """
+    if not (math.isinf(max_passes) and math.isinf(time_limit)):
+        return
+    if gap_threshold == 0:
+        raise ValueError("the run would never stop: max_passes and time_limit are inf and gap_threshold is 0; "
+                         "set one of them")
+    if math.isinf(gap_check) and not stop_on_heuristic_gap:
+        raise ValueError(f"the run would never stop: gap_check=inf computes no exact duality gap before the end, "
+                         f"so gap_threshold={gap_threshold:g} is never met, and max_passes and time_limit are inf; "
+                         "set max_passes or time_limit, a finite gap_check, or stop on the heuristic (stale) gap "
+                         "(stop_on_heuristic_gap=True)")
 
 
 def _parse_enum(cls, value, argname, aliases):
@@ -210,6 +233,9 @@ class SolverConfig:
     gap_check : int or inf
         An exact gap pass (n oracle calls) every ``gap_check`` passes over the data (n block
         steps each); ``inf`` disables periodic checks (the "Gap Inf" run of Fig. 1).
+        ``Solver.run`` with ``inf`` needs a budget (``max_passes`` or ``time_limit``),
+        ``stop_on_heuristic_gap`` or a callback that ends it: without an exact gap the threshold
+        is never met (see :func:`check_run_ends`).
     gap_threshold : float
         Stop when the exact duality gap is <= this (>= 0; 0 disables).
     stop_on_heuristic_gap : bool
@@ -218,7 +244,7 @@ class SolverConfig:
     max_passes : float
         Budget in effective passes (oracle calls / n), gap passes included.
     time_limit : float
-        Budget in seconds (inf for none).
+        Budget in seconds of solver time (numba's compilation not counted; inf for none).
     seed : int
         Seed of the solver's own RNG (kept in the solver state), in [0, 2**64) (Python or numpy
         integer).
@@ -284,6 +310,8 @@ class SolverConfig:
         object.__setattr__(self, "seed", _check_seed(self.seed))
         if math.isinf(self.max_passes) and math.isinf(self.time_limit) and self.gap_threshold == 0:
             raise ValueError("set at least one of max_passes, time_limit or gap_threshold: the run would never stop")
+        if not isinstance(self.stop_on_heuristic_gap, bool):
+            raise TypeError(f"stop_on_heuristic_gap must be True or False, got {self.stop_on_heuristic_gap!r}")
         dt = float(self.drop_tol)
         if math.isnan(dt) or dt < 0 or dt >= 1e-3:
             raise ValueError(f"drop_tol must be in [0, 1e-3), got {self.drop_tol!r}")

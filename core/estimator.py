@@ -8,7 +8,7 @@ import numpy as np
 
 from .config import SolverConfig, config_from_settings, settings_schema
 from .datasets.base import SequenceData
-from .models.chain import ChainModel
+from .models.chain import ChainModel, check_chain_size
 from .solver import Solver
 
 __all__ = ["SSVM", "ConvergenceWarning"]
@@ -37,6 +37,14 @@ def _check_labels(X, Y, what: str):
                             f"(e.g. {a.ravel()[0]!r}); map label names to integers first")
         if a.min() < 0:
             raise ValueError(f"Y[{i}] has a negative label {int(a.min())}; labels must lie in [0, K)")
+        if int(a.max()) > np.iinfo(np.int64).max:
+            raise ValueError(f"Y[{i}] has the label {int(a.max())}, beyond int64; labels must lie in [0, K) "
+                             "with K the number of labels")
+    if what == "fit":  # K = largest label + 1, bounded before anything of size K is made
+        K = max(int(np.max(y)) for y in Y) + 1
+        X0 = np.asarray(X[0])
+        check_chain_size(len(X), sum(int(np.size(y)) for y in Y), K, int(X0.shape[-1]) if X0.ndim else 0,
+                         what="the largest label + 1, K")
 
 
 def _problem_data(name: str, split: str) -> SequenceData:
@@ -220,6 +228,8 @@ def _fit_report(est) -> None:
     if res.status in (Status.MAX_PASSES, Status.TIME_LIMIT) and est.gap_threshold > 0:
         budget = (f"max_passes={est.max_passes}" if res.status == Status.MAX_PASSES
                   else f"time_limit={est.time_limit} s")
-        warnings.warn(f"SSVM.fit stopped on its budget ({budget}) with duality gap {res.exact_gap:.3g} > "
-                      f"gap_threshold={est.gap_threshold}; raise max_passes / time_limit or lam",
+        # the status is MAX_PASSES / TIME_LIMIT only when the final exact gap is above the
+        # threshold (Solver.run: else CONVERGED); shown with enough digits to tell them apart
+        warnings.warn(f"SSVM.fit stopped on its budget ({budget}) with duality gap {res.exact_gap:.6g} > "
+                      f"gap_threshold={est.gap_threshold:g}; raise max_passes / time_limit or lam",
                       ConvergenceWarning, stacklevel=3)

@@ -237,6 +237,38 @@ class Problem:
 _REGISTRY: dict[str, ProblemSpec] = {}
 
 
+def _check_loader_signature(name: str, loader: Callable, options: dict) -> None:
+    """The loader is called as ``loader(data_home=..., **options)`` (and ``verify=False`` when it
+    takes ``verify``): it must accept those keywords and need nothing else. Checked when the
+    problem is registered, not at its first load. Callables without an inspectable signature
+    (some builtins) are not checked."""
+    import inspect
+    try:
+        sig = inspect.signature(loader)
+    except (TypeError, ValueError):
+        return
+    P = inspect.Parameter
+    params = sig.parameters
+    var_kw = any(p.kind == P.VAR_KEYWORD for p in params.values())
+
+    def takes(k):
+        p = params.get(k)
+        return (p is not None and p.kind in (P.POSITIONAL_OR_KEYWORD, P.KEYWORD_ONLY)) or (p is None and var_kw)
+
+    missing = [k for k in ("data_home", *options) if not takes(k)]
+    if missing:
+        raise TypeError(f"register_problem({name!r}): the loader must accept the keyword argument(s) "
+                        f"{', '.join(missing)} (it is called as loader(data_home=..., **options)); its "
+                        f"signature is {getattr(loader, '__name__', 'loader')}{sig}")
+    required = [k for k, p in params.items() if p.default is P.empty
+                and p.kind in (P.POSITIONAL_OR_KEYWORD, P.KEYWORD_ONLY, P.POSITIONAL_ONLY)
+                and (k not in ("data_home", *options) or p.kind == P.POSITIONAL_ONLY)]
+    if required:
+        raise TypeError(f"register_problem({name!r}): the loader requires the argument(s) {', '.join(required)}, "
+                        f"which are neither data_home nor a declared option; give them defaults or declare "
+                        f"them in options (signature {getattr(loader, '__name__', 'loader')}{sig})")
+
+
 def register_problem(name: str, loader: Callable, model_factory: Callable | None = None, *,
                      default_lam, description: str, bundled: bool = True, check: Callable | None = None,
                      metric: str = "test error", higher_is_better: bool = False,
@@ -292,7 +324,9 @@ def register_problem(name: str, loader: Callable, model_factory: Callable | None
     ValueError
         Bad name, name already registered (without ``replace=True``), bad ``default_lam``.
     TypeError
-        ``loader``, ``model_factory``, ``check``, ``evaluate`` or ``warmup`` is not callable.
+        ``loader``, ``model_factory``, ``check``, ``evaluate`` or ``warmup`` is not callable;
+        ``options`` is not a dict of ProblemOption; the loader does not accept ``data_home``
+        and every declared option as keywords, or requires another argument.
     """
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise ValueError(f"problem name must be a lower-case string of letters, digits, '.', '_', '-', got {name!r}")
@@ -306,11 +340,18 @@ def register_problem(name: str, loader: Callable, model_factory: Callable | None
         raise TypeError(f"register_problem({name!r}): loader must be callable, got None")
     if not isinstance(description, str) or not description.strip():
         raise ValueError(f"register_problem({name!r}): description must be a non-empty string")
+    if options is not None and not isinstance(options, Mapping):
+        raise TypeError(f"register_problem({name!r}): options must be a dict of str -> ProblemOption, got "
+                        f"{type(options).__name__}")
     options = dict(options or {})
     for k, o in options.items():
+        if not isinstance(k, str) or not k.isidentifier():
+            raise TypeError(f"register_problem({name!r}): option names must be identifiers (keyword arguments "
+                            f"of the loader), got {k!r}")
         if not isinstance(o, ProblemOption):
             raise TypeError(f"register_problem({name!r}): option {k!r} must be a ProblemOption, "
                             f"got {type(o).__name__}")
+    _check_loader_signature(name, loader, options)
     spec = ProblemSpec(name=name, loader=loader, model_factory=model_factory, default_lam=default_lam,
                        description=description.strip(), bundled=bool(bundled), check=check,
                        metric=str(metric), higher_is_better=bool(higher_is_better),

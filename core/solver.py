@@ -7,22 +7,88 @@ cache), Alg. 8 (batch FW step), Sec. 2.3 (duality gap).
 """
 from __future__ import annotations
 
+import bisect
+import contextlib
 import math
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
+import numba.core.event
 import numpy as np
 
 from . import kernels as kr
-from .config import CacheConfig, Sampling, SolverConfig, Status, StepKind
-from .models.protocol import check_labelling, check_model
+from .config import CacheConfig, Sampling, SolverConfig, Status, StepKind, check_run_ends
+from .models.protocol import check_arrays, check_labelling, check_model
 from .interrupt import Interrupted, deferred_sigint
 from .state import allocate_state, config_arrays, copy_state, grow_atoms, state_nbytes
 
-__all__ = ["Solver", "StepRecord", "Result", "ExactGap"]
+__all__ = ["Solver", "StepRecord", "Result", "ExactGap", "watch_compiles"]
 
 _KIND_NAMES = {kr.KIND_FW: "fw", kr.KIND_AWAY: "away", kr.KIND_PAIRWISE: "pairwise", kr.KIND_NONE: "none"}
+
+
+class _CompileClock(numba.core.event.Listener):
+    """Seconds each thread spends in numba's global compiler lock: compiling a kernel for new
+    argument types, or loading its machine code from the on-disk cache (a call of a kernel
+    already compiled for its argument types does not take the lock). The solver subtracts
+    this time from its own (``wall_time_s``) and reports it as ``compile_time_s``: on a cold
+    cache the first pass and the first gap check are mostly compilation, which is not the
+    method's cost. Per thread, because the app runs several solvers in worker threads;
+    nested (reentrant) lock holds count once."""
+
+    def __init__(self):
+        self._local = threading.local()
+
+    def _state(self):
+        st = self._local
+        if not hasattr(st, "depth"):
+            st.depth, st.t0, st.total, st.watchers = 0, 0.0, 0.0, []
+        return st
+
+    def on_start(self, event):
+        st = self._state()
+        if st.depth == 0:
+            st.t0 = time.perf_counter()
+            self._notify(st, True)
+        st.depth += 1
+
+    def on_end(self, event):
+        st = self._state()
+        st.depth = max(st.depth - 1, 0)
+        if st.depth == 0:
+            st.total += time.perf_counter() - st.t0
+            self._notify(st, False)
+
+    @staticmethod
+    def _notify(st, active):
+        for fn in list(st.watchers):
+            try:
+                fn(active)
+            except Exception:  # noqa: BLE001 - a failing display must not fail numba's compile
+                pass
+
+    def total(self) -> float:
+        """Seconds this thread has spent in the compiler lock (finished holds)."""
+        return self._state().total
+
+
+_COMPILE_CLOCK = _CompileClock()
+numba.core.event.register("numba:compiler_lock", _COMPILE_CLOCK)
+
+
+@contextlib.contextmanager
+def watch_compiles(callback: Callable[[bool], None]):
+    """Within the block, ``callback(True)`` when this thread starts compiling (or loading
+    compiled kernels from the cache) and ``callback(False)`` when it is done: the CLI's progress
+    bar says "compiling" meanwhile."""
+    st = _COMPILE_CLOCK._state()
+    st.watchers.append(callback)
+    try:
+        yield
+    finally:
+        st.watchers.remove(callback)
 
 
 @dataclass(frozen=True)
@@ -114,12 +180,16 @@ class Result:
         Oracle calls / n (gap passes included).
     oracle_calls, cache_hits, steps : int
     wall_time_s : float
-        Seconds spent in the solver (block steps and gap passes; test-error evaluation excluded).
+        Seconds spent in the solver (block steps and gap passes; test-error evaluation and
+        numba's compilation excluded). The trace's ``wall_time_s`` is on the same clock.
     step_counts : dict
         Counts of "fw", "away", "pairwise", "drop", "cache_hit", "purge", "batch" steps.
     w : ndarray of float64, shape (d,)
     trace : list of dict
         One record per pass over the data and per gap check (see :meth:`Solver.trace`).
+    compile_time_s : float
+        Seconds numba spent compiling the solver's kernels (or loading them from its on-disk
+        cache) during the solver's calls, apart from ``wall_time_s``.
     """
 
     status: Status
@@ -135,6 +205,7 @@ class Result:
     step_counts: dict
     w: np.ndarray
     trace: list = field(default_factory=list)
+    compile_time_s: float = 0.0
 
     def to_dict(self, include_w: bool = False) -> dict:
         out = {k: v for k, v in asdict(self).items() if k not in ("w", "status")}
@@ -179,6 +250,12 @@ class Solver:
         Evaluated (test error) at every exact gap check, outside the timed solver work.
     log_size : int
         Size of the ring log of step records (for the app).
+    trace_limit : int
+        Most trace records kept (>= 16). Beyond it the older half of the trace is thinned
+        (every second record dropped, the first kept), so an unbounded run (a time limit, a
+        callback or the app's Stop button ends it) keeps O(trace_limit) records with a
+        resolution that coarsens geometrically into the past; ``trace_records_dropped`` counts
+        what was dropped.
     sampling_weights : array of float64, shape (n,), optional
         Fixed non-negative sampling weights, required by (and only used with)
         ``sampling="weights"`` (e.g. curvature constants C_f^(i) of App. C).
@@ -186,13 +263,16 @@ class Solver:
     Raises
     ------
     ValueError, TypeError
-        On invalid settings or bounds; nothing is allocated then.
+        On invalid settings or bounds, or model arrays whose offsets, sizes or indices do not
+        fit together (``ArraysError``, a ValueError); nothing is allocated then.
     """
 
     def __init__(self, model, config: SolverConfig | None = None, *, lb=None, ub=None,
-                 test_data=None, log_size: int = 4096, sampling_weights=None, **overrides):
+                 test_data=None, log_size: int = 4096, sampling_weights=None, trace_limit: int = 10_000,
+                 **overrides):
         check_model(model)
         kr.model_kind_name(model.arrays)  # TypeError when its arrays are not a registered model kind
+        check_arrays(model)  # the offsets and sizes the compiled kernels index with, O(n)
         if getattr(model, "oracle_tier", "compiled") == "compiled" and not kr.has_compiled_oracle(model.arrays):
             raise TypeError(f"model {getattr(model, 'name', type(model).__name__)!r} says oracle_tier='compiled' but its "
                             f"model kind {kr.model_kind_name(model.arrays)!r} registers no compiled oracle")
@@ -210,6 +290,8 @@ class Solver:
         lb, ub = _check_bounds(lb, ub, model.arrays.d)
         if isinstance(log_size, bool) or not isinstance(log_size, int) or log_size < 1:
             raise ValueError(f"log_size must be an int >= 1, got {log_size!r}")
+        if isinstance(trace_limit, bool) or not isinstance(trace_limit, int) or trace_limit < 16:
+            raise ValueError(f"trace_limit must be an int >= 16, got {trace_limit!r}")
         n = model.arrays.n
         if config.sampling == Sampling.WEIGHTS:
             if sampling_weights is None:
@@ -236,8 +318,12 @@ class Solver:
                                 weights=sampling_weights)
         self._ci, self._cf = config_arrays(config, lb is not None, self.track)
         self.wall_time = 0.0
+        self.compile_time = 0.0
         self.passes_since_check = 0
         self._trace: list[dict] = []
+        self._trace_ids: list[int] = []  # the record number of each kept record (thinning drops some)
+        self._n_records = 0
+        self._trace_limit = trace_limit
         self._last_exact: ExactGap | None = None
         self._last_exact_iter = -1
         self.status = Status.RUNNING
@@ -372,10 +458,9 @@ class Solver:
         With ``store_corners`` the FW corners of the pass are kept for :meth:`batch_step`.
         """
         S = self.S
-        t0 = time.perf_counter()
         # with count=False the kernel leaves the estimates, counters and g^(k_0) untouched
         deltas = np.empty(self.n)
-        with kr.primitive_errors(self._M):
+        with self._timed(solver_time=count), kr.primitive_errors(self._M):
             if self.python_oracle:
                 gap, hsum = kr.exact_gap_pass_python(self._M, S, self._ci, self._cf, count, store_corners, deltas,
                                                      self._oracle)
@@ -384,7 +469,6 @@ class Solver:
         if store_corners:
             self._corners_valid = True
         if count:
-            self.wall_time += time.perf_counter() - t0
             block_gaps = S.gap_exact.copy()
         else:
             block_gaps = np.full(self.n, np.nan)
@@ -399,6 +483,21 @@ class Solver:
         return res
 
     # ------------------------------------------------------------------ stepping
+    @contextlib.contextmanager
+    def _timed(self, solver_time: bool = True):
+        """Add the block's time to ``wall_time`` (when ``solver_time``), less what numba spent
+        compiling meanwhile, which goes to ``compile_time``."""
+        c0 = _COMPILE_CLOCK.total()
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            dt = time.perf_counter() - t0
+            dc = _COMPILE_CLOCK.total() - c0
+            self.compile_time += dc
+            if solver_time:
+                self.wall_time += max(dt - dc, 0.0)
+
     def _grow_if_needed(self):
         if self.S.counters[kr.C_GROW]:
             self.S = grow_atoms(self._M, self.S, cache_size=self._cache_slots())
@@ -412,14 +511,12 @@ class Solver:
         self._grow_if_needed()
         n = self.n
         todo = min(max_steps, n - (self.iteration % n))
-        t0 = time.perf_counter()
-        done = self._run_steps(todo)
-        self.wall_time += time.perf_counter() - t0
+        with self._timed():
+            done = self._run_steps(todo)
         if done < todo:
             self._grow_if_needed()
-            t0 = time.perf_counter()
-            done += self._run_steps(todo - done)
-            self.wall_time += time.perf_counter() - t0
+            with self._timed():
+                done += self._run_steps(todo - done)
         if done > 0:
             self._corners_valid = False
         if self.iteration % n == 0 and done > 0:
@@ -502,13 +599,12 @@ class Solver:
         gap = float(gap)
         if not gap >= 0:
             raise ValueError(f"gap must be >= 0, got {gap!r}")
-        t0 = time.perf_counter()
-        gam = kr.batch_fw_step(self._M, self.S, self._ci, self._cf, gap)
-        if gam < 0:
-            self._grow_if_needed()
+        with self._timed():
             gam = kr.batch_fw_step(self._M, self.S, self._ci, self._cf, gap)
-        self._grow_if_needed()
-        self.wall_time += time.perf_counter() - t0
+            if gam < 0:
+                self._grow_if_needed()
+                gam = kr.batch_fw_step(self._M, self.S, self._ci, self._cf, gap)
+            self._grow_if_needed()
         self._corners_valid = False
         if gam > 0:
             self._last_exact_iter = -1  # w moved: the last exact gap is no longer the current one
@@ -534,7 +630,21 @@ class Solver:
         if extra:
             rec.update(extra)
         self._trace.append(rec)
+        self._trace_ids.append(self._n_records)
+        self._n_records += 1
+        if len(self._trace) > self._trace_limit:
+            self._thin_trace()
         return rec
+
+    def _thin_trace(self):
+        """Drop every second record of the older half of the trace (the first record kept)."""
+        old = len(self._trace) - self._trace_limit // 2
+        keep = [j for j in range(len(self._trace)) if j >= old or j % 2 == 0]
+        self._trace = [self._trace[j] for j in keep]
+        self._trace_ids = [self._trace_ids[j] for j in keep]
+
+    def _records_since(self, since: int) -> list:
+        return self._trace[bisect.bisect_left(self._trace_ids, since):]
 
     def step(self) -> StepRecord:
         """One block step (k = 1 of the same kernel that runs whole passes)."""
@@ -615,12 +725,16 @@ class Solver:
         Returns
         -------
         Result
+            Its status is ``converged`` whenever the exact duality gap of the final iterate is
+            <= gap_threshold (> 0), also when the budget ran out at the same time (the final gap
+            check is then what certified it).
 
         Raises
         ------
         ValueError
-            On an invalid override, or when nothing would ever stop the run (max_passes and
-            time_limit inf, gap_threshold 0, no callback or should_stop).
+            On an invalid override, or when nothing would ever stop the run: max_passes and
+            time_limit inf, no callback or should_stop, and gap_threshold 0 or no exact gap ever
+            computed (gap_check inf without ``stop_on_heuristic_gap``).
         Interrupted
             On Ctrl-C (SIGINT, main thread): the run stops after the current chunk (at most
             one pass and its gap check), without the final gap check; the solver state is intact
@@ -638,15 +752,16 @@ class Solver:
             raise ValueError(f"time_limit must be > 0, got {time_limit!r}")
         if math.isnan(thr) or thr < 0:
             raise ValueError(f"gap_threshold must be >= 0, got {thr!r}")
-        if math.isinf(max_passes) and math.isinf(time_limit) and thr == 0 and callback is None \
-                and should_stop is None:
-            raise ValueError("run() would never stop: max_passes and time_limit are inf and gap_threshold is 0; "
-                             "set one of them (or pass a callback / should_stop that ends the run)")
+        if callback is None and should_stop is None:  # else the caller may end the run
+            try:
+                check_run_ends(max_passes, time_limit, thr, cfg.gap_check, cfg.stop_on_heuristic_gap)
+            except ValueError as exc:
+                raise ValueError(f"run(): {exc} (or pass a callback / should_stop that ends the run)") from None
         n = self.n
         start_time = self.wall_time
         budget_calls = max_passes * n
         status = Status.RUNNING
-        n_records = len(self._trace)
+        n_records = self._n_records
         self._run_threshold = thr
         try:
             with deferred_sigint() as sigint:  # Ctrl-C: stop between chunks, state intact
@@ -664,6 +779,10 @@ class Solver:
             ex = self.exact_gap(count=True)
             self._record("gap_check", exact=ex,
                          test_error=self.test_error() if self.test_data is not None else math.nan)
+        fresh = self.fresh_exact_gap
+        if (status in (Status.MAX_PASSES, Status.TIME_LIMIT, Status.CONVERGED_HEURISTIC) and thr > 0
+                and fresh is not None and fresh.gap <= thr):
+            status = Status.CONVERGED  # the budget ran out, but the final iterate's exact gap meets it
         self.status = status
         return self.result()
 
@@ -677,7 +796,7 @@ class Solver:
                 status = Status.MAX_PASSES
                 break
             self._advance(min(remaining, n))
-            for rec in self._trace[n_records:]:
+            for rec in self._records_since(n_records):
                 if rec["kind"] == "gap_check" and thr > 0 and rec["exact_gap"] <= thr:
                     status = Status.CONVERGED
                 elif (rec["kind"] == "pass" and cfg.stop_on_heuristic_gap and thr > 0
@@ -685,7 +804,7 @@ class Solver:
                     status = Status.CONVERGED_HEURISTIC
                 if callback is not None and callback(self, rec):
                     status = Status.STOPPED if status == Status.RUNNING else status
-            n_records = len(self._trace)
+            n_records = self._n_records
             if status != Status.RUNNING:
                 break
             if sigint.is_set():
@@ -712,6 +831,7 @@ class Solver:
             step_counts=self.step_counts(),
             w=self.w,
             trace=[dict(r) for r in self._trace],
+            compile_time_s=self.compile_time,
         )
 
     def trace(self, since: int = 0) -> list[dict]:
@@ -719,14 +839,22 @@ class Solver:
         ("gap_check") and per batch step ("batch"), with iteration, effective_passes,
         oracle_calls, wall_time_s, heuristic_gap, exact_gap (NaN unless computed), primal
         (idem), dual, cache_hits, step counts and test_error (at gap checks when test data is
-        given). Records are only ever appended, so ``trace(since=len(seen))`` gives the new ones."""
+        given). Records are numbered in the order they are made and ``since`` is such a number,
+        so ``trace(since=n_trace_records)`` taken earlier gives the new ones. Past ``trace_limit``
+        records, older ones are thinned (see :class:`Solver`), never the newest half."""
         if isinstance(since, bool) or not isinstance(since, (int, np.integer)) or since < 0:
             raise ValueError(f"since must be an int >= 0, got {since!r}")
-        return [dict(r) for r in self._trace[since:]]
+        return [dict(r) for r in self._records_since(int(since))]
 
     @property
     def n_trace_records(self) -> int:
-        return len(self._trace)
+        """Records made so far (kept or thinned)."""
+        return self._n_records
+
+    @property
+    def trace_records_dropped(self) -> int:
+        """Records dropped by thinning (0 unless the trace outgrew ``trace_limit``)."""
+        return self._n_records - len(self._trace)
 
     @property
     def fresh_exact_gap(self) -> ExactGap | None:
@@ -767,6 +895,7 @@ class Solver:
         other.__dict__.update(self.__dict__)
         other.S = copy_state(self.S)
         other._trace = [dict(r) for r in self._trace]
+        other._trace_ids = list(self._trace_ids)
         other._ci, other._cf = self._ci.copy(), self._cf.copy()
         return other
 
@@ -801,8 +930,11 @@ class Solver:
         S.gap_iter[S.gap_iter >= 0] = 0
         S.scalars[kr.S_GLOBAL_GAP] = np.inf
         other.wall_time = 0.0
+        other.compile_time = 0.0
         other.passes_since_check = 0
         other._trace = []
+        other._trace_ids = []
+        other._n_records = 0
         other._last_exact = None
         other._last_exact_iter = -1
         other.status = Status.RUNNING

@@ -16,9 +16,10 @@ from numba import njit, uint64
 from .._prefetch import prefetch
 from ..datasets.base import SequenceData
 from ..kernels import _clip, register_model_kind
+from . import protocol as _p
 from .protocol import StructuredModel, check_labelling
 
-__all__ = ["ChainModel", "ChainArrays"]
+__all__ = ["ChainModel", "ChainArrays", "check_chain_size"]
 
 _EMPTY_I = np.zeros(0, dtype=np.int64)
 _EMPTY_F = np.zeros(0, dtype=np.float64)
@@ -533,6 +534,32 @@ register_model_kind(
 )
 
 
+def _check_chain_arrays(M, fail):
+    """What the chain kernels index with: token offsets, CSR features, Gram blocks, w offsets."""
+    n, K, F1 = int(M.n), int(M.K), M.F1
+    if not _p._int(F1) or F1 < 1:
+        fail(f"F1 must be an int >= 1, got {F1!r}")
+    T = np.diff(M.lab_off)
+    tokens = int(M.lab_off[-1])
+    if not np.array_equal(np.diff(M.stat_off), T * K + K * K):
+        fail("stat_off must give T_i·K + K² statistics to block i")
+    _p.array(M, "gt", fail, lo=0, hi=K)
+    indptr = _p.offsets(M, "feat_indptr", tokens + 1, fail)
+    _p.array(M, "feat_indices", fail, dtype=np.int64, shape=(int(indptr[-1]),), lo=0, hi=F1 - 1)
+    _p.array(M, "feat_values", fail, dtype=np.float64, shape=(int(indptr[-1]),))
+    gram_off = _p.offsets(M, "gram_off", n + 1, fail)
+    if not np.array_equal(np.diff(gram_off), T * T):
+        fail("gram_off must give a T_i × T_i Gram block to block i")
+    _p.array(M, "gram", fail, dtype=np.float64, shape=(int(gram_off[-1]),))
+    want = (K * F1, K * F1 + K, K * F1 + 2 * K, K * F1 + 2 * K + K * K)
+    got = (M.first_off, M.last_off, M.trans_off, M.d)
+    if got != want:
+        fail(f"(first_off, last_off, trans_off, d) must be {want} for K = {K}, F1 = {F1}, got {got}")
+
+
+_p.register_arrays_check(ChainArrays, _check_chain_arrays)
+
+
 @njit(cache=True, nogil=True)
 def _chain_gram(seq_off, indptr, indices, values, F, gram_off, gram):
     mark = np.zeros(F)
@@ -572,6 +599,61 @@ def _predict(M, w, out, h, y, vit_f, vit_i):
             out[t0 + t] = y[t]
 
 
+def chain_state_bytes(n: int, tokens: int, K: int, n_features: int) -> int:
+    """A lower bound of the bytes a solver over a chain model with K labels needs: the block
+    statistics μ (T_i·K node marginals and K² transitions per sequence) and six vectors of
+    dimension d = K·(F+1) + 2K + K² (w, v, the scratch of a step). Python ints: no overflow."""
+    d = K * (n_features + 1) + 2 * K + K * K
+    return 8 * (tokens * K + n * K * K) + 8 * 6 * d
+
+
+def memory_limit_bytes() -> int:
+    """The memory this process may use: the smaller of the machine's physical memory and the
+    address-space limit (``ulimit -v``, RLIMIT_AS) when one is set."""
+    import os
+    limit = None
+    try:
+        limit = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        pass
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY and soft > 0:
+            limit = soft if limit is None else min(limit, soft)
+    except (ImportError, ValueError, OSError):
+        pass
+    return int(limit) if limit else 2 ** 62
+
+
+def check_chain_size(n: int, tokens: int, K: int, n_features: int, what: str = "K") -> None:
+    """Refuse a number of labels K whose statistics cannot fit in memory, before anything of
+    that size is allocated.
+
+    Raises
+    ------
+    ValueError
+        Saying how much memory K labels need, how much the process may use and the largest K
+        that fits for these sequences.
+    """
+    need = chain_state_bytes(n, tokens, K, n_features)
+    have = memory_limit_bytes()
+    if need <= have:
+        return
+    lo, hi = 1, K  # the largest K that fits (bisection on the monotone bound)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if chain_state_bytes(n, tokens, mid, n_features) <= have:
+            lo = mid
+        else:
+            hi = mid - 1
+    raise ValueError(
+        f"{what} = {K} labels is more than a chain model can hold here: its solver keeps K² transition "
+        f"statistics per sequence, at least {need / 2 ** 30:.3g} GiB for these {n} sequences, and this "
+        f"process may use {have / 2 ** 30:.3g} GiB; at most K = {lo} labels fit (labels are numbered "
+        "0..K-1: renumber sparse label values first)")
+
+
 class ChainModel(StructuredModel):
     """The chain SSVM model over a :class:`SequenceData` training set.
 
@@ -585,7 +667,7 @@ class ChainModel(StructuredModel):
     d : int
         Dimension of w: K·(F+1) + 2K + K².
     arrays : ChainArrays
-        The flat arrays the numba kernels read (shared, read-only by convention).
+        The flat arrays the numba kernels read (read-only; checked again when a Solver is built).
     """
 
     kind = "chain"
@@ -601,6 +683,7 @@ class ChainModel(StructuredModel):
         self.first_off = K * self.F1
         self.last_off = self.first_off + K
         self.trans_off = self.last_off + K
+        check_chain_size(data.n, data.n_tokens, K, F)  # before the Gram blocks and any solver state
         self.d = self.trans_off + K * K
         self.n = data.n
         lens = data.lengths
@@ -619,12 +702,12 @@ class ChainModel(StructuredModel):
                         self.F, gram_off, gram)
         else:
             gram_off, gram = np.zeros(data.n + 1, dtype=np.int64), _EMPTY_F
-        return ChainArrays(
+        return _p.freeze_arrays(ChainArrays(  # read-only: the kernels trust these offsets
             data.n, self.d, K, stat_off, data.seq_offsets, data.labels,
             data.feat_indptr, data.feat_indices, data.feat_values, self.F1,
             int(bool(np.all(data.feat_values == 1.0))),
             gram_off, gram, self.first_off, self.last_off, self.trans_off,
-        )
+        ))
 
     # ---------------------------------------------------------------- helpers
     @property

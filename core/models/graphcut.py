@@ -47,6 +47,7 @@ import numpy as np
 from numba import njit
 
 from ..datasets.segmentation import SegmentationData
+from . import protocol as _p
 from .protocol import StructuredModel, check_labelling
 
 __all__ = [
@@ -89,12 +90,37 @@ def build_seg_arrays(data: SegmentationData) -> SegArrays:
     Ag = np.where(gt == 1, A1[img], A0[img])
     lw = area / (2.0 * Ag)  # Ag >= area > 0 for the class the superpixel is in
     loss_const = np.bincount(img, weights=lw, minlength=n) / 2.0
-    return SegArrays(
+    return _p.freeze_arrays(SegArrays(  # the model's own arrays (the data's are read-only), read-only
         n, data.d_u + data.d_p, 2, data.d_u, data.d_p,
         np.concatenate([[0], np.cumsum(V + E)]).astype(np.int64),
         data.sp_off.copy(), gt.copy(), data.edge_off.copy(),
         np.ascontiguousarray(data.edges[:, 0]), np.ascontiguousarray(data.edges[:, 1]),
-        data.xu, data.xp, lw, loss_const)
+        data.xu, data.xp, lw, loss_const))
+
+
+def _check_seg_arrays(M, fail):
+    """What the segmentation kernels index with: superpixel and edge offsets, local edge ends,
+    feature rows, loss weights."""
+    n = int(M.n)
+    if M.K != 2 or M.d != M.d_u + M.d_p:
+        fail(f"K must be 2 and d = d_u + d_p, got K = {M.K}, d = {M.d}, d_u = {M.d_u}, d_p = {M.d_p}")
+    V = np.diff(M.lab_off)
+    edge_off = _p.offsets(M, "edge_off", n + 1, fail)
+    E = np.diff(edge_off)
+    if not np.array_equal(np.diff(M.stat_off), V + E):
+        fail("stat_off must give V_i + E_i statistics to block i")
+    nv, ne = int(M.lab_off[-1]), int(edge_off[-1])
+    _p.array(M, "gt", fail, lo=0, hi=2)
+    Vi = np.repeat(V, E)  # each edge's image size: its ends are local superpixel indices
+    _p.array(M, "eu", fail, dtype=np.int64, shape=(ne,), lo=0, hi=Vi)
+    _p.array(M, "ev", fail, dtype=np.int64, shape=(ne,), lo=0, hi=Vi)
+    _p.array(M, "xu", fail, shape=(nv, M.d_u))
+    _p.array(M, "xp", fail, shape=(ne, M.d_p))
+    _p.array(M, "lw", fail, dtype=np.float64, shape=(nv,))
+    _p.array(M, "loss_const", fail, dtype=np.float64, shape=(n,))
+
+
+_p.register_arrays_check(SegArrays, _check_seg_arrays)
 
 
 # --------------------------------------------------------------------------- numba primitives

@@ -12,6 +12,7 @@ import numpy as np
 from numba import njit
 
 from ..kernels import _clip, register_model_kind
+from . import protocol as _p
 from .protocol import StructuredModel, check_labelling
 
 __all__ = ["MulticlassModel", "MulticlassArrays"]
@@ -125,6 +126,25 @@ register_model_kind(
 )
 
 
+def _check_mc_arrays(M, fail):
+    """What the multiclass kernels index with: label rows, their CSR features and losses."""
+    n, d = int(M.n), int(M.d)
+    if not np.array_equal(M.lab_off, np.arange(n + 1)):
+        fail("lab_off must be arange(n + 1) (a labelling is one label)")
+    rows = np.diff(M.stat_off)
+    if rows.max() > M.K:
+        fail(f"K must be at least the largest number of labels of a block, {int(rows.max())}; got {M.K}")
+    _p.array(M, "gt", fail, lo=0, hi=rows)
+    R = int(M.stat_off[-1])
+    indptr = _p.offsets(M, "mc_indptr", R + 1, fail)
+    _p.array(M, "mc_indices", fail, dtype=np.int64, shape=(int(indptr[-1]),), lo=0, hi=d)
+    _p.array(M, "mc_values", fail, dtype=np.float64, shape=(int(indptr[-1]),))
+    _p.array(M, "mc_loss", fail, dtype=np.float64, shape=(R,))
+
+
+_p.register_arrays_check(MulticlassArrays, _check_mc_arrays)
+
+
 
 class MulticlassModel(StructuredModel):
     """Enumerated-label SSVM model.
@@ -193,13 +213,14 @@ class MulticlassModel(StructuredModel):
         self.max_len = 1
         self.label_names = label_names
         row_off = np.asarray(row_off, dtype=np.int64)
-        self.arrays = MulticlassArrays(
-            n, self.d, self.K, row_off, np.arange(n + 1, dtype=np.int64), gt,
+        self.arrays = MulticlassArrays(  # the model's own arrays, read-only (see freeze_arrays)
+            n, self.d, self.K, row_off, np.arange(n + 1, dtype=np.int64), gt.copy(),
             np.asarray(rows_indptr, dtype=np.int64),
             np.concatenate(rows_idx).astype(np.int64) if rows_idx else _EMPTY_I,
             np.concatenate(rows_val) if rows_val else _EMPTY_F,
             np.concatenate(loss_all),
         )
+        _p.freeze_arrays(self.arrays)
         self._features = [np.asarray(f, dtype=np.float64) for f in features]
         self._losses = [np.asarray(x, dtype=np.float64) for x in losses]
 

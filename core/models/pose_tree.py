@@ -99,6 +99,7 @@ import numpy as np
 from numba import njit, uint64
 
 from ..kernels import register_model_kind
+from . import protocol as _p
 from .protocol import StructuredModel, check_labelling
 
 __all__ = [
@@ -1028,7 +1029,7 @@ def build_pose_arrays(data, deform_unit: float = None, transform: str = "auto") 
         raise ValueError("types must lie in [0, n_types[p]) for every node")
     direct_max = {"auto": DIRECT_MAX_G, "direct": G, "envelope": 0}[transform]
     scr_f, scr_i = _scratch_sizes(N, T, G)
-    return PoseArrays(
+    return _p.freeze_arrays(PoseArrays(  # read-only: the kernels trust these offsets and sizes
         n=n, d=int(d), K=_scratch_K(N, T, G),
         stat_off=np.arange(n + 1, dtype=np.int64) * (d + 1),
         lab_off=np.arange(n + 1, dtype=np.int64) * (2 * N),
@@ -1043,7 +1044,50 @@ def build_pose_arrays(data, deform_unit: float = None, transform: str = "auto") 
         bump_pos=np.array(data.bump_pos.reshape(-1), dtype=np.float64, copy=True),
         bump_amp=np.array(data.bump_amp.reshape(-1), dtype=np.float64, copy=True),
         scr_f=int(scr_f), scr_i=int(scr_i), direct_max_G=int(direct_max),
-    )
+    ))
+
+
+def _check_pose_arrays(M, fail):
+    """What the pose kernels index with: the tree, the per-node type counts, the weight offsets,
+    the labelling (grid position, type) of every node, the score-map tables and scratch sizes."""
+    n, d, N, T, G = int(M.n), int(M.d), M.N, M.T, M.G
+    for f in ("N", "T", "G"):
+        if not _p._int(getattr(M, f)) or getattr(M, f) < 1:
+            fail(f"{f} must be an int >= 1, got {getattr(M, f)!r}")
+    if not np.array_equal(M.stat_off, np.arange(n + 1) * (d + 1)):
+        fail("stat_off must be arange(n + 1)·(d + 1)")
+    if not np.array_equal(M.lab_off, np.arange(n + 1) * (2 * N)):
+        fail("lab_off must be arange(n + 1)·2N")
+    parent = _p.array(M, "parent", fail, dtype=np.int64, shape=(N,), lo=-1, hi=N)
+    ntype = _p.array(M, "ntype", fail, dtype=np.int64, shape=(N,), lo=1, hi=T + 1)
+    order = _p.array(M, "order", fail, dtype=np.int64, shape=(N,))
+    if not np.array_equal(np.sort(order), np.arange(N)) or parent[order[0]] != -1:
+        fail("order must be a permutation of the nodes starting at the root")
+    _p.array(M, "depth", fail, dtype=np.int64, shape=(N,), lo=0, hi=N)
+    if not np.array_equal(M.nchild, np.bincount(parent[parent >= 0], minlength=N)):
+        fail("nchild must count the children of each node")
+    gt = M.gt.reshape(n, N, 2)
+    if gt.size and (gt[:, :, 0].min() < 0 or gt[:, :, 0].max() >= G * G):
+        fail(f"gt positions must lie in [0, G²) = [0, {G * G})")
+    if gt.size and (gt[:, :, 1].min() < 0 or np.any(gt[:, :, 1] >= ntype[None, :])):
+        fail("gt types must lie in [0, ntype[q]) for every node q")
+    _p.array(M, "anchors", fail, dtype=np.float64, shape=(N * T * 2,))
+    child = parent >= 0
+    pair_end = np.where(child, M.pair_off + ntype * ntype[np.maximum(parent, 0)], 0)
+    def_end = np.where(child, M.def_off + 4 * ntype, 0)
+    for f, end in (("pair_off", pair_end), ("def_off", def_end)):
+        a = _p.array(M, f, fail, dtype=np.int64, shape=(N,))
+        if np.any(a[child] < N) or np.any(end > d):
+            fail(f"{f} of every non-root node must lie in [N, d) with its weights inside w (d = {d})")
+    _p.array(M, "scale2", fail, dtype=np.float64, shape=(n,))
+    _p.array(M, "img_id", fail, dtype=np.int64, shape=(n,))
+    _p.array(M, "bump_pos", fail, dtype=np.float64, shape=(n * N * 3 * 2,))
+    _p.array(M, "bump_amp", fail, dtype=np.float64, shape=(n * N * 3,))
+    if (M.scr_f, M.scr_i) != tuple(int(v) for v in _scratch_sizes(N, T, G)) or M.K != _scratch_K(N, T, G):
+        fail("the scratch sizes scr_f, scr_i and K must match N, T and G")
+
+
+_p.register_arrays_check(PoseArrays, _check_pose_arrays)
 
 
 class PoseModel(StructuredModel):

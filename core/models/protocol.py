@@ -26,7 +26,8 @@ import abc
 
 import numpy as np
 
-__all__ = ["StructuredModel", "REQUIRED", "check_model", "check_labelling"]
+__all__ = ["StructuredModel", "REQUIRED", "check_model", "check_labelling", "freeze_arrays",
+           "register_arrays_check", "check_arrays", "ArraysError"]
 
 #: What every model must provide (attributes and methods), in the order they are checked.
 REQUIRED = ("n", "d", "arrays", "ground_truth", "label_len", "n_labels", "loss", "joint_feature",
@@ -133,3 +134,112 @@ def check_labelling(model, i: int, y, what: str = "labelling") -> np.ndarray:
         bad = int(arr[(arr < 0) | (arr >= K)][0])
         raise ValueError(f"model {name!r}, block {i}: the {what} has label {bad} outside [0, {K})")
     return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+# ============================================================================ the kernels' arrays
+# A model's ``arrays`` are read by compiled kernels that do not check bounds: an offset or a size
+# that does not match the others makes them read or write outside an array (a crash, or a wrong
+# result without a word). So the arrays are read-only once built (freeze_arrays), and the
+# offsets and index arrays are checked again when a Solver is built (check_arrays), in O(n + the
+# number of stored indices), vectorized: an array unlocked by the user (setflags) or a namedtuple
+# replaced by hand is caught there.
+
+class ArraysError(ValueError):
+    """A model's ``arrays`` are inconsistent (an offset, size or index the kernels rely on)."""
+
+
+_ARRAY_CHECKS: dict = {}
+
+
+def freeze_arrays(arrays):
+    """Mark every ndarray field of a model's ``arrays`` namedtuple read-only, in place, and
+    return the namedtuple. The arrays must be the model's own (the builders copy what they
+    take from a caller); arrays that are read-only already (a data set's) are left as they are."""
+    for a in arrays:
+        if isinstance(a, np.ndarray) and a.flags.writeable:
+            a.flags.writeable = False
+    return arrays
+
+
+def register_arrays_check(arrays_cls, check) -> None:
+    """Register ``check(M, fail)`` for a model kind's arrays namedtuple class: it raises through
+    ``fail(message)`` when a kind-specific offset, size or index is inconsistent. Called by
+    :func:`check_arrays` after the checks every kind shares."""
+    _ARRAY_CHECKS[arrays_cls] = check
+
+
+def _int(x):
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def offsets(M, field, size, fail, *, total=None):
+    """Check that ``M.<field>`` is an int64 array of shape (size,) starting at 0 and
+    non-decreasing (ending at ``total`` when given); return it."""
+    a = getattr(M, field)
+    if not isinstance(a, np.ndarray) or a.dtype != np.int64 or a.shape != (size,):
+        fail(f"{field} must be an int64 array of shape ({size},), got "
+             f"{getattr(a, 'dtype', type(a).__name__)} {getattr(a, 'shape', '')}")
+    if size and a[0] != 0:
+        fail(f"{field}[0] must be 0, got {int(a[0])}")
+    if size > 1:
+        dec = np.flatnonzero(a[1:] < a[:-1])
+        if dec.size:
+            j = int(dec[0])
+            fail(f"{field} must be non-decreasing, got {field}[{j + 1}] = {int(a[j + 1])} < "
+                 f"{field}[{j}] = {int(a[j])}")
+    if total is not None and size and a[-1] != total:
+        fail(f"{field}[-1] must be {total}, got {int(a[-1])}")
+    return a
+
+
+def array(M, field, fail, *, dtype=None, shape=None, lo=None, hi=None):
+    """Check dtype, shape and (for index arrays) that every entry lies in [lo, hi); return it.
+    ``hi`` may be an array of per-entry bounds."""
+    a = getattr(M, field)
+    if not isinstance(a, np.ndarray):
+        fail(f"{field} must be an ndarray, got {type(a).__name__}")
+    if dtype is not None and a.dtype != dtype:
+        fail(f"{field} must have dtype {np.dtype(dtype)}, got {a.dtype}")
+    if shape is not None and a.shape != tuple(shape):
+        fail(f"{field} must have shape {tuple(shape)}, got {a.shape}")
+    if a.size and lo is not None and a.min() < lo:
+        fail(f"{field} has an entry {a.min()} below {lo}")
+    if a.size and hi is not None:
+        bad = np.flatnonzero((a >= hi).ravel())
+        if bad.size:
+            j = int(bad[0])
+            bound = hi if np.ndim(hi) == 0 else np.broadcast_to(hi, a.shape).ravel()[j]
+            fail(f"{field}[{j}] = {a.ravel()[j]} is not below {bound}")
+    return a
+
+
+def check_arrays(model) -> None:
+    """Check the offsets, sizes and index arrays of ``model.arrays`` that the compiled kernels
+    index with (cheap: O(n + stored indices), vectorized).
+
+    Raises
+    ------
+    ArraysError (a ValueError)
+        Naming the model, the field and what is wrong (e.g. ``stat_off`` changed after the
+        model was built).
+    """
+    M = model.arrays
+    name = getattr(model, "name", None) or type(model).__name__
+
+    def fail(msg):
+        raise ArraysError(f"model {name!r}: its arrays are inconsistent: {msg} (a model's arrays must "
+                          "not be changed after it is built; build a new model instead)")
+
+    for f in ("n", "d", "K"):
+        v = getattr(M, f)
+        if not _int(v) or v < 1:
+            fail(f"{f} must be an int >= 1, got {v!r}")
+    n = int(M.n)
+    stat_off = offsets(M, "stat_off", n + 1, fail)
+    lab_off = offsets(M, "lab_off", n + 1, fail)
+    if n and (np.diff(stat_off).min() < 1 or np.diff(lab_off).min() < 1):
+        fail("every block needs at least one statistic and one label (stat_off and lab_off strictly increasing)")
+    array(M, "gt", fail, dtype=np.int64, shape=(int(lab_off[-1]),))
+    check = _ARRAY_CHECKS.get(type(M))
+    if check is not None:
+        check(M, fail)

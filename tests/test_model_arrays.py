@@ -1,0 +1,128 @@
+"""A model's arrays are what the compiled kernels index with, without bounds checks: they are
+read-only once built, and the offsets, sizes and indices are checked again when a Solver is
+built (an unlocked or replaced array gives an error naming the field, never a crash)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from gaplab.core import Solver
+from gaplab.core.models.protocol import ArraysError, check_arrays
+from gaplab.core.problems import warmup_plan
+
+KINDS = {job.model_class: job for job in warmup_plan()}
+
+
+@pytest.fixture(params=sorted(KINDS))
+def model(request):
+    return KINDS[request.param].model
+
+
+def _fields(M):
+    return [(f, a) for f, a in zip(M._fields, M) if isinstance(a, np.ndarray) and a.size]
+
+
+def test_every_array_of_every_model_kind_is_read_only(model):
+    assert {"ChainModel", "MulticlassModel", "SegmentationModel", "PoseModel"} <= set(KINDS)
+    for f, a in _fields(model.arrays):
+        assert not a.flags.writeable, f"{type(model).__name__}.arrays.{f} is writable"
+        with pytest.raises(ValueError, match="read-only"):
+            a.reshape(-1)[0] = a.reshape(-1)[0]
+
+
+def test_the_built_arrays_pass_the_check(model):
+    check_arrays(model)
+
+
+def _unlocked(a):
+    """The array made writable again the way a user could (only arrays the model owns can)."""
+    a.flags.writeable = True
+    return a
+
+
+@pytest.mark.parametrize("field", ["stat_off", "lab_off", "gt"])
+def test_a_changed_shared_offset_is_refused_when_a_solver_is_built(model, field):
+    M = model.arrays
+    a = getattr(M, field)
+    bad = a.copy()
+    bad[1 if field != "gt" else 0] = 10 ** 7
+    model.arrays = M._replace(**{field: bad})
+    try:
+        with pytest.raises(ArraysError, match=field):
+            Solver(model, lam=0.1, max_passes=1)
+    finally:
+        model.arrays = M
+
+
+KIND_FIELDS = {  # an index array or offset each kind's kernels read, with an out-of-range value
+    "ChainModel": [("gram_off", 1, 10 ** 7), ("feat_indptr", 1, 10 ** 7), ("feat_indices", 0, 10 ** 6)],
+    "MulticlassModel": [("mc_indptr", 1, 10 ** 7), ("mc_indices", 0, 10 ** 6)],
+    "SegmentationModel": [("edge_off", 1, 10 ** 7), ("eu", 0, 10 ** 6), ("ev", 0, -1)],
+    "PoseModel": [("pair_off", 1, 10 ** 7), ("parent", 1, 10 ** 4), ("ntype", 1, 10 ** 4)],
+}
+
+
+@pytest.mark.parametrize("kind,field,pos,value",
+                         [(k, f, p, v) for k, lst in KIND_FIELDS.items() for f, p, v in lst])
+def test_a_changed_kind_specific_index_is_refused(kind, field, pos, value):
+    model = KINDS[kind].model
+    M = model.arrays
+    bad = getattr(M, field).copy()
+    bad.reshape(-1)[pos] = value
+    model.arrays = M._replace(**{field: bad})
+    try:
+        with pytest.raises(ArraysError, match=field):
+            Solver(model, lam=0.1, max_passes=1)
+    finally:
+        model.arrays = M
+
+
+_CRASH = textwrap.dedent("""
+    import sys
+    import numpy as np
+    from gaplab.core import Solver
+    from gaplab.core.datasets.ocr import load_ocr
+    from gaplab.core.models import ChainModel
+    m = ChainModel(load_ocr("small")[0])
+    field = sys.argv[1]
+    a = getattr(m.arrays, field)
+    try:
+        a[len(a) // 2] = 10 ** 7
+    except ValueError as exc:
+        print("read-only:", exc)
+    else:
+        print("WRITABLE")
+    a.flags.writeable = True  # unlocked by hand: the Solver must still refuse it
+    a[len(a) // 2] = 10 ** 7
+    try:
+        Solver(m, lam=0.1, max_passes=2).run()
+    except ValueError as exc:
+        print("refused:", exc)
+""")
+
+
+@pytest.mark.parametrize("field", ["stat_off", "gram_off"])
+def test_the_segfault_of_a_changed_chain_offset_is_an_error(field):
+    p = subprocess.run([sys.executable, "-c", _CRASH, field], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
+    assert "read-only:" in p.stdout and "WRITABLE" not in p.stdout
+    assert "refused:" in p.stdout and field in p.stdout
+
+
+def test_writing_gram_cannot_silently_change_a_result():
+    from gaplab.core.datasets.ocr import load_ocr
+    from gaplab.core.models import ChainModel
+    m = ChainModel(load_ocr("small")[0])
+    with pytest.raises(ValueError, match="read-only"):
+        m.arrays.gram[0] = 123.0
+
+
+def test_the_model_does_not_freeze_the_callers_arrays():
+    from gaplab.core.models import MulticlassModel
+    gt = np.array([0, 1], dtype=np.int64)
+    MulticlassModel([np.eye(2), np.eye(2)], [np.array([0.0, 1]), np.array([1.0, 0])], gt)
+    gt[0] = 1  # still the caller's, writable
