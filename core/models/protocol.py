@@ -120,7 +120,12 @@ def check_model(model) -> None:
 def check_labelling(model, i: int, y, what: str = "labelling") -> np.ndarray:
     """Validate a labelling of block i (from an oracle or a user): an integer array of shape
     (L_i,) with entries in [0, n_labels(i)). Returns it as a contiguous int64 array; raises
-    TypeError / ValueError naming the model, the block and what was received."""
+    TypeError / ValueError naming the model, the block and what was received. A model with its
+    own ``check_labelling(i, y, what)`` method (the encoded labellings of
+    :class:`~gaplab.core.models.dense.PythonModel`) is checked by it."""
+    own = getattr(type(model), "check_labelling", None)
+    if callable(own):
+        return model.check_labelling(i, y, what)
     name = getattr(model, "name", None) or type(model).__name__
     arr = np.asarray(y)
     if arr.dtype.kind not in "iu" and not (arr.dtype.kind == "b"):
