@@ -478,6 +478,29 @@ register_problem("conll2000", _conll_loader, _chain_model, default_lam=0.01,
                  evaluate=_conll_evaluate, warmup=_tiny_chain)
 
 
+# ----------------------------------------------------------------------------- plain-Python models
+def _multilabel_loader(data_home=None, n=60):
+    from gaplab.toy_examples.multilabel import load_multilabel
+    return load_multilabel(n=n)
+
+
+def _multilabel_model(train):
+    from gaplab.toy_examples.multilabel import MultiLabel
+    from .models.dense import PythonModel
+    return PythonModel(MultiLabel(len(train.X[0]), len(train.Y[0])), train)
+
+
+def _tiny_multilabel():
+    from gaplab.toy_examples.multilabel import make_multilabel
+    return _multilabel_model(make_multilabel(3, 3, 2, name="warmup"))
+
+
+register_problem("multilabel-toy", _multilabel_loader, _multilabel_model, default_lam=0.1,
+                 description="synthetic multi-label tagging (8 features, 4 tags), a plain-Python model "
+                             "(README: Adding a model)", warmup=_tiny_multilabel, quick=True,
+                 options={"n": ProblemOption(60, (1, 10000), "examples", "training (and test) examples")})
+
+
 # ----------------------------------------------------------------------------- segmentation (App. I)
 #: default λ of horse-small: the best test loss of the grid 100 … 0.01 in benchmarks/results/horse_eval.json
 #: (40 passes of BCPFW + gap sampling + cache per λ; the paper also reports its best-test λ)

@@ -824,6 +824,9 @@ class Solver:
             raise ValueError(f"labels must hold {self.n} labellings, got {len(labels)}")
         flat = []
         for i, y in enumerate(labels):
+            if callable(getattr(type(self.model), "check_labelling", None)):  # the model's own labellings
+                flat.append(self.model.check_labelling(i, y, f"labels[{i}]"))
+                continue
             y = np.asarray(y, dtype=np.int64).ravel()
             L = int(M.lab_off[i + 1] - M.lab_off[i])
             if y.shape != (L,):
