@@ -168,8 +168,8 @@ class ProblemSpec:
         train, test = out[0], out[1]
         info = dict(out[2]) if len(out) == 3 and out[2] is not None else {}
         model = self.model_factory(train) if self.model_factory is not None else train
-        from .models.protocol import check_model
-        check_model(model)
+        from .models.protocol import check_interface
+        check_interface(model)
         return Problem(self.name, model, test, self.lam(**opts), info, self, opts)
 
     def test_metric(self, model, w, test) -> tuple:

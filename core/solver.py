@@ -16,7 +16,7 @@ import numpy as np
 
 from . import kernels as kr
 from .config import CacheConfig, Sampling, SolverConfig, Status, StepKind
-from .models.protocol import check_labelling, check_model
+from .models.protocol import check_interface, check_labelling
 from .interrupt import Interrupted, deferred_sigint
 from .state import allocate_state, config_arrays, copy_state, grow_atoms, state_nbytes
 
@@ -191,7 +191,7 @@ class Solver:
 
     def __init__(self, model, config: SolverConfig | None = None, *, lb=None, ub=None,
                  test_data=None, log_size: int = 4096, sampling_weights=None, **overrides):
-        check_model(model)
+        check_interface(model)
         kr.model_kind_name(model.arrays)  # TypeError when its arrays are not a registered model kind
         if getattr(model, "oracle_tier", "compiled") == "compiled" and not kr.has_compiled_oracle(model.arrays):
             raise TypeError(f"model {getattr(model, 'name', type(model).__name__)!r} says oracle_tier='compiled' but its "

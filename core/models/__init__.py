@@ -11,10 +11,10 @@ from .dense import DenseArrays, Examples, PythonModel
 from .graphcut import SegArrays, SegmentationModel
 from .multiclass import MulticlassArrays, MulticlassModel
 from .pose_tree import PoseArrays, PoseModel
-from .protocol import StructuredModel, check_labelling, check_model
+from .protocol import ModelCheckError, StructuredModel, check_interface, check_labelling, check_model
 
 __all__ = ["ChainModel", "ChainArrays", "MulticlassModel", "MulticlassArrays", "SegmentationModel", "SegArrays",
-           "PoseModel", "PoseArrays", "PythonModel", "Examples", "DenseArrays", "StructuredModel", "check_model",
+           "PoseModel", "PoseArrays", "PythonModel", "Examples", "DenseArrays", "StructuredModel", "check_model", "check_interface", "ModelCheckError",
            "check_labelling", "max_oracle", "label_score"]
 
 

@@ -305,6 +305,23 @@ class PythonModel(StructuredModel):
                              f"shape ({L},) (d + 1 + L_i; see PythonModel.encode), got {arr.shape}")
         return np.ascontiguousarray(arr, dtype=np.int64)
 
+    def random_labelling(self, i: int, rng) -> np.ndarray:
+        """An encoded labelling of example i with labels uniform in [0, n_labels) (the ground
+        truth when the model does not give ``n_labels``)."""
+        i = self._check_i(i)
+        K = self.n_labels(i)
+        if K < 1:
+            return self.ground_truth(i)
+        y = rng.integers(0, K, size=self._shapes[i]).astype(np.int64)
+        return self._encode(i, y.ravel(), "random labelling")
+
+    def all_labellings(self, i: int, limit: int):
+        """Every encoded labelling of example i when n_labels^L_i <= limit, else None."""
+        from .protocol import _product_labellings
+        i = self._check_i(i)
+        ys = _product_labellings(self.n_labels(i), int(self._L[i]), limit)
+        return None if ys is None else [self._encode(i, y, "labelling") for y in ys]
+
     # ---------------------------------------------------------------- protocol
     def label_len(self, i: int) -> int:
         """d + 1 + L_i, the length of an encoded labelling of block i."""
