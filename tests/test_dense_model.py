@@ -200,3 +200,24 @@ def test_multilabel_in_the_app_dataset_picker():
         assert len(st.fw_corner) == 4 and len(st.truth) == 4  # the author's 4 tags, not the encoding
     finally:
         s.close()
+
+
+def test_readme_tutorial_model_is_the_shipped_one():
+    """The README's plain-Python tutorial code runs and computes what toy_examples/multilabel.py
+    computes (ψ, loss and both oracles on random inputs)."""
+    import re
+    from pathlib import Path
+    text = Path(__file__).resolve().parents[1].joinpath("README.md").read_text(encoding="utf-8")
+    section = text[text.index("### A model in plain Python"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    ns: dict = {}
+    exec(compile(code, "README.md", "exec"), ns)
+    mine, shipped = ns["MultiLabel"](5, 3), MultiLabel(5, 3)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        x, y, w = rng.normal(size=5), rng.integers(0, 2, size=3), rng.normal(size=shipped.size_joint_feature)
+        assert mine.size_joint_feature == shipped.size_joint_feature
+        np.testing.assert_array_equal(mine.joint_feature(x, y), shipped.joint_feature(x, y))
+        np.testing.assert_array_equal(mine.inference(x, w), shipped.inference(x, w))
+        np.testing.assert_array_equal(mine.loss_augmented_inference(x, y, w), shipped.loss_augmented_inference(x, y, w))
+        assert mine.loss(y, 1 - y) == shipped.loss(y, 1 - y) == 1.0
