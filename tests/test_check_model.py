@@ -80,3 +80,15 @@ def test_a_broken_numba_primitive_is_caught(monkeypatch):
 def test_missing_interface_is_a_type_error():
     with pytest.raises(TypeError, match="missing"):
         check_model(object())
+
+
+def test_missing_predict_is_reported():
+    from gaplab.core.models import MulticlassModel
+    from gaplab.core.models.protocol import StructuredModel
+
+    class NoPredict(MulticlassModel):
+        predict = StructuredModel.predict
+        error = StructuredModel.error
+    m = NoPredict([np.eye(3), np.eye(3)], [np.array([0.0, 1, 1])] * 2, [0, 0])
+    with pytest.raises(ModelCheckError, match="predict and error must be implemented"):
+        check_model(m)

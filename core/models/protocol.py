@@ -254,8 +254,11 @@ def check_model(model, *, blocks: int = 3, labellings: int = 6, enumerate_up_to:
         a_dec = float(w @ (np.asarray(model.joint_feature(i, y_dec)) - psi_gt))
         if a_dec < best_dec and not close(a_dec, best_dec):
             fail(i, f"decode's labelling scores {a_dec!r} < {best_dec!r} of another labelling")
-    model.predict(w)
-    err = float(model.error(w))
+    try:
+        model.predict(w)
+        err = float(model.error(w))
+    except NotImplementedError as exc:
+        raise ModelCheckError(f"check_model: model {name!r}: predict and error must be implemented ({exc})") from None
     if not (np.isfinite(err) and err >= 0):
         raise ModelCheckError(f"check_model: model {name!r}: error(w) must be a finite number >= 0, got {err!r}")
 
