@@ -486,7 +486,7 @@ def _multilabel_loader(data_home=None, n=60):
 
 def _multilabel_model(train):
     from gaplab.toy_examples.multilabel import MultiLabel
-    from .models.dense import PythonModel
+    from .models.plain import PythonModel
     return PythonModel(MultiLabel(len(train.X[0]), len(train.Y[0])), train)
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from gaplab.core import ChainModel, Solver, load_ocr
 from gaplab.core.models import PythonModel, check_model
-from gaplab.core.models.dense import Examples
+from gaplab.core.models.plain import Examples
 from gaplab.toy_examples.multilabel import MultiLabel, make_multilabel
 from gaplab.toy_examples.plain_chain import PlainChain, chain_examples
 

@@ -6,7 +6,7 @@ The joint feature map has a unary part x ⊗ y (F·L entries) and a pairwise par
 pair of tags a < b (tags that occur together), so d = F·L + L(L−1)/2. The loss is the Hamming
 loss (the fraction of wrong tags). Both oracles enumerate the 2^L labellings (L ≤ 10), so they
 are exact. Paper: Eq. (1)-(2) (the SSVM and its max oracle); no numba is written here: the
-solver runs the model through :class:`gaplab.core.models.dense.PythonModel`.
+solver runs the model through :class:`gaplab.core.models.plain.PythonModel`.
 """
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def make_multilabel(n: int, n_features: int = 8, n_tags: int = 4, *, seed: int =
     Examples
         X: float64 (n, F) rows, Y: int64 (n, L) rows.
     """
-    from gaplab.core.models.dense import Examples
+    from gaplab.core.models.plain import Examples
 
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")

@@ -79,7 +79,7 @@ class PlainChain:
 def chain_examples(data):
     """The examples of a :class:`~gaplab.core.datasets.base.SequenceData` for
     :class:`PlainChain`: X = dense token features (T_i, F), Y = the labels (T_i,)."""
-    from gaplab.core.models.dense import Examples
+    from gaplab.core.models.plain import Examples
 
     X = [data.dense_features(i) for i in range(data.n)]
     Y = [data.labels[data.tokens(i)].astype(np.int64) for i in range(data.n)]

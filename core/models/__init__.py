@@ -7,7 +7,8 @@ import numpy as np
 
 from .. import kernels as kr
 from .chain import ChainArrays, ChainModel
-from .dense import DenseArrays, Examples, PythonModel
+from .dense import DenseArrays
+from .plain import Examples, PythonModel
 from .graphcut import SegArrays, SegmentationModel
 from .multiclass import MulticlassArrays, MulticlassModel
 from .pose_tree import PoseArrays, PoseModel

@@ -268,7 +268,7 @@ def check_labelling(model, i: int, y, what: str = "labelling") -> np.ndarray:
     (L_i,) with entries in [0, n_labels(i)). Returns it as a contiguous int64 array; raises
     TypeError / ValueError naming the model, the block and what was received. A model with its
     own ``check_labelling(i, y, what)`` method (the encoded labellings of
-    :class:`~gaplab.core.models.dense.PythonModel`) is checked by it."""
+    :class:`~gaplab.core.models.plain.PythonModel`) is checked by it."""
     own = getattr(type(model), "check_labelling", None)
     if callable(own):
         return model.check_labelling(i, y, what)
