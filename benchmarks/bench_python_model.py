@@ -5,7 +5,7 @@ The same chain SSVM twice: ``ChainModel`` (compiled Viterbi inside the fused ste
 pre- and post-step kernels; core/models/dense.py). Both run the same block steps (the traces
 agree to round-off: tests/test_dense_model.py). For each step kind, from a state after
 --warm passes, a window of --steps block steps is timed on a copy of the solver (no gap check
-inside), --repeats times; printed: median µs per step of each and their ratio, plus the µs of
+inside), --repeats interleaved rounds; printed: median µs per step of each and their ratio, plus the µs of
 the author's oracle call alone (loss_augmented_inference + joint_feature + loss).
 
 Usage: python benchmarks/bench_python_model.py [--repeats 5] [--steps 626] [--warm 2]
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -43,19 +44,28 @@ def main(argv=None) -> dict:
     plain = PythonModel(PlainChain(native.F, native.K), chain_examples(train), name="plain-chain")
     out = {"dataset": "ocr-small", "n": native.n, "d": native.d, "lam": 0.1, "steps_per_window": args.steps,
            "repeats": args.repeats, "configs": {}}
-    for step, cache in (("fw", False), ("pairwise", True)):
-        row = {}
-        for label, model in (("native_chain", native), ("python_model", plain)):
+    configs = (("fw", False), ("pairwise", True))
+    models = (("native_chain", native), ("python_model", plain))
+    solvers = {}
+    for step, cache in configs:
+        for label, model in models:
             s = Solver(model, lam=0.1, step=step, sampling="gap", cache={"enabled": cache}, gap_check=1e9,
                        max_passes=1e9, seed=0)
             s.steps(int(args.warm * model.n))
-            times = []
-            for _ in range(args.repeats):
-                c = s.copy()
-                t0 = time.perf_counter()
-                c.steps(args.steps)
-                times.append((time.perf_counter() - t0) / args.steps * 1e6)
-            row[label] = {"us_per_step_median": statistics.median(times), "us_per_step": times}
+            solvers[step, cache, label] = s
+    times = {k: [] for k in solvers}
+    counts = {}
+    for _ in range(args.repeats):  # interleaved rounds: a change of machine load hits both models
+        for key, s in solvers.items():
+            c = s.copy()
+            t0 = time.perf_counter()
+            c.steps(args.steps)
+            times[key].append((time.perf_counter() - t0) / args.steps * 1e6)
+            counts[key] = {k: v - s.step_counts()[k] for k, v in c.step_counts().items()}
+    for step, cache in configs:
+        row = {label: {"us_per_step_median": statistics.median(times[step, cache, label]),
+                       "us_per_step": times[step, cache, label], "window_steps": counts[step, cache, label]}
+               for label, _ in models}
         row["ratio"] = row["python_model"]["us_per_step_median"] / row["native_chain"]["us_per_step_median"]
         row["overhead_us_per_step"] = (row["python_model"]["us_per_step_median"]
                                        - row["native_chain"]["us_per_step_median"])
@@ -64,6 +74,7 @@ def main(argv=None) -> dict:
     w.steps(native.n)
     wv = w.w
     calls = []
+    out["load_average_1min"] = os.getloadavg()[0]
     for _ in range(args.repeats):
         t0 = time.perf_counter()
         for i in range(native.n):
