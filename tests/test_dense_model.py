@@ -221,3 +221,10 @@ def test_readme_tutorial_model_is_the_shipped_one():
         np.testing.assert_array_equal(mine.inference(x, w), shipped.inference(x, w))
         np.testing.assert_array_equal(mine.loss_augmented_inference(x, y, w), shipped.loss_augmented_inference(x, y, w))
         assert mine.loss(y, 1 - y) == shipped.loss(y, 1 - y) == 1.0
+
+
+def test_arrays_are_read_only(multilabel):
+    """The offsets and encoded ground truths the kernels index with cannot be changed."""
+    for name in ("stat_off", "lab_off", "gt"):
+        with pytest.raises(ValueError, match="read-only"):
+            getattr(multilabel.arrays, name)[0] = 10**7
