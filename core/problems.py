@@ -168,8 +168,8 @@ class ProblemSpec:
         train, test = out[0], out[1]
         info = dict(out[2]) if len(out) == 3 and out[2] is not None else {}
         model = self.model_factory(train) if self.model_factory is not None else train
-        from .models.protocol import check_model
-        check_model(model)
+        from .models.protocol import check_interface
+        check_interface(model)
         return Problem(self.name, model, test, self.lam(**opts), info, self, opts)
 
     def test_metric(self, model, w, test) -> tuple:
@@ -517,6 +517,29 @@ register_problem("conll2000", _conll_loader, _chain_model, default_lam=0.01,
                              "(files needed: --data-home or $GAPLAB_DATA)",
                  bundled=False, check=_conll_check, metric="chunk F1", higher_is_better=True,
                  evaluate=_conll_evaluate, warmup=_tiny_chain)
+
+
+# ----------------------------------------------------------------------------- plain-Python models
+def _multilabel_loader(data_home=None, n=60):
+    from gaplab.toy_examples.multilabel import load_multilabel
+    return load_multilabel(n=n)
+
+
+def _multilabel_model(train):
+    from gaplab.toy_examples.multilabel import MultiLabel
+    from .models.plain import PythonModel
+    return PythonModel(MultiLabel(len(train.X[0]), len(train.Y[0])), train)
+
+
+def _tiny_multilabel():
+    from gaplab.toy_examples.multilabel import make_multilabel
+    return _multilabel_model(make_multilabel(3, 3, 2, name="warmup"))
+
+
+register_problem("multilabel-toy", _multilabel_loader, _multilabel_model, default_lam=0.1,
+                 description="synthetic multi-label tagging (8 features, 4 tags), a plain-Python model "
+                             "(README: Adding a model)", warmup=_tiny_multilabel, quick=True,
+                 options={"n": ProblemOption(60, (1, 10000), "examples", "training (and test) examples")})
 
 
 # ----------------------------------------------------------------------------- segmentation (App. I)

@@ -20,7 +20,7 @@ import numpy as np
 
 from . import kernels as kr
 from .config import CacheConfig, Sampling, SolverConfig, Status, StepKind, check_run_ends
-from .models.protocol import check_arrays, check_labelling, check_model
+from .models.protocol import check_arrays, check_interface, check_labelling
 from .interrupt import Interrupted, deferred_sigint
 from .state import allocate_state, config_arrays, copy_state, grow_atoms, state_nbytes
 
@@ -270,7 +270,7 @@ class Solver:
     def __init__(self, model, config: SolverConfig | None = None, *, lb=None, ub=None,
                  test_data=None, log_size: int = 4096, sampling_weights=None, trace_limit: int = 10_000,
                  **overrides):
-        check_model(model)
+        check_interface(model)
         kr.model_kind_name(model.arrays)  # TypeError when its arrays are not a registered model kind
         check_arrays(model)  # the offsets and sizes the compiled kernels index with, O(n)
         if getattr(model, "oracle_tier", "compiled") == "compiled" and not kr.has_compiled_oracle(model.arrays):
@@ -956,6 +956,9 @@ class Solver:
             raise ValueError(f"labels must hold {self.n} labellings, got {len(labels)}")
         flat = []
         for i, y in enumerate(labels):
+            if callable(getattr(type(self.model), "check_labelling", None)):  # the model's own labellings
+                flat.append(self.model.check_labelling(i, y, f"labels[{i}]"))
+                continue
             y = np.asarray(y, dtype=np.int64).ravel()
             L = int(M.lab_off[i + 1] - M.lab_off[i])
             if y.shape != (L,):

@@ -8,7 +8,7 @@ import pytest
 
 import reference_ssvm as ref
 from conftest import random_chain_data
-from gaplab.core import CacheConfig, ChainModel, Solver, SolverConfig, label_score, max_oracle
+from gaplab.core import CacheConfig, ChainModel, Solver, SolverConfig, max_oracle
 from gaplab.core import kernels as kr
 from gaplab.core.datasets.base import SequenceData
 
@@ -33,17 +33,16 @@ def test_viterbi_equals_brute_force(loss_augmented):
 
 
 def test_score_identity_and_feature_map():
+    """ψ matches the independent reference layout; check_model does the rest (scores, statistics,
+    Viterbi and decoding against ψ and the loss, every labelling of these short chains)."""
+    from gaplab.core.models import check_model
     data = random_chain_data(n=4, T_range=(1, 6), K=4, F=5, seed=3)
     model = ChainModel(data)
     rng = np.random.default_rng(1)
-    w = rng.normal(size=model.d)
     for i in range(data.n):
-        y, v = max_oracle(model, i, w, loss_augmented=False)
-        psi = model.joint_feature(i, y)
-        assert np.allclose(psi, ref.joint_feature(data.dense_features(i), y, 4))
-        assert float(w @ psi) == pytest.approx(v, abs=1e-10)
-        yr = rng.integers(0, 4, size=y.size)
-        assert label_score(model, i, w, yr) == pytest.approx(float(w @ model.joint_feature(i, yr)), abs=1e-10)
+        y = rng.integers(0, 4, size=model.label_len(i))
+        assert np.allclose(model.joint_feature(i, y), ref.joint_feature(data.dense_features(i), y, 4))
+    check_model(model, blocks=4, labellings=10, enumerate_up_to=4 ** 6, seed=1)
 
 
 def _w_from_mu(solver):

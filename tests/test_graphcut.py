@@ -16,7 +16,7 @@ from gaplab.core.datasets.horse import (HORSE_SMALL_TRAIN, HorseFeatureParams, f
                                         load_weizmann_horses)
 from gaplab.core.datasets.segmentation import SegmentationData, make_synthetic_segmentation
 from gaplab.core.models.graphcut import (SegmentationModel, graph_cut, seg_axpy, seg_gt_label,
-                                         seg_label_add, seg_label_dot, seg_label_loss, seg_scores,
+                                         seg_label_add, seg_label_dot, seg_label_loss,
                                          seg_sqnorm)
 from gaplab.core.models.protocol import check_model
 
@@ -76,20 +76,12 @@ def dense_B(model, i):
 
 # --------------------------------------------------------------------------- graph cut
 @pytest.mark.parametrize("seed", range(6))
-def test_graph_cut_equals_brute_force(seed):
+def test_model_meets_its_dense_definition(seed):
+    """check_model on random graphs (up to 12 superpixels, every labelling enumerated): the
+    statistics, the graph-cut max oracle and decoding agree with joint_feature and loss."""
     rng = np.random.default_rng(seed)
     model = SegmentationModel(random_graph_data(rng, n_images=4))
-    for i in range(model.n):
-        Y = all_labellings(model.label_len(i))
-        for scale in (0.3, 3.0):
-            w = random_w(rng, model, scale)
-            psi = np.array([model.joint_feature(i, y) for y in Y]) @ w
-            loss = np.array([model.loss(i, y) for y in Y])
-            y_aug = model.max_oracle(i, w)
-            y_dec = model.decode(i, w)
-            assert model.loss(i, y_aug) + model.joint_feature(i, y_aug) @ w == pytest.approx(
-                np.max(psi + loss), abs=1e-9)
-            assert model.joint_feature(i, y_dec) @ w == pytest.approx(np.max(psi), abs=1e-9)
+    check_model(model, blocks=4, labellings=10, enumerate_up_to=4096, seed=seed)
 
 
 def test_graph_cut_alone_equals_enumeration():
@@ -105,24 +97,6 @@ def test_graph_cut_alone_equals_enumeration():
         y = graph_cut(unary, pairs[:, 0], pairs[:, 1], pair)
         got = (2 * y - 1) @ unary - (y[pairs[:, 0]] != y[pairs[:, 1]]) @ pair
         assert got == pytest.approx(vals.max(), abs=1e-9)
-
-
-def test_oracle_maximises_the_score_it_reports():
-    """⟨w, ψ(x, y)⟩ + L(y) = ⟨m(y), h⟩ + loss_const for every y (h from seg_scores), and the
-    oracle's labelling attains the maximum of ⟨m(y), h⟩ over all y."""
-    rng = np.random.default_rng(11)
-    model = SegmentationModel(random_graph_data(rng, n_images=3, vmax=10))
-    M = model.arrays
-    for i in range(model.n):
-        w = random_w(rng, model)
-        h = np.zeros(int(model.stat_sizes[i]))
-        seg_scores(M, i, w, h)
-        Y = all_labellings(model.label_len(i))
-        lhs = np.array([model.joint_feature(i, y) @ w + model.loss(i, y) for y in Y])
-        rhs = np.array([seg_label_dot(M, i, y, h) for y in Y]) + M.loss_const[i]
-        np.testing.assert_allclose(lhs, rhs, atol=1e-9)
-        y = model.max_oracle(i, w)
-        assert seg_label_dot(M, i, y, h) == pytest.approx(rhs.max() - M.loss_const[i], abs=1e-9)
 
 
 def test_oracle_refuses_negative_pairwise_weight():

