@@ -49,10 +49,20 @@ def _float_or_inf(text):
 
 
 def _lams(text):
-    try:
-        vals = [float(eval_pow(t)) for t in text.split(",") if t.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers (2^k allowed), got {text!r}") from None
+    """--lams: comma-separated numbers (2^k allowed); ValueError naming the bad one (one line)."""
+    if text is None:
+        return None
+    vals = []
+    for t in text.split(","):
+        if not t.strip():
+            continue
+        try:
+            vals.append(float(eval_pow(t)))
+        except ValueError:
+            raise ValueError(f"--lams: expected comma-separated numbers (2^k allowed), got {t.strip()!r}") from None
+        except OverflowError:
+            raise ValueError(f"--lams: λ = {t.strip()} is too large for a float (the solver takes λ in "
+                             "[1e-100, 1e100])") from None
     return vals
 
 
@@ -111,6 +121,30 @@ def _interrupted(args, what: str, exc) -> int:
     print(f"gaplab {what}: interrupted after {len(result) if result is not None else 0} points"
           + (f"; wrote {', '.join(written)}" if written else "") + hint, file=sys.stderr)
     return 130
+
+
+def _write_failed(args, what: str, exc: OSError, store) -> int:
+    """A file could not be written (disk full, quota, I/O error): one line naming the cause and
+    what the store (if any) keeps, exit 1. Every output is written atomically, so older files
+    are intact and nothing is half-written."""
+    cause = exc.strerror if isinstance(exc.strerror, str) else (str(exc) or type(exc).__name__)
+    target = f" {exc.filename}" if exc.filename else ""
+    kept = ""
+    if store is not None:
+        from gaplab.core.pathstore import PathStoreError
+        from gaplab.core.regpath import RegPath
+        try:
+            import warnings
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                saved = RegPath.open(store)
+            kept = f"; {store} keeps {len(saved)} certified points"
+            if what == "path" and "resume_state" in saved.meta:
+                kept += f" (free space, then continue with: gaplab path --resume {store})"
+        except (OSError, PathStoreError):
+            pass
+    print(f"gaplab {what}: error: cannot write{target}: {cause}{kept}", file=sys.stderr)
+    return 1
 
 
 def _manifest_keys(store) -> set:
@@ -177,7 +211,7 @@ def add_commands(sub) -> None:
     p = sub.add_parser("grid", help="grid search over λ with or without warm start")
     add_solver_arguments(p)
     _common(p)
-    p.add_argument("--lams", type=_lams, default=None,
+    p.add_argument("--lams", default=None,
                    help="decreasing comma-separated λ values (2^k allowed); default 2^15,...,2^-15")
     p.add_argument("--warm-start", default="primal", choices=["none", "primal", "dual"],
                    help="none | primal (keep w, rescale α: Prop. 1) | dual (keep α) (default primal)")
@@ -312,9 +346,15 @@ def cmd_path(args) -> int:
     except Interrupted as exc:
         printer.close()
         return _interrupted(args, "path", exc)
+    except OSError as exc:
+        printer.close()
+        return _write_failed(args, "path", exc, args.store)
     finally:
         printer.close()
-    return _finish(args, path, "gaplab path", {"dataset": args.dataset, "load_time_s": load_s})
+    try:
+        return _finish(args, path, "gaplab path", {"dataset": args.dataset, "load_time_s": load_s})
+    except OSError as exc:
+        return _write_failed(args, "path", exc, args.store)
 
 
 def _resume(args) -> int:
@@ -356,9 +396,15 @@ def _resume(args) -> int:
     except Interrupted as exc:
         printer.close()
         return _interrupted(args, "path", exc)
+    except OSError as exc:
+        printer.close()
+        return _write_failed(args, "path", exc, args.resume if streamed else None)
     finally:
         printer.close()
-    return _finish(args, path, "gaplab path", {"dataset": dataset, "resumed_from": str(args.resume)})
+    try:
+        return _finish(args, path, "gaplab path", {"dataset": dataset, "resumed_from": str(args.resume)})
+    except OSError as exc:
+        return _write_failed(args, "path", exc, args.resume if streamed else None)
 
 
 def cmd_grid(args) -> int:
@@ -366,7 +412,7 @@ def cmd_grid(args) -> int:
     from gaplab.core.regpath import _check_grid, grid_search
 
     _check_outputs(args)
-    lams = _check_grid(args.lams)
+    lams = _check_grid(_lams(args.lams))
     if not (args.eps > 0 and math.isfinite(args.eps)):
         raise ValueError(f"eps must be a finite number > 0, got {args.eps}")
     scfg = solver_config_from_args(args, lam=1.0)
@@ -387,7 +433,13 @@ def cmd_grid(args) -> int:
     except Interrupted as exc:
         printer.close()
         return _interrupted(args, "grid", exc)
+    except OSError as exc:
+        printer.close()
+        return _write_failed(args, "grid", exc, args.store)
     finally:
         printer.close()
-    return _finish(args, grid, "gaplab grid", {"dataset": args.dataset, "load_time_s": load_s,
-                                               "warm_start": args.warm_start})
+    try:
+        return _finish(args, grid, "gaplab grid", {"dataset": args.dataset, "load_time_s": load_s,
+                                                   "warm_start": args.warm_start})
+    except OSError as exc:
+        return _write_failed(args, "grid", exc, args.store)
