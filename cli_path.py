@@ -76,6 +76,37 @@ def _positive_int(text):
     return v
 
 
+#: one breakpoint's w from this size on (d >= 2^20: CoNLL-2000's d is in the millions) makes a
+#: path stream to a path store unless --store or --in-memory says otherwise: tens of breakpoints
+#: would otherwise take gigabytes of memory
+LARGE_W_BYTES = 8 * 2 ** 20
+
+
+def _default_store(args) -> str:
+    """The path store a large path streams to when no --store is given: next to --out
+    (``p.npz`` -> ``p.store``), else ``<dataset>_path.store`` in the working directory."""
+    from pathlib import Path
+    if args.out:
+        out = Path(args.out)
+        return str(out.with_name((out.name[:-4] if out.name.endswith(".npz") else out.name) + ".store"))
+    return f"{args.dataset}_{'grid' if args.command == 'grid' else 'path'}.store"
+
+
+def _stream_large(args, d: int) -> None:
+    """A path / grid whose breakpoints would not fit in memory streams to a path store by default
+    (said up front, before any work); --in-memory keeps the old behaviour."""
+    if args.store or getattr(args, "in_memory", False) or 8 * d < LARGE_W_BYTES:
+        return
+    store = _default_store(args)
+    out, args.store, args.out = args.out, store, None
+    _check_outputs(args)
+    if not args.quiet:
+        instead = f" instead of keeping them in memory and writing {out}" if out else " instead of keeping them in memory"
+        print(f"gaplab {args.command}: d = {d:,}: every point's w takes {8 * d / 2**20:.0f} MB, so the points stream "
+              f"to the path store {store}/{instead} (RegPath.open and --resume read it; --store DIR to choose "
+              "the directory, --in-memory to keep them in memory)", flush=True)
+
+
 def _check_outputs(args) -> None:
     """Refuse unwritable --out / --json before any work (exit 2 through the ValueError)."""
     from gaplab.core.atomic import check_output_path, npz_path
@@ -181,6 +212,9 @@ def _common(p):
     p.add_argument("--overwrite", action="store_true", help="replace a path already in --store")
     p.add_argument("--store-compress", action="store_true",
                    help="also deflate the weights' values in --store (about half the size on CoNLL, slower writes)")
+    p.add_argument("--in-memory", action="store_true",
+                   help="keep every point's w in memory and write --out even when w is large (by default a path "
+                        "whose w takes >= 8 MB, e.g. CoNLL-2000, streams to a path store: --out's name with .store)")
     p.add_argument("--json", default=None, help="write the summary and the rows as JSON here")
     p.add_argument("--every", type=_positive_int, default=1, help="print every N-th row (default 1)")
     p.add_argument("--quiet", action="store_true")
@@ -330,6 +364,7 @@ def cmd_path(args) -> int:
                      batch_step=args.breakpoint_batch_step)
     scfg = solver_config_from_args(args, lam=1.0)
     model, test, load_s, metric, options = _load_model(args)
+    _stream_large(args, int(model.d))
     if not args.quiet:
         kind = "heuristic" if cfg.heuristic else "ε-approximate"
         print(f"gaplab path: {args.dataset} (n={model.n}, d={model.d}), {kind} path, ε={cfg.eps}, κ={cfg.kappa}, "
@@ -417,6 +452,7 @@ def cmd_grid(args) -> int:
         raise ValueError(f"eps must be a finite number > 0, got {args.eps}")
     scfg = solver_config_from_args(args, lam=1.0)
     model, test, load_s, metric, options = _load_model(args)
+    _stream_large(args, int(model.d))
     if not args.quiet:
         print(f"gaplab grid: {args.dataset} (n={model.n}, d={model.d}), {lams.size} values of λ "
               f"{lams[0]:.4g} -> {lams[-1]:.4g}, ε={args.eps}, warm start: {args.warm_start}; solver "

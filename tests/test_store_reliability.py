@@ -347,3 +347,32 @@ def test_npy_header_claiming_2_to_the_40_is_a_path_store_error_before_any_alloca
     _npz_claiming(single, "W", (2 ** 40, 8), members)
     with pytest.raises(ValueError, match="1099511627776"):
         RegPath.load(single)
+
+
+def test_a_large_path_streams_to_a_store_by_default_and_says_so_up_front(tmp_path, monkeypatch, capsys):
+    """One breakpoint's w of LARGE_W_BYTES or more (CoNLL-2000: d in the millions) no longer keeps
+    every breakpoint in memory: the path streams to ``<out>.store`` and says so before any work."""
+    import gaplab.cli_path as cp
+    from gaplab.cli import main
+    import gaplab.core.regpath as rp
+    kept = []
+    real = rp.RegPath.append
+    monkeypatch.setattr(rp.RegPath, "append", lambda self, p: (real(self, p), kept.append(
+        sum(w is not None for w in self._W)))[0])
+    common = ["--dataset", "ocr-small", "--eps", "0.5", "--lam-min", "0.1", "--no-test-error"]
+    out = tmp_path / "p.npz"
+    assert main(["path", *common, "--out", str(out)]) == 0  # ocr-small: small w, in memory as before
+    assert out.is_file() and not (tmp_path / "p.store").exists() and max(kept) > 1
+    capsys.readouterr()
+    monkeypatch.setattr(cp, "LARGE_W_BYTES", 8 * 1000)  # as if ocr-small's d were CoNLL's
+    kept.clear()
+    out2 = tmp_path / "q.npz"
+    assert main(["path", *common, "--out", str(out2)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "stream" in lines[0] and f"{tmp_path / 'q.store'}/" in lines[0] and "--in-memory" in lines[0]
+    assert max(kept) == 0 and not out2.exists()
+    assert len(RegPath.open(tmp_path / "q.store")) == len(RegPath.open(out))
+    # --in-memory: the old behaviour, asked for
+    kept.clear()
+    assert main(["path", *common, "--out", str(tmp_path / "r.npz"), "--in-memory", "--quiet"]) == 0
+    assert (tmp_path / "r.npz").is_file() and not (tmp_path / "r.store").exists() and max(kept) > 1
