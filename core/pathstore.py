@@ -8,10 +8,11 @@ Layout (a directory)::
                                encoding, nnz and size of its weight file
     STORE/bp_000000.npz        breakpoint 0: w_0 ...
     STORE/bp_000001.npz        ... one file per breakpoint
-    STORE/resume_state.npz     (optional) the solver state of the last checkpointed breakpoint
-                               (--checkpoint-every, Ctrl-C) for ``resume_path`` /
-                               ``gaplab path --resume STORE``: the breakpoints after it are
-                               recomputed (the solver is deterministic) and replace those on disk
+    STORE/resume_state_NNNNNN.npz  (optional) the solver state of the last checkpointed
+                               breakpoint NNNNNN (--checkpoint-every, Ctrl-C, disk full) for
+                               ``resume_path`` / ``gaplab path --resume STORE``: the breakpoints
+                               after it are recomputed (the solver is deterministic) and replace
+                               those on disk (stores of older versions: ``resume_state.npz``)
 
 Each breakpoint file is an ordinary ``.npz`` (a zip of ``.npy`` members, readable with
 ``np.load`` alone, no pickle): a **sparse** w as ``idx_delta`` (gaps between the
@@ -31,6 +32,9 @@ manifest listing exactly the breakpoints whose files are complete; a half-writte
 file (``.bp_*.tmp``) is never listed and is removed by the next writer. The manifest is the
 reference: a breakpoint file that the manifest does not list (killed between the two renames)
 is ignored and overwritten.
+The writer owns the rows: they change in memory only after the manifest that lists them is on
+disk, and a SIGINT during a write is raised when the write is complete
+(:func:`gaplab.core.interrupt.held_sigint`).
 
 Why this format: ``.npz`` is numpy's own container (no new dependency: Zarr is not installed
 here, and HDF5 is not appendable atomically), one file per breakpoint makes each append atomic
