@@ -1161,8 +1161,7 @@ class RegPath:
         if self._writer is None or solver is None or not self._rows:
             return
         if solver.lam != self._rows[-1]["lam"]:
-            raise RuntimeError(f"the solver to save (λ = {solver.lam}) is not that of the last breakpoint "
-                               f"(λ = {self._rows[-1]['lam']})")
+            return  # not the last breakpoint's solver: a state saved under the wrong breakpoint would resume wrongly
         info, arrays = _solver_state(solver)
         info["point"] = len(self) - 1
         self._writer.write_resume_state(info, {k[len(_STATE_PREFIX):]: v for k, v in arrays.items()},
@@ -1663,7 +1662,7 @@ def _collect(path, points, callback, first_is_lam_inf=False, checkpoint_every: i
         # a write failed (disk full, ...): the store lists exactly the breakpoints written before;
         # keep it resumable from the last of them if there is room for its solver state
         if streamed and path._writer is not None and path._rows and not path._rows[-1]["end"]:
-            with contextlib.suppress(OSError, RuntimeError):
+            with contextlib.suppress(OSError):
                 path.save_resume_state()
         path._close_writer()
         raise
