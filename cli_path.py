@@ -398,7 +398,17 @@ def _resume(args) -> int:
     from gaplab.core.problems import get_problem, problem_names
     from gaplab.core.regpath import RegPath, resume_path
 
-    saved = RegPath.open(args.resume)  # a clear PathFileError / PathStoreError (exit 2), before any work
+    import warnings
+
+    from gaplab.core.pathstore import PathStoreWarning
+    with warnings.catch_warnings(record=True) as caught:  # a damaged store: its valid prefix, said in one line
+        warnings.simplefilter("always", PathStoreWarning)
+        saved = RegPath.open(args.resume)  # a clear PathFileError / PathStoreError (exit 2), before any work
+    for w in caught:
+        if issubclass(w.category, PathStoreWarning):
+            print(f"gaplab path: warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     dataset = saved.meta.get("dataset")
     if dataset not in problem_names():
         raise ValueError(f"{args.resume}: unknown dataset {dataset!r} in the path file; registered problems: "
@@ -424,10 +434,12 @@ def _resume(args) -> int:
     lam_min = float(saved.meta.get("path_config", {}).get("lam_min", args.lam_min))
     printer = _Printer(args, lam_min)
     try:
-        path = resume_path(args.resume, model, test_data=test if args.test_error else None, callback=printer,
-                           test_metric=metric,
-                           checkpoint_every=args.checkpoint_every,
-                           checkpoint_file=(args.out or args.resume) if args.checkpoint_every else None)
+        with warnings.catch_warnings():  # said above
+            warnings.simplefilter("ignore", PathStoreWarning)
+            path = resume_path(args.resume, model, test_data=test if args.test_error else None, callback=printer,
+                               test_metric=metric,
+                               checkpoint_every=args.checkpoint_every,
+                               checkpoint_file=(args.out or args.resume) if args.checkpoint_every else None)
     except Interrupted as exc:
         printer.close()
         return _interrupted(args, "path", exc)

@@ -376,3 +376,34 @@ def test_a_large_path_streams_to_a_store_by_default_and_says_so_up_front(tmp_pat
     kept.clear()
     assert main(["path", *common, "--out", str(tmp_path / "r.npz"), "--in-memory", "--quiet"]) == 0
     assert (tmp_path / "r.npz").is_file() and not (tmp_path / "r.store").exists() and max(kept) > 1
+
+
+def test_cli_resumes_a_damaged_store_with_one_warning_line(tmp_path, monkeypatch, capsys):
+    from gaplab.cli import main
+    common = ["--dataset", "ocr-small", "--eps", "0.5", "--lam-min", "0.1", "--no-test-error", "--quiet"]
+    full, store = tmp_path / "full", tmp_path / "damaged"
+    assert main(["path", *common, "--store", str(full)]) == 0
+    real = pst.PathStoreWriter.append
+    calls = []
+
+    def append(self, *a, **kw):
+        real(self, *a, **kw)
+        calls.append(1)
+        if len(calls) == 5:
+            os.kill(os.getpid(), signal.SIGINT)
+    with monkeypatch.context() as m:
+        m.setattr(pst.PathStoreWriter, "append", append)
+        assert main(["path", *common, "--store", str(store)]) == 130
+    man = json.loads((store / pst.MANIFEST).read_text())
+    man["rows"][4]["end"] = ""
+    man["rows"].append(dict(man["rows"][4], end="interrupted"))
+    man["files"].append(json.loads((full / pst.MANIFEST).read_text())["files"][5])
+    (store / "bp_000005.npz").write_bytes((full / "bp_000005.npz").read_bytes())
+    (store / pst.MANIFEST).write_text(json.dumps(man))
+    capsys.readouterr()
+    assert main(["path", "--resume", str(store), "--quiet", "--no-test-error"]) == 0
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("gaplab path: warning: ") and "first 5 breakpoints" in err
+    done, ref = RegPath.open(store), RegPath.open(full)
+    assert np.array_equal(_bits(done.lams), _bits(ref.lams)) and np.array_equal(_bits(done.W), _bits(ref.W))
