@@ -101,7 +101,7 @@ def _stream_large(args, d: int) -> None:
     out, args.store, args.out = args.out, store, None
     _check_outputs(args)
     if not args.quiet:
-        instead = f" instead of keeping them in memory and writing {out}" if out else " instead of keeping them in memory"
+        instead = " instead of keeping them in memory" + (f" and writing {out}" if out else "")
         print(f"gaplab {args.command}: d = {d:,}: every point's w takes {8 * d / 2**20:.0f} MB, so the points stream "
               f"to the path store {store}/{instead} (RegPath.open and --resume read it; --store DIR to choose "
               "the directory, --in-memory to keep them in memory)", flush=True)
