@@ -957,14 +957,17 @@ class Store:
         if problem is None:
             try:
                 df = pq.read_table(f).to_pandas()
-            except (OSError, pa.ArrowException) as exc:
-                problem = f"its file {e['file']} cannot be read ({type(exc).__name__}: {exc})"
+            except (OSError, pa.ArrowException) as exc:  # footer intact, data pages not: is_done cannot see it
+                problem = (f"its file {e['file']} cannot be read ({type(exc).__name__}: {exc}); remove it and "
+                           "run the sweep again to recompute the run")
             else:
                 if not (df["run_id"] == rid).all():
-                    problem = f"its file {e['file']} holds rows of other runs"
+                    problem = (f"its file {e['file']} holds rows of other runs; remove it and run the sweep "
+                               "again to recompute the run")
         if problem is not None:
-            raise ValueError(f"store {str(self.path)!r}, run {rid!r}: {problem}; run the sweep again to "
-                             "recompute the run")
+            if "run the sweep again" not in problem:
+                problem += "; run the sweep again to recompute the run"
+            raise ValueError(f"store {str(self.path)!r}, run {rid!r}: {problem}")
         return df
 
     def traces(self, kinds=("solve",)):
