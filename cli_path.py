@@ -49,10 +49,20 @@ def _float_or_inf(text):
 
 
 def _lams(text):
-    try:
-        vals = [float(eval_pow(t)) for t in text.split(",") if t.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers (2^k allowed), got {text!r}") from None
+    """--lams: comma-separated numbers (2^k allowed); ValueError naming the bad one (one line)."""
+    if text is None:
+        return None
+    vals = []
+    for t in text.split(","):
+        if not t.strip():
+            continue
+        try:
+            vals.append(float(eval_pow(t)))
+        except ValueError:
+            raise ValueError(f"--lams: expected comma-separated numbers (2^k allowed), got {t.strip()!r}") from None
+        except OverflowError:
+            raise ValueError(f"--lams: λ = {t.strip()} is too large for a float (the solver takes λ in "
+                             "[1e-100, 1e100])") from None
     return vals
 
 
@@ -64,6 +74,37 @@ def _positive_int(text):
     if v < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
     return v
+
+
+#: one breakpoint's w from this size on (d >= 2^20: CoNLL-2000's d is in the millions) makes a
+#: path stream to a path store unless --store or --in-memory says otherwise: tens of breakpoints
+#: would otherwise take gigabytes of memory
+LARGE_W_BYTES = 8 * 2 ** 20
+
+
+def _default_store(args) -> str:
+    """The path store a large path streams to when no --store is given: next to --out
+    (``p.npz`` -> ``p.store``), else ``<dataset>_path.store`` in the working directory."""
+    from pathlib import Path
+    if args.out:
+        out = Path(args.out)
+        return str(out.with_name((out.name[:-4] if out.name.endswith(".npz") else out.name) + ".store"))
+    return f"{args.dataset}_{'grid' if args.command == 'grid' else 'path'}.store"
+
+
+def _stream_large(args, d: int) -> None:
+    """A path / grid whose breakpoints would not fit in memory streams to a path store by default
+    (said up front, before any work); --in-memory keeps the old behaviour."""
+    if args.store or getattr(args, "in_memory", False) or 8 * d < LARGE_W_BYTES:
+        return
+    store = _default_store(args)
+    out, args.store, args.out = args.out, store, None
+    _check_outputs(args)
+    if not args.quiet:
+        instead = " instead of keeping them in memory" + (f" and writing {out}" if out else "")
+        print(f"gaplab {args.command}: d = {d:,}: every point's w takes {8 * d / 2**20:.0f} MB, so the points stream "
+              f"to the path store {store}/{instead} (RegPath.open and --resume read it; --store DIR to choose "
+              "the directory, --in-memory to keep them in memory)", flush=True)
 
 
 def _check_outputs(args) -> None:
@@ -113,6 +154,30 @@ def _interrupted(args, what: str, exc) -> int:
     return 130
 
 
+def _write_failed(args, what: str, exc: OSError, store) -> int:
+    """A file could not be written (disk full, quota, I/O error): one line naming the cause and
+    what the store (if any) keeps, exit 1. Every output is written atomically, so older files
+    are intact and nothing is half-written."""
+    cause = exc.strerror if isinstance(exc.strerror, str) else (str(exc) or type(exc).__name__)
+    target = f" {exc.filename}" if exc.filename else ""
+    kept = ""
+    if store is not None:
+        from gaplab.core.pathstore import PathStoreError
+        from gaplab.core.regpath import RegPath
+        try:
+            import warnings
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                saved = RegPath.open(store)
+            kept = f"; {store} keeps {len(saved)} certified points"
+            if what == "path" and "resume_state" in saved.meta:
+                kept += f" (free space, then continue with: gaplab path --resume {store})"
+        except (OSError, PathStoreError):
+            pass
+    print(f"gaplab {what}: error: cannot write{target}: {cause}{kept}", file=sys.stderr)
+    return 1
+
+
 def _manifest_keys(store) -> set:
     from gaplab.core.pathstore import read_manifest
     try:
@@ -147,6 +212,9 @@ def _common(p):
     p.add_argument("--overwrite", action="store_true", help="replace a path already in --store")
     p.add_argument("--store-compress", action="store_true",
                    help="also deflate the weights' values in --store (about half the size on CoNLL, slower writes)")
+    p.add_argument("--in-memory", action="store_true",
+                   help="keep every point's w in memory and write --out even when w is large (by default a path "
+                        "whose w takes >= 8 MB, e.g. CoNLL-2000, streams to a path store: --out's name with .store)")
     p.add_argument("--json", default=None, help="write the summary and the rows as JSON here")
     p.add_argument("--every", type=_positive_int, default=1, help="print every N-th row (default 1)")
     p.add_argument("--quiet", action="store_true")
@@ -177,7 +245,7 @@ def add_commands(sub) -> None:
     p = sub.add_parser("grid", help="grid search over λ with or without warm start")
     add_solver_arguments(p)
     _common(p)
-    p.add_argument("--lams", type=_lams, default=None,
+    p.add_argument("--lams", default=None,
                    help="decreasing comma-separated λ values (2^k allowed); default 2^15,...,2^-15")
     p.add_argument("--warm-start", default="primal", choices=["none", "primal", "dual"],
                    help="none | primal (keep w, rescale α: Prop. 1) | dual (keep α) (default primal)")
@@ -296,6 +364,7 @@ def cmd_path(args) -> int:
                      batch_step=args.breakpoint_batch_step)
     scfg = solver_config_from_args(args, lam=1.0)
     model, test, load_s, metric, options = _load_model(args)
+    _stream_large(args, int(model.d))
     if not args.quiet:
         kind = "heuristic" if cfg.heuristic else "ε-approximate"
         print(f"gaplab path: {args.dataset} (n={model.n}, d={model.d}), {kind} path, ε={cfg.eps}, κ={cfg.kappa}, "
@@ -312,9 +381,15 @@ def cmd_path(args) -> int:
     except Interrupted as exc:
         printer.close()
         return _interrupted(args, "path", exc)
+    except OSError as exc:
+        printer.close()
+        return _write_failed(args, "path", exc, args.store)
     finally:
         printer.close()
-    return _finish(args, path, "gaplab path", {"dataset": args.dataset, "load_time_s": load_s})
+    try:
+        return _finish(args, path, "gaplab path", {"dataset": args.dataset, "load_time_s": load_s})
+    except OSError as exc:
+        return _write_failed(args, "path", exc, args.store)
 
 
 def _resume(args) -> int:
@@ -323,7 +398,17 @@ def _resume(args) -> int:
     from gaplab.core.problems import get_problem, problem_names
     from gaplab.core.regpath import RegPath, resume_path
 
-    saved = RegPath.open(args.resume)  # a clear PathFileError / PathStoreError (exit 2), before any work
+    import warnings
+
+    from gaplab.core.pathstore import PathStoreWarning
+    with warnings.catch_warnings(record=True) as caught:  # a damaged store: its valid prefix, said in one line
+        warnings.simplefilter("always", PathStoreWarning)
+        saved = RegPath.open(args.resume)  # a clear PathFileError / PathStoreError (exit 2), before any work
+    for w in caught:
+        if issubclass(w.category, PathStoreWarning):
+            print(f"gaplab path: warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     dataset = saved.meta.get("dataset")
     if dataset not in problem_names():
         raise ValueError(f"{args.resume}: unknown dataset {dataset!r} in the path file; registered problems: "
@@ -349,16 +434,24 @@ def _resume(args) -> int:
     lam_min = float(saved.meta.get("path_config", {}).get("lam_min", args.lam_min))
     printer = _Printer(args, lam_min)
     try:
-        path = resume_path(args.resume, model, test_data=test if args.test_error else None, callback=printer,
-                           test_metric=metric,
-                           checkpoint_every=args.checkpoint_every,
-                           checkpoint_file=(args.out or args.resume) if args.checkpoint_every else None)
+        with warnings.catch_warnings():  # said above
+            warnings.simplefilter("ignore", PathStoreWarning)
+            path = resume_path(args.resume, model, test_data=test if args.test_error else None, callback=printer,
+                               test_metric=metric,
+                               checkpoint_every=args.checkpoint_every,
+                               checkpoint_file=(args.out or args.resume) if args.checkpoint_every else None)
     except Interrupted as exc:
         printer.close()
         return _interrupted(args, "path", exc)
+    except OSError as exc:
+        printer.close()
+        return _write_failed(args, "path", exc, args.resume if streamed else None)
     finally:
         printer.close()
-    return _finish(args, path, "gaplab path", {"dataset": dataset, "resumed_from": str(args.resume)})
+    try:
+        return _finish(args, path, "gaplab path", {"dataset": dataset, "resumed_from": str(args.resume)})
+    except OSError as exc:
+        return _write_failed(args, "path", exc, args.resume if streamed else None)
 
 
 def cmd_grid(args) -> int:
@@ -366,11 +459,12 @@ def cmd_grid(args) -> int:
     from gaplab.core.regpath import _check_grid, grid_search
 
     _check_outputs(args)
-    lams = _check_grid(args.lams)
+    lams = _check_grid(_lams(args.lams))
     if not (args.eps > 0 and math.isfinite(args.eps)):
         raise ValueError(f"eps must be a finite number > 0, got {args.eps}")
     scfg = solver_config_from_args(args, lam=1.0)
     model, test, load_s, metric, options = _load_model(args)
+    _stream_large(args, int(model.d))
     if not args.quiet:
         print(f"gaplab grid: {args.dataset} (n={model.n}, d={model.d}), {lams.size} values of λ "
               f"{lams[0]:.4g} -> {lams[-1]:.4g}, ε={args.eps}, warm start: {args.warm_start}; solver "
@@ -387,7 +481,13 @@ def cmd_grid(args) -> int:
     except Interrupted as exc:
         printer.close()
         return _interrupted(args, "grid", exc)
+    except OSError as exc:
+        printer.close()
+        return _write_failed(args, "grid", exc, args.store)
     finally:
         printer.close()
-    return _finish(args, grid, "gaplab grid", {"dataset": args.dataset, "load_time_s": load_s,
-                                               "warm_start": args.warm_start})
+    try:
+        return _finish(args, grid, "gaplab grid", {"dataset": args.dataset, "load_time_s": load_s,
+                                                   "warm_start": args.warm_start})
+    except OSError as exc:
+        return _write_failed(args, "grid", exc, args.store)

@@ -27,6 +27,16 @@ def _nonneg_int(text):
     return v
 
 
+def _positive_seconds(text):
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 < v < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds > 0, got {text!r}")
+    return v
+
+
 def cmd_sweep(args) -> int:
     from gaplab.core.sweep import Store, expand_runs, load_spec, run_sweep
     spec = load_spec(args.spec, budget=args.budget)
@@ -46,9 +56,19 @@ def cmd_sweep(args) -> int:
             print(f"  {r['run_id']}  {r['dataset']:<16} λ={lam!s:<8} {r['method']:<22} seed={r['seed']}")
         return 0
     show = not args.quiet and (sys.stderr.isatty() or args.progress)
+    dashboard = None if args.dashboard_address.lower() == "none" else args.dashboard_address
     try:
         rep = run_sweep(spec, args.store, workers=args.workers, scheduler=args.scheduler, retries=args.retries,
-                        progress=show)
+                        progress=show, dashboard_address=dashboard, connect_timeout=args.connect_timeout)
+    except OSError as exc:  # scheduler out of reach, disk full: one line; the runs recorded so far are kept
+        if exc.errno is None:  # the scheduler did not answer (nothing was run)
+            print(f"gaplab sweep: error: {exc}", file=sys.stderr)
+            return 1
+        cause = exc.strerror or str(exc)
+        where = f" {exc.filename}" if exc.filename else f" the store {args.store}"
+        print(f"gaplab sweep: error: cannot write{where}: {cause}; the runs recorded in {args.store} are kept "
+              "(free space, then run the same command to continue)", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:  # Ctrl-C: every finished run is already in the store (atomically)
         try:
             st = Store(args.store)
@@ -62,6 +82,8 @@ def cmd_sweep(args) -> int:
         print(f"gaplab sweep: spec {spec.name!r} v{spec.version}, budget {spec.budget_name!r} -> {args.store}")
         print(f"  runs {rep.total}: {rep.skipped} already done, {rep.done} done now, {rep.failed} failed "
               f"({rep.submitted} tasks, {rep.retried} retries) on {rep.workers} worker(s) in {rep.elapsed_s:.1f} s")
+        for rid, msg in rep.bad_files.items():
+            print(f"  recomputed {rid}: {msg}")
         for rid, msg in rep.failures.items():
             print(f"  failed {rid}: {msg}")
     return 1 if rep.failed else 0
@@ -95,7 +117,14 @@ def add_commands(sub) -> None:
     p.add_argument("--budget", default=None, help="which [budgets.NAME] of the spec (default: laptop)")
     p.add_argument("--workers", type=_nonneg_int, default=None,
                    help="worker processes of the local cluster (default: CPU count; 0: serial, in this process)")
-    p.add_argument("--scheduler", default=None, help="address of a running Dask scheduler (tcp://host:port)")
+    p.add_argument("--scheduler", default=None,
+                   help="address of a running Dask scheduler (tcp://host:port, or tls://host:port with "
+                        "distributed's TLS settings; see the README)")
+    p.add_argument("--connect-timeout", type=_positive_seconds, default=30.0, metavar="SECONDS",
+                   help="how long to wait for --scheduler (default 30)")
+    p.add_argument("--dashboard-address", default="127.0.0.1:0", metavar="HOST:PORT",
+                   help="where the local cluster's Dask dashboard listens (default 127.0.0.1:0: this machine "
+                        "only, any free port; 0.0.0.0:8787 exposes it to the network; none: no dashboard)")
     p.add_argument("--retries", type=_nonneg_int, default=1, help="extra attempts of a failed run (default 1)")
     p.add_argument("--dry-run", action="store_true", help="list the runs still to do and exit")
     p.add_argument("--quiet", action="store_true")

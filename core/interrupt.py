@@ -8,6 +8,10 @@ A second SIGINT raises ``KeyboardInterrupt`` at once, as usual.
 
 The deferral is only installed in the main thread and only when SIGINT has Python's default
 handler (a custom handler of the caller is left alone; worker threads never see SIGINT).
+
+:func:`held_sigint` makes a short store write (a file and the in-memory record of it) one
+step that Ctrl-C cannot split: a SIGINT that arrives inside the block is raised as
+``KeyboardInterrupt`` when the block ends, after the write and its record agree.
 """
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ import contextlib
 import signal
 import threading
 
-__all__ = ["Interrupted", "deferred_sigint"]
+__all__ = ["Interrupted", "deferred_sigint", "held_sigint"]
 
 
 class Interrupted(KeyboardInterrupt):
@@ -79,3 +83,31 @@ def deferred_sigint():
     finally:
         _active = None
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@contextlib.contextmanager
+def held_sigint():
+    """Within the block a SIGINT is held: it raises ``KeyboardInterrupt`` as the block ends
+    (normally, not on an exception, which propagates instead), so the block's write and its
+    bookkeeping are never split. Nested blocks, worker threads and a non-default SIGINT handler
+    (e.g. :func:`deferred_sigint`, which only sets a flag) leave SIGINT as it is."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield
+        return
+    got = []
+
+    def handler(signum, frame):
+        got.append(signum)
+
+    try:
+        signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main interpreter
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if got:
+        raise KeyboardInterrupt

@@ -8,10 +8,11 @@ Layout (a directory)::
                                encoding, nnz and size of its weight file
     STORE/bp_000000.npz        breakpoint 0: w_0 ...
     STORE/bp_000001.npz        ... one file per breakpoint
-    STORE/resume_state.npz     (optional) the solver state of the last checkpointed breakpoint
-                               (--checkpoint-every, Ctrl-C) for ``resume_path`` /
-                               ``gaplab path --resume STORE``: the breakpoints after it are
-                               recomputed (the solver is deterministic) and replace those on disk
+    STORE/resume_state_NNNNNN.npz  (optional) the solver state of the last checkpointed
+                               breakpoint NNNNNN (--checkpoint-every, Ctrl-C, disk full) for
+                               ``resume_path`` / ``gaplab path --resume STORE``: the breakpoints
+                               after it are recomputed (the solver is deterministic) and replace
+                               those on disk (stores of older versions: ``resume_state.npz``)
 
 Each breakpoint file is an ordinary ``.npz`` (a zip of ``.npy`` members, readable with
 ``np.load`` alone, no pickle): a **sparse** w as ``idx_delta`` (gaps between the
@@ -31,6 +32,9 @@ manifest listing exactly the breakpoints whose files are complete; a half-writte
 file (``.bp_*.tmp``) is never listed and is removed by the next writer. The manifest is the
 reference: a breakpoint file that the manifest does not list (killed between the two renames)
 is ignored and overwritten.
+The writer owns the rows: they change in memory only after the manifest that lists them is on
+disk, and a SIGINT during a write is raised when the write is complete
+(:func:`gaplab.core.interrupt.held_sigint`).
 
 Why this format: ``.npz`` is numpy's own container (no new dependency: Zarr is not installed
 here, and HDF5 is not appendable atomically), one file per breakpoint makes each append atomic
@@ -45,15 +49,18 @@ import math
 import os
 import re
 import time
+import warnings
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
 from numba import njit
 
 from .atomic import atomic_write
+from .interrupt import held_sigint
 
-__all__ = ["PathStoreError", "PathStoreWriter", "read_manifest", "read_weights", "is_store",
+__all__ = ["PathStoreError", "PathStoreWarning", "PathStoreWriter", "read_manifest", "read_weights", "is_store",
            "STORE_FORMAT", "STORE_VERSION", "MANIFEST", "encode_weights"]
 
 STORE_FORMAT = "gaplab-path-store"
@@ -62,6 +69,12 @@ MANIFEST = "manifest.json"
 RESUME_FILE = "resume_state.npz"
 DENSE_FRACTION = 1.0 / 3.0   # more non-zeros than this: store w dense
 _BP_RE = re.compile(r"^bp_(\d{6,})\.npz$")
+_RESUME_RE = re.compile(r"^resume_state(_\d{6,})?\.npz$")
+
+
+class PathStoreWarning(UserWarning):
+    """A path store that was damaged but still holds valid breakpoints (the message names the
+    store, the first bad breakpoint and how many are kept)."""
 
 
 class PathStoreError(ValueError):
@@ -167,10 +180,16 @@ def read_manifest(store) -> dict:
     except FileNotFoundError:
         raise PathStoreError(f"path store {str(root)!r}: no {MANIFEST} (not a gaplab path store, or no "
                              "breakpoint was written)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PathStoreError(f"path store {str(root)!r}: {MANIFEST} cannot be read ({type(exc).__name__}: "
+                             f"{exc})") from None
     try:
         man = json.loads(text)
     except json.JSONDecodeError as exc:
         raise PathStoreError(f"path store {str(root)!r}: {MANIFEST} is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise PathStoreError(f"path store {str(root)!r}: {MANIFEST} is nested too deeply to be a gaplab "
+                             "path-store manifest") from None
     if not isinstance(man, dict) or man.get("format") != STORE_FORMAT:
         raise PathStoreError(f"path store {str(root)!r}: {MANIFEST} is not a gaplab path-store manifest")
     if man.get("format_version") != STORE_VERSION:
@@ -192,9 +211,67 @@ def read_manifest(store) -> dict:
     lams = [r["lam"] for r in rows]
     for j in range(1, len(lams)):
         if not lams[j] < lams[j - 1]:
-            raise PathStoreError(f"path store {str(root)!r}, breakpoint {j}: λ = {lams[j]} is not below "
-                                 f"λ_{j - 1} = {lams[j - 1]}")
+            # what a Ctrl-C left in stores written before the writer owned the rows (row j-1
+            # copied over row j): the breakpoints before j are whole, keep them
+            warnings.warn(PathStoreWarning(
+                f"path store {str(root)!r}, breakpoint {j}: λ = {lams[j]} is not below λ_{j - 1} = {lams[j - 1]} "
+                f"(a row overwritten by an interrupted run); using the first {j} breakpoints only"), stacklevel=2)
+            del rows[j:], files[j:]
+            state = man.get("resume_state")
+            if isinstance(state, dict) and not (isinstance(state.get("point"), int) and state["point"] < j):
+                del man["resume_state"]  # the solver state of a breakpoint no longer listed
+            break
     return man
+
+
+_DEFLATE_MAX_RATIO = 1032   # the most deflate can expand (zlib's bound)
+_HEADER_CAP = 1 << 18        # bytes of a breakpoint's JSON header array
+
+
+def check_npz_members(file, caps: dict | None = None) -> None:
+    """Check every ``.npy`` member of the npz ``file`` from its header only, before ``np.load``
+    allocates anything: a known npy version, no object dtype, and an array that fits in the
+    member (stored: its size; deflated: what its compressed bytes can expand to) and in
+    ``caps[name]`` bytes when given.
+
+    Raises
+    ------
+    ValueError
+        Naming the member and what it claims (e.g. a header claiming shape (2**40,)).
+    zipfile.BadZipFile, OSError, EOFError
+        Not a zip file, or truncated.
+    """
+    caps = caps or {}
+    f = Path(os.fspath(file))
+    size = f.stat().st_size
+    with zipfile.ZipFile(f) as zf:
+        for info in zf.infolist():
+            name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+            if info.compress_size > size:
+                raise ValueError(f"member {info.filename!r} claims {info.compress_size} bytes in a file of {size}")
+            room = info.file_size
+            if info.compress_type != zipfile.ZIP_STORED:
+                room = min(room, _DEFLATE_MAX_RATIO * info.compress_size + 64)
+            elif info.file_size != info.compress_size:
+                raise ValueError(f"member {info.filename!r}: stored, but {info.file_size} bytes from "
+                                 f"{info.compress_size}")
+            with zf.open(info) as fh:
+                version = np.lib.format.read_magic(fh)
+                if version == (1, 0):
+                    shape, _fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+                elif version == (2, 0):
+                    shape, _fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+                else:
+                    raise ValueError(f"member {info.filename!r}: unsupported .npy version {version}")
+                head_len = fh.tell()
+            if dtype.hasobject:
+                raise ValueError(f"member {info.filename!r} holds Python objects (dtype {dtype})")
+            nbytes = math.prod(int(k) for k in shape) * dtype.itemsize
+            cap = caps.get(name)
+            if nbytes > room - head_len or (cap is not None and nbytes > cap):
+                raise ValueError(f"member {info.filename!r} claims an array of shape {tuple(shape)} and dtype "
+                                 f"{dtype} ({nbytes} bytes), more than it can hold "
+                                 f"({max(room - head_len, 0) if cap is None else min(room - head_len, cap)} bytes)")
 
 
 def read_weights(store, j: int, entry: dict, d: int, lam: float) -> np.ndarray:
@@ -216,6 +293,7 @@ def read_weights(store, j: int, entry: dict, d: int, lam: float) -> np.ndarray:
     if not f.is_file():
         raise bad("the breakpoint file is missing")
     try:
+        check_npz_members(f, {"header": _HEADER_CAP, "w": 8 * d, "val": 8 * d, "idx_delta": 8 * d})
         with np.load(f, allow_pickle=False) as z:
             head = json.loads(str(z["header"]))
             enc = head.get("encoding")
@@ -232,7 +310,7 @@ def read_weights(store, j: int, entry: dict, d: int, lam: float) -> np.ndarray:
             delta, val = z["idx_delta"], z["val"]
     except PathStoreError:
         raise
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error, RecursionError) as exc:
         raise bad(f"cannot be read (corrupt or truncated chunk: {type(exc).__name__}: {exc})") from None
     nnz = int(head.get("nnz", -1))
     if delta.dtype not in (np.uint8, np.uint16, np.uint32) or val.dtype != np.float64 or delta.shape != (nnz,) \
@@ -287,7 +365,9 @@ class PathStoreWriter:
         self.root.mkdir(parents=True, exist_ok=True)
         self._clean_tmp()
         if mode == "append":
-            man = read_manifest(self.root)
+            with warnings.catch_warnings():  # a damaged store was already reported when it was opened
+                warnings.simplefilter("ignore", PathStoreWarning)
+                man = read_manifest(self.root)
             if man["kind"] != kind:
                 raise PathStoreError(f"path store {str(self.root)!r} holds a {man['kind']!r} path, not {kind!r}")
             if man["d"] != self.d or man["meta"].get("n") != meta["n"]:
@@ -296,16 +376,26 @@ class PathStoreWriter:
             self.man = man
             self.man["meta"] = dict(meta)
         else:
-            if (self.root / MANIFEST).exists():
-                if not overwrite:
-                    raise PathStoreError(f"path store {str(self.root)!r} already holds a path (give another "
-                                         "directory, or overwrite)")
-                for f in self.root.iterdir():
-                    if _BP_RE.match(f.name) or f.name in (MANIFEST, RESUME_FILE):
-                        f.unlink()
+            if (self.root / MANIFEST).exists() and not overwrite:
+                raise PathStoreError(f"path store {str(self.root)!r} already holds a path (give another "
+                                     "directory, or overwrite)")
             self.man = {"format": STORE_FORMAT, "format_version": STORE_VERSION, "kind": kind, "d": self.d,
                         "meta": dict(meta), "rows": [], "files": []}
-            self._write_manifest()
+            # nothing is written (nor an old path replaced) before the first breakpoint: a run that
+            # fails or is stopped before it leaves the directory as it was
+            self._started = False
+
+    def _start(self) -> None:
+        """Before the first write of a new store: the empty manifest, then an old path's files go."""
+        if getattr(self, "_started", True):
+            return
+        with held_sigint():
+            self._write_manifest(dict(self.man, rows=[], files=[]))
+            self._started = True
+        for f in self.root.iterdir():
+            if _BP_RE.match(f.name) or _RESUME_RE.match(f.name):
+                with contextlib.suppress(OSError):
+                    f.unlink()
 
     def _clean_tmp(self):
         for f in self.root.glob(".*.tmp"):
@@ -315,13 +405,18 @@ class PathStoreWriter:
     def __len__(self) -> int:
         return len(self.man["rows"])
 
-    def _write_manifest(self):
+    def _write_manifest(self, man: dict | None = None):
         with atomic_write(self.root / MANIFEST, "w") as fh:
-            fh.write(_json_dumps(self.man))
+            fh.write(_json_dumps(self.man if man is None else man))
 
     def append(self, row: dict, w: np.ndarray, meta: dict | None = None) -> None:
         """Write the next breakpoint (its file, then the manifest listing it; both atomic), with
-        new metadata ``meta`` if given."""
+        new metadata ``meta`` if given.
+
+        The writer owns the rows: :attr:`rows` (and the manifest's file entries) get the new
+        breakpoint only once the manifest listing it is on disk, and a Ctrl-C during the write
+        is raised after that (:func:`~gaplab.core.interrupt.held_sigint`), so the rows in memory
+        are always those on disk. A failed write (disk full) changes neither."""
         t0 = time.perf_counter()
         j = len(self.man["rows"])
         w = np.asarray(w)
@@ -332,14 +427,20 @@ class PathStoreWriter:
         head = {"index": j, "lam": float(row["lam"]), "d": self.d, "nnz": nnz, "encoding": enc}
         arrays["header"] = np.array(_json_dumps(head))
         name = bp_name(j)
-        with atomic_write(self.root / name, "wb") as fh:
-            _write_npz(fh, arrays, compress=self.compress)
-            size = fh.tell()
-        if meta is not None:
-            self.man["meta"] = dict(meta)
-        self.man["rows"].append(dict(row))
-        self.man["files"].append({"file": name, "encoding": enc, "nnz": nnz, "bytes": int(size)})
-        self._write_manifest()  # a saved solver state of an earlier breakpoint stays valid (see truncate)
+        row = dict(row)
+        self._start()
+        with held_sigint():
+            with atomic_write(self.root / name, "wb") as fh:
+                _write_npz(fh, arrays, compress=self.compress)
+                size = fh.tell()
+            entry = {"file": name, "encoding": enc, "nnz": nnz, "bytes": int(size)}
+            man = dict(self.man, rows=self.man["rows"] + [row], files=self.man["files"] + [entry])
+            if meta is not None:
+                man["meta"] = dict(meta)
+            self._write_manifest(man)  # a saved solver state of an earlier breakpoint stays valid (see truncate)
+            self.man["meta"] = man["meta"]
+            self.man["rows"].append(row)
+            self.man["files"].append(entry)
         self.bytes_written += int(size)
         self.io_time_s += time.perf_counter() - t0
 
@@ -348,38 +449,73 @@ class PathStoreWriter:
         recomputes the later ones): the manifest first, then the files it no longer lists."""
         if not 0 <= k <= len(self.man["rows"]):
             raise ValueError(f"truncate needs 0 <= k <= {len(self.man['rows'])}, got {k}")
+        self.adopt(self.man["rows"][:k], self.man["files"][:k])
+
+    def adopt(self, rows: list, files: list) -> None:
+        """Continue from ``rows`` and their ``files`` (a prefix of this store's breakpoints, whose
+        rows may differ, e.g. in the end reason): the manifest lists them, the breakpoint files
+        it no longer lists are removed, and these very lists become the writer's rows (a
+        :class:`RegPath` shares them: one owner, no copy to fall out of step)."""
+        k = len(rows)
+        if len(files) != k or k > len(self.man["rows"]):
+            raise ValueError(f"adopt needs a prefix of the store's {len(self.man['rows'])} breakpoints, got "
+                             f"{k} rows and {len(files)} files")
+        for j in range(k):
+            if files[j].get("file") != bp_name(j) or rows[j].get("lam") != self.man["rows"][j].get("lam"):
+                raise PathStoreError(f"path store {str(self.root)!r}, breakpoint {j}: the rows to continue from "
+                                     "are not those of the store")
         dropped = [f["file"] for f in self.man["files"][k:]]
-        del self.man["rows"][k:], self.man["files"][k:]
-        self._write_manifest()
+        with held_sigint():
+            self._write_manifest(dict(self.man, rows=rows, files=files))
+            self.man["rows"], self.man["files"] = rows, files
         for name in dropped:
             with contextlib.suppress(OSError):
                 (self.root / name).unlink()
 
     def drop_resume_state(self) -> None:
         """Forget the saved solver state (the path is finished)."""
-        if self.man.pop("resume_state", None) is not None:
-            self._write_manifest()
-        with contextlib.suppress(OSError):
-            (self.root / RESUME_FILE).unlink()
+        if "resume_state" in self.man:
+            with held_sigint():
+                self._write_manifest({k: v for k, v in self.man.items() if k != "resume_state"})
+                self.man.pop("resume_state", None)
+        self._remove_resume_files()
 
-    def update(self, meta: dict | None = None, last_row: dict | None = None) -> None:
-        """Rewrite the manifest with new metadata and/or a changed last row (e.g. its end reason)."""
+    def update(self, meta: dict | None = None) -> None:
+        """Rewrite the manifest with new metadata and the rows as they are now (the last one's
+        end reason may have changed)."""
         t0 = time.perf_counter()
-        if meta is not None:
-            self.man["meta"] = dict(meta)
-        if last_row is not None and self.man["rows"]:
-            self.man["rows"][-1] = dict(last_row)
-        self._write_manifest()
+        if not getattr(self, "_started", True):  # nothing on disk yet: only the memory changes
+            if meta is not None:
+                self.man["meta"] = dict(meta)
+            return
+        with held_sigint():
+            man = self.man if meta is None else dict(self.man, meta=dict(meta))
+            self._write_manifest(man)
+            self.man["meta"] = man["meta"]
         self.io_time_s += time.perf_counter() - t0
 
-    def write_resume_state(self, info: dict, arrays: dict) -> None:
+    def write_resume_state(self, info: dict, arrays: dict, meta: dict | None = None) -> None:
         """The solver state of the last breakpoint (for ``resume_path``), then the manifest."""
         t0 = time.perf_counter()
-        with atomic_write(self.root / RESUME_FILE, "wb") as fh:
-            np.savez(fh, **arrays)
-        self.man["resume_state"] = dict(info, file=RESUME_FILE)
-        self._write_manifest()
+        # a file of its own per breakpoint: the manifest's state entry and the arrays it names
+        # always belong together, even when the manifest write fails (disk full)
+        name = RESUME_FILE if info.get("point") is None else f"resume_state_{int(info['point']):06d}.npz"
+        with held_sigint():
+            with atomic_write(self.root / name, "wb") as fh:
+                np.savez(fh, **arrays)
+            man = dict(self.man, resume_state=dict(info, file=name))
+            if meta is not None:
+                man["meta"] = dict(meta)
+            self._write_manifest(man)
+            self.man["meta"], self.man["resume_state"] = man["meta"], man["resume_state"]
+        self._remove_resume_files(keep=name)
         self.io_time_s += time.perf_counter() - t0
+
+    def _remove_resume_files(self, keep: str | None = None) -> None:
+        for f in self.root.iterdir():
+            if _RESUME_RE.match(f.name) and f.name != keep:
+                with contextlib.suppress(OSError):
+                    f.unlink()
 
     @property
     def rows(self):
@@ -388,11 +524,16 @@ class PathStoreWriter:
 
 def read_resume_arrays(store, info: dict) -> dict:
     """The saved solver arrays named in the manifest's ``resume_state``."""
-    f = Path(os.fspath(store)) / info.get("file", RESUME_FILE)
+    name = info.get("file", RESUME_FILE)
+    if not isinstance(name, str) or not _RESUME_RE.match(name):
+        raise PathStoreError(f"path store {str(Path(os.fspath(store)))!r}: the saved solver state's file name "
+                             f"{name!r} is not a resume_state file")
+    f = Path(os.fspath(store)) / name
     try:
+        check_npz_members(f)
         with np.load(f, allow_pickle=False) as z:
             return {k: np.array(z[k]) for k in z.files}
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
         raise PathStoreError(f"path store {str(Path(os.fspath(store)))!r}: the saved solver state {f.name} cannot "
                              f"be read ({type(exc).__name__}: {exc})") from None
 

@@ -51,10 +51,13 @@ store lazily (``w_at`` reads one breakpoint file) or an old single-file npz.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import time
+import zipfile
+import zlib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Callable, Iterator
@@ -66,7 +69,7 @@ from . import kernels as kr
 from . import pathstore as pst
 from .atomic import atomic_write, npz_path
 from .config import LAM_MAX, LAM_MIN, CacheConfig, SolverConfig, Status
-from .interrupt import Interrupted
+from .interrupt import Interrupted, held_sigint
 from .models.protocol import check_labelling
 from .solver import ExactGap, Solver
 
@@ -458,6 +461,10 @@ def init_reg_path(model, eps: float = 0.1, kappa: float = 0.9) -> PathInit:
     if num > 0:
         lam_inf = num / (kappa * eps)
         bound = kappa * eps
+        if not LAM_MIN <= lam_inf <= LAM_MAX:
+            raise ValueError(f"eps = {eps!r} gives λ_∞ = (‖ψ̃‖² + mean θ_i) / (κ·eps) = {lam_inf:.3g}, "
+                             f"outside the solver's λ range [{LAM_MIN:g}, {LAM_MAX:g}]: for this model and κ = {kappa:g}, eps "
+                             f"must lie in [{num / (kappa * LAM_MAX):.3g}, {num / (kappa * LAM_MIN):.3g}]")
     else:
         lam_inf, bound = 1.0, 0.0
     block_bounds = (theta + dots) / (n * lam_inf)
@@ -746,22 +753,23 @@ class RegPath:
             raise ValueError(f"points must have decreasing λ; got {point.lam} after {self._rows[-1]['lam']}")
         row = point.row()
         if self._writer is not None:  # streamed to the store: nothing of w stays in memory
+            # the writer owns the rows (self._rows is its list): the row is listed in memory only
+            # once it is on disk, so no copy can fall out of step with the store
             self._writer.append(row, point.w, meta=_json_safe(self.meta))
-            self._rows.append(row)
-            self._files.append(self._writer.man["files"][-1])
             self._W.append(None)
             return
         self._rows.append(row)
         self._W.append(np.array(point.w, dtype=np.float64))
 
     def _sync_store(self) -> None:
-        """Rewrite the store's manifest after a change of the metadata or of the last row."""
+        """Rewrite the store's manifest after a change of the metadata or of the last row (the
+        rows are the writer's own)."""
         if self._writer is not None:
-            self._writer.update(meta=_json_safe(self.meta), last_row=self._rows[-1] if self._rows else None)
+            self._writer.update(meta=_json_safe(self.meta))
 
     def _w(self, j: int) -> np.ndarray:
         """w_j (read from the store when the path is backed by one; do not modify)."""
-        w = self._W[j]
+        w = self._W[j] if j < len(self._W) else None
         if w is not None:
             return w
         w = self._cache.get(j)
@@ -789,10 +797,15 @@ class RegPath:
     def snapshot(self) -> "RegPath":
         """A consistent copy of the points appended so far (for a UI thread reading while a worker
         thread appends)."""
-        k = min(len(self._rows), len(self._W), len(self._files) if self._store is not None else len(self._W))
+        if self._store is not None:
+            k = min(len(self._rows), len(self._files))
+            W = [None] * k
+        else:
+            k = min(len(self._rows), len(self._W))
+            W = list(self._W[:k])
         out = RegPath(self.kind, self.meta)
         out._rows = [dict(r) for r in self._rows[:k]]
-        out._W = list(self._W[:k])
+        out._W = W
         out._store, out._files = self._store, list(self._files[:k])
         return out
 
@@ -985,11 +998,13 @@ class RegPath:
             return PathFileError(f"{name}: not a valid gaplab path file: {problem}")
 
         try:
+            if not hasattr(file, "read") and zipfile.is_zipfile(file):
+                pst.check_npz_members(file)  # sizes from the headers, before anything is allocated
             z = np.load(file, allow_pickle=False)
         except FileNotFoundError:
             raise
-        except (OSError, ValueError, EOFError) as exc:
-            raise bad(f"cannot read it as .npz ({exc})") from None
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+            raise bad(f"cannot read it as .npz ({type(exc).__name__}: {exc})") from None
         if not hasattr(z, "files"):
             raise bad("it holds a single array, not an npz archive")
         with z:
@@ -997,7 +1012,8 @@ class RegPath:
                 return cls._from_npz(z, bad)
             except PathFileError:
                 raise
-            except (KeyError, IndexError, ValueError, TypeError, OSError, EOFError) as exc:
+            except (KeyError, IndexError, ValueError, TypeError, OSError, EOFError, zipfile.BadZipFile,
+                    zlib.error, RecursionError) as exc:
                 raise bad(f"{type(exc).__name__}: {exc}") from None
 
     @classmethod
@@ -1147,10 +1163,12 @@ class RegPath:
         solver = solver if solver is not None else self.resume_solver
         if self._writer is None or solver is None or not self._rows:
             return
+        if solver.lam != self._rows[-1]["lam"]:
+            return  # not the last breakpoint's solver: a state saved under the wrong breakpoint would resume wrongly
         info, arrays = _solver_state(solver)
         info["point"] = len(self) - 1
-        self._writer.update(meta=_json_safe(self.meta), last_row=self._rows[-1])
-        self._writer.write_resume_state(info, {k[len(_STATE_PREFIX):]: v for k, v in arrays.items()})
+        self._writer.write_resume_state(info, {k[len(_STATE_PREFIX):]: v for k, v in arrays.items()},
+                                        meta=_json_safe(self.meta))
 
     @property
     def io_stats(self) -> dict:
@@ -1176,9 +1194,15 @@ class RegPath:
         """Stream the points appended from now on to the store ``store`` (a directory)."""
         if len(self) and mode == "new":
             raise ValueError("attach a store before the first point")
-        self._writer = pst.PathStoreWriter(store, self.kind, _json_safe(self.meta), mode=mode, overwrite=overwrite,
-                                           compress_values=compress_values)
-        self._store = self._writer.root
+        writer = pst.PathStoreWriter(store, self.kind, _json_safe(self.meta), mode=mode, overwrite=overwrite,
+                                     compress_values=compress_values)
+        if mode == "new":
+            self._rows, self._files = writer.man["rows"], writer.man["files"]
+        else:  # continue from this path's rows (a prefix of the store's; the later files are removed)
+            writer.adopt(self._rows, self._files)
+        del self._W[len(self._rows):]
+        self._writer = writer
+        self._store = writer.root
 
     def _close_writer(self) -> None:
         if self._writer is not None:
@@ -1610,11 +1634,12 @@ def _collect(path, points, callback, first_is_lam_inf=False, checkpoint_every: i
     streamed = path._writer is not None
     try:
         for p in points:
-            if first_is_lam_inf and p.index == 0:
-                path.meta["lam_inf"] = p.lam
-            path.append(p)  # a store-backed path writes the breakpoint now (atomically)
-            path.resume_solver = p.solver
-            p.solver = None  # the path keeps the last solver only
+            with held_sigint():  # the point, its row and its solver: all recorded, or none
+                if first_is_lam_inf and p.index == 0:
+                    path.meta["lam_inf"] = p.lam
+                path.append(p)  # a store-backed path writes the breakpoint now (atomically)
+                path.resume_solver = p.solver
+                p.solver = None  # the path keeps the last solver only
             count += 1
             stop = callback is not None and callback(p) is True
             if stop and not p.end:
@@ -1640,6 +1665,14 @@ def _collect(path, points, callback, first_is_lam_inf=False, checkpoint_every: i
             path._close_writer()
         raise Interrupted(f"{'grid search' if path.kind == 'grid' else 'regularization path'} interrupted "
                           f"after {len(path)} points", partial=path) from None
+    except OSError:
+        # a write failed (disk full, ...): the store lists exactly the breakpoints written before;
+        # keep it resumable from the last of them if there is room for its solver state
+        if streamed and path._writer is not None and path._rows and not path._rows[-1]["end"]:
+            with contextlib.suppress(OSError):
+                path.save_resume_state()
+        path._close_writer()
+        raise
     except BaseException:
         path._close_writer()
         raise
@@ -1807,9 +1840,7 @@ def resume_path(file, model, *, test_data=None, should_stop=None,
     point = path.point(len(path) - 1)
     path.meta.pop("end", None)
     if streamed:
-        path._attach_writer(path.store, mode="append")
-        path._writer.truncate(len(path))
-        path._sync_store()
+        path._attach_writer(path.store, mode="append")  # lists this path's rows (end reason cleared)
     clock = _Clock(offset=point.cum_time_s)
     tests = _as_tests(test_data, test_metric)
     path.meta = _metric_meta(path.meta, tests.metric)

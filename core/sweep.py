@@ -792,6 +792,10 @@ class Store:
             self.manifest = _json_load(json.loads(mp.read_text()))
         except json.JSONDecodeError as exc:
             raise ValueError(f"store manifest {str(mp)!r} is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise ValueError(f"store manifest {str(mp)!r} is nested too deeply to be a gaplab sweep manifest") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"store manifest {str(mp)!r} cannot be read ({type(exc).__name__}: {exc})") from None
         fmt = self.manifest.get("store_format") if isinstance(self.manifest, dict) else None
         if fmt != STORE_FORMAT:
             raise ValueError(f"store {str(self.path)!r}: field 'store_format' is {fmt!r}, this gaplab reads "
@@ -893,12 +897,41 @@ class Store:
 
     # -------------------------------------------------------------- reading
     def is_done(self, rid: str) -> bool:
-        """Finished, with its (non-empty) Parquet file present."""
+        """Finished, with its own Parquet file (see :meth:`check_run_file`)."""
+        e = self.manifest["runs"].get(rid)
+        return bool(e and e["status"] == "done") and self.check_run_file(rid) is None
+
+    def check_run_file(self, rid: str) -> str | None:
+        """What is wrong with the Parquet file of the finished run ``rid`` (None: nothing): it must
+        exist, be readable Parquet (its footer: a truncated file is not) and be this run's own
+        file: schema metadata ``gaplab_run`` holding the run's config with this run id, and a
+        ``run_id`` column. Reads the footer only."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
         e = self.manifest["runs"].get(rid)
         if not (e and e["status"] == "done"):
-            return False
+            return "the run is not finished"
         f = self.path / e["file"]
-        return f.is_file() and f.stat().st_size > 0
+        if not f.is_file():
+            return f"its file {e['file']} is missing"
+        try:
+            schema = pq.read_schema(f)
+        except (OSError, pa.ArrowException) as exc:
+            return f"its file {e['file']} is not readable Parquet ({type(exc).__name__}: {exc})"
+        raw = (schema.metadata or {}).get(b"gaplab_run")
+        if raw is None:
+            return f"its file {e['file']} is not a gaplab run file (no 'gaplab_run' schema metadata)"
+        try:
+            cfg = json.loads(raw)
+        except (ValueError, RecursionError):
+            cfg = None
+        if not isinstance(cfg, dict):
+            return f"its file {e['file']} has broken 'gaplab_run' metadata"
+        if cfg.get("run_id") != rid:
+            return f"its file {e['file']} holds run {cfg.get('run_id')!r}, not {rid!r}"
+        if "run_id" not in schema.names:
+            return f"its file {e['file']} lacks the run_id column"
+        return None
 
     def runs(self):
         """One row per run: run_id, status, attempts, error and the config fields (pandas)."""
@@ -920,11 +953,22 @@ class Store:
         if e is None or e["status"] != "done":
             raise KeyError(f"run {rid!r} is not a finished run of store {str(self.path)!r}")
         f = self.path / e["file"]
-        try:
-            return pq.read_table(f).to_pandas()
-        except (OSError, pa.ArrowException) as exc:
-            raise ValueError(f"store {str(self.path)!r}, run {rid!r}: {str(f)!r} cannot be read ({exc}); "
-                             "remove the file and run the sweep again to recompute the run") from None
+        problem = self.check_run_file(rid)
+        if problem is None:
+            try:
+                df = pq.read_table(f).to_pandas()
+            except (OSError, pa.ArrowException) as exc:  # footer intact, data pages not: is_done cannot see it
+                problem = (f"its file {e['file']} cannot be read ({type(exc).__name__}: {exc}); remove it and "
+                           "run the sweep again to recompute the run")
+            else:
+                if not (df["run_id"] == rid).all():
+                    problem = (f"its file {e['file']} holds rows of other runs; remove it and run the sweep "
+                               "again to recompute the run")
+        if problem is not None:
+            if "run the sweep again" not in problem:
+                problem += "; run the sweep again to recompute the run"
+            raise ValueError(f"store {str(self.path)!r}, run {rid!r}: {problem}")
+        return df
 
     def traces(self, kinds=("solve",)):
         """Rows of every finished run of the given run kinds, concatenated (pandas DataFrame)."""
@@ -956,6 +1000,10 @@ class SweepReport:
     elapsed_s: float = 0.0
     workers: int = 0
     failures: dict = field(default_factory=dict)
+    #: finished runs whose stored file was missing, corrupt or foreign (run id -> what was wrong), recomputed
+    bad_files: dict = field(default_factory=dict)
+    #: the Dask dashboard's address (a LocalCluster's), or "" when none was started
+    dashboard: str = ""
 
 
 def _error_entry(exc, tb_text=None) -> dict:
@@ -966,24 +1014,31 @@ def _error_entry(exc, tb_text=None) -> dict:
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
-def _make_cluster(workers: int):
+#: where a LocalCluster's dashboard listens unless told otherwise: this machine only
+DASHBOARD_ADDRESS = "127.0.0.1:0"
+
+
+def _make_cluster(workers: int, dashboard_address: str | None = DASHBOARD_ADDRESS):
     """A LocalCluster of ``workers`` processes with one thread each (numba's gap passes on one
-    thread too). A killed worker fails its task at once (allowed-failures 0): the sweep retries."""
+    thread too). A killed worker fails its task at once (allowed-failures 0): the sweep retries.
+    Its scheduler, workers and dashboard listen on 127.0.0.1 only; ``dashboard_address``
+    ("HOST:PORT", port 0: any free one) exposes the dashboard elsewhere, None starts none."""
     import logging
 
     import dask
     from distributed import Client, LocalCluster
     with dask.config.set({"distributed.scheduler.allowed-failures": 0,
                           "distributed.scheduler.worker-saturation": 1.0}):
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               dashboard_address=":0", env={"NUMBA_NUM_THREADS": "1"},
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                               dashboard_address=dashboard_address, env={"NUMBA_NUM_THREADS": "1"},
                                silence_logs=logging.CRITICAL)  # errors go to the manifest
         client = Client(cluster)
     return cluster, client
 
 
 def run_sweep(spec, store, *, workers: int | None = None, scheduler: str | None = None, client=None,
-              budget: str | None = None, retries: int = 1, progress: bool | Callable = False) -> SweepReport:
+              budget: str | None = None, retries: int = 1, progress: bool | Callable = False,
+              dashboard_address: str | None = DASHBOARD_ADDRESS, connect_timeout: float = 30.0) -> SweepReport:
     """Run a spec's unfinished runs and record them in a store.
 
     Parameters
@@ -1003,20 +1058,49 @@ def run_sweep(spec, store, *, workers: int | None = None, scheduler: str | None 
         Extra attempts of a run that raised or whose worker died (default 1).
     progress : bool or callable(report, cfg, status)
         A tqdm bar over runs (True), or a callback after each finished run.
+    dashboard_address : str or None
+        "HOST:PORT" of the LocalCluster's Dask dashboard (default "127.0.0.1:0": this machine
+        only, any free port; "0.0.0.0:8787" exposes it to the network, None: no dashboard).
+        Not used with ``scheduler`` or ``client`` (their dashboard is theirs).
+    connect_timeout : float
+        Seconds to wait for ``scheduler`` (default 30).
 
     Returns
     -------
     SweepReport
+
+    Raises
+    ------
+    ValueError
+        A bad spec, store or argument (naming it).
+    OSError
+        The scheduler cannot be reached within ``connect_timeout`` (``TimeoutError``, naming
+        its address), or the store cannot be written (e.g. disk full: the runs recorded so far
+        are kept, a re-run continues).
     """
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise ValueError(f"retries must be an int >= 0, got {retries!r}")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 0):
         raise ValueError(f"workers must be an int >= 0, got {workers!r}")
+    if dashboard_address is not None and not (isinstance(dashboard_address, str)
+                                              and re.fullmatch(r"[^\s:]*:\d{1,5}", dashboard_address)):
+        raise ValueError(f"dashboard_address must be 'HOST:PORT' (e.g. '127.0.0.1:8787') or None, "
+                         f"got {dashboard_address!r}")
+    if isinstance(connect_timeout, bool) or not isinstance(connect_timeout, (int, float)) \
+            or not (0 < connect_timeout < math.inf):
+        raise ValueError(f"connect_timeout must be a finite number of seconds > 0, got {connect_timeout!r}")
     spec = load_spec(spec, budget=budget)
     st = Store.open_for(store, spec)
     runs = expand_runs(spec)
-    todo = [r for r in runs if not st.is_done(r["run_id"])]
-    rep = SweepReport(total=len(runs), skipped=len(runs) - len(todo))
+    todo, bad = [], {}
+    for r in runs:
+        e = st.manifest["runs"].get(r["run_id"])
+        problem = st.check_run_file(r["run_id"]) if e and e["status"] == "done" else "to do"
+        if problem is not None:
+            todo.append(r)
+            if problem != "to do":
+                bad[r["run_id"]] = problem
+    rep = SweepReport(total=len(runs), skipped=len(runs) - len(todo), bad_files=bad)
     t0 = time.perf_counter()
     bar = None
     if progress is True:
@@ -1070,7 +1154,8 @@ def run_sweep(spec, store, *, workers: int | None = None, scheduler: str | None 
                         handle_ok(cfg, out)
                     break
             return rep
-        _run_dask(todo, st, rep, attempts, workers, scheduler, client, handle_ok, handle_error)
+        _run_dask(todo, st, rep, attempts, workers, scheduler, client, handle_ok, handle_error,
+                  dashboard_address, float(connect_timeout))
         return rep
     finally:
         rep.elapsed_s = time.perf_counter() - t0
@@ -1078,16 +1163,27 @@ def run_sweep(spec, store, *, workers: int | None = None, scheduler: str | None 
             bar.close()
 
 
-def _run_dask(todo, st, rep, attempts, workers, scheduler, client, handle_ok, handle_error):
+def _connect(scheduler: str, timeout: float):
+    """A Client of the scheduler at ``scheduler``; an OSError naming it when it does not answer."""
+    from distributed import Client
+    try:
+        return Client(scheduler, timeout=timeout)
+    except (OSError, TimeoutError) as exc:  # distributed raises OSError("Timed out trying to connect ...")
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TimeoutError(f"cannot reach the Dask scheduler {scheduler!r} within {timeout:g} s ({reason})") from None
+
+
+def _run_dask(todo, st, rep, attempts, workers, scheduler, client, handle_ok, handle_error,
+              dashboard_address=DASHBOARD_ADDRESS, connect_timeout=30.0):
     from distributed import as_completed
     cluster = own_client = None
     if client is None:
         if scheduler is not None:
-            from distributed import Client
-            own_client = client = Client(scheduler)
+            own_client = client = _connect(scheduler, connect_timeout)
         else:
-            cluster, own_client = _make_cluster(workers or os.cpu_count() or 1)
+            cluster, own_client = _make_cluster(workers or os.cpu_count() or 1, dashboard_address)
             client = own_client
+            rep.dashboard = cluster.dashboard_link if dashboard_address is not None else ""
     try:
         rep.workers = len(client.scheduler_info().get("workers", {}))
         by_key = {}
