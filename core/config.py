@@ -172,6 +172,11 @@ def _check_seed(value):
     return v
 
 
+#: largest cache size per block: the atom pools hold size + 1 int64-indexed slots, and no block
+#: meets more labellings than this in any run that fits in memory
+MAX_CACHE_SIZE = 2 ** 31
+
+
 @dataclass(frozen=True)
 class CacheConfig:
     """Oracle cache of Alg. 5 (Paper: Sec. 3.3).
@@ -209,8 +214,9 @@ class CacheConfig:
             raise TypeError(f"cache enabled must be bool, got {type(self.enabled).__name__}")
         _check_positive("cache factor F", self.factor)
         _check_positive("cache nu", self.nu)
-        if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 1:
-            raise ValueError(f"cache size must be an int >= 1, got {self.size!r}")
+        if isinstance(self.size, bool) or not isinstance(self.size, int) or not 1 <= self.size <= MAX_CACHE_SIZE:
+            raise ValueError(f"cache size must be an int in [1, {MAX_CACHE_SIZE}] (labellings per block), "
+                             f"got {self.size!r}")
 
 
 @dataclass(frozen=True)

@@ -557,6 +557,8 @@ def _solve(solver: Solver, target: float, *, heuristic: bool, verify: bool, max_
                     break
                 next_check_calls = solver.oracle_calls + backoff
                 backoff *= 2
+        if res.status == Status.MAX_PASSES and budget >= max_passes:  # the point's budget is spent (one
+            status = "max_passes"  # below a single oracle call makes no step, so this is the only end)
     if not heuristic and not fresh:
         solver.exact_gap(count=True, store_corners=True)
     solver.status = {"converged": Status.CONVERGED, "converged_heuristic": Status.CONVERGED_HEURISTIC,

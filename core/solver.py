@@ -791,7 +791,10 @@ class Solver:
         cfg = self.config
         n = self.n
         while status == Status.RUNNING:
-            remaining = int(math.floor(budget_calls - self.oracle_calls)) if math.isfinite(budget_calls) else n
+            # a budget of k/n passes is k calls: floor with a relative tolerance, so that rounding in
+            # max_passes * n (e.g. (c/n + 0.1) * n = c + 0.999…) cannot lose a call
+            remaining = (int(math.floor(budget_calls - self.oracle_calls + 1e-9 * max(1.0, budget_calls)))
+                         if math.isfinite(budget_calls) else n)
             if remaining <= 0:
                 status = Status.MAX_PASSES
                 break

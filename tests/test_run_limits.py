@@ -184,3 +184,51 @@ def test_cli_train_with_huge_lam_reports_converged(tmp_path):
 def test_a_run_stopped_by_its_budget_with_a_large_gap_keeps_its_status(toy):
     res = Solver(toy, lam=1e-4, max_passes=1, gap_threshold=1e-12).run()
     assert res.exact_gap > 1e-12 and res.status == Status.MAX_PASSES
+
+
+# ============================================================ budgets smaller than a pass
+def test_a_budget_of_one_more_oracle_call_makes_that_call():
+    """run(max_passes=passes + 1/n) makes exactly one more oracle call, whatever the rounding of
+    (c/n + 1/n)·n (at c = 7, n = 10 it is 7.999…: flooring it lost the call and a regularization
+    path that advances one call at a time never moved)."""
+    model = load_problem("toy", n=10).model
+    s = Solver(model, lam=0.1, sampling="uniform", gap_check=math.inf, gap_threshold=0, max_passes=0.7)
+    s.run(final_gap_check=False)
+    assert s.oracle_calls == 7
+    for k in range(8, 30):
+        s.run(max_passes=s.effective_passes + 0.1, final_gap_check=False)
+        assert s.oracle_calls == k
+
+
+_TINY_BUDGETS = textwrap.dedent("""
+    import math, sys
+    from gaplab.core.problems import load_problem
+    from gaplab.core.regpath import PathConfig, grid_search, regularization_path
+    model = load_problem("toy", n=10).model
+    what = sys.argv[1]
+    if what == "grid":
+        r = grid_search(model, [1.0, 0.1], max_passes_per_point=1e-308)
+    else:
+        r = regularization_path(model, PathConfig(eps=0.5, **{what: 1e-308}))
+    print(len(r), r.end_reason if hasattr(r, "end_reason") else "")
+""")
+
+
+@pytest.mark.parametrize("what", ["max_passes_per_breakpoint", "check_every", "grid"])
+def test_a_path_or_grid_with_a_budget_below_one_call_ends(what):
+    """A per-point budget (or a chunk) below one oracle call ends the point instead of looping
+    with no step (it ran forever)."""
+    p = subprocess.run([sys.executable, "-c", _TINY_BUDGETS, what], capture_output=True, text=True, env=ENV,
+                       timeout=240)
+    assert p.returncode == 0, p.stderr[-2000:]
+
+
+def test_a_cache_size_beyond_the_int64_pools_is_refused_in_one_line():
+    from gaplab.core.config import MAX_CACHE_SIZE, CacheConfig
+    with pytest.raises(ValueError, match=r"cache size must be an int in \[1, "):
+        CacheConfig(enabled=True, size=MAX_CACHE_SIZE + 1)
+    p = subprocess.run([sys.executable, "-m", "gaplab", "train", "--dataset", "toy", "--cache-size",
+                        "99999999999999999999", "--max-passes", "1", "--quiet"], capture_output=True, text=True,
+                       env=ENV, timeout=300)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr[-2000:]
+    assert p.stderr.strip().splitlines()[-1].startswith("gaplab train: error:") and "cache size" in p.stderr
