@@ -221,6 +221,13 @@ def _os_error_text(exc: OSError) -> str:
     return str(exc) or type(exc).__name__
 
 
+def _one_line(message) -> str:
+    """The error's first line is the cause; a multi-line message's further lines (how to get the
+    data, ...) follow indented, so the cause stays one line that a script or a person can read."""
+    first, *rest = str(message).strip().splitlines() or [""]
+    return "\n".join([first] + ["  " + line for line in rest if line.strip()])
+
+
 def main(argv=None) -> int:
     """Run a command; errors and Ctrl-C give one line on stderr and a non-zero exit: 2 for bad
     input, 1 for a failed system call (a full disk, ...), 130 for Ctrl-C, also while the
@@ -232,10 +239,10 @@ def main(argv=None) -> int:
         prog = f"gaplab {args.command}"
         return args.func(args)
     except (ValueError, FileNotFoundError) as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except OSError as exc:  # e.g. ENOSPC while writing an output: the previous file is intact
-        print(f"{prog}: error: {_os_error_text(exc)}", file=sys.stderr)
+        print(f"{prog}: error: {_one_line(_os_error_text(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:  # Ctrl-C outside a run (importing, loading, compiling): one line, no traceback
         print(f"{prog}: interrupted", file=sys.stderr)
