@@ -232,6 +232,9 @@ class GapLabApp(pn.viewable.Viewer):
             return _ToyAdapter(ToyView(self.toy, self.session, compact=True))
         if key == "path":
             return PathView(self.session.path, self.session, compact=True, name="lesson_path")
+        if key == "simplex":   # a block's simplex (its own three-label problem)
+            from .simplex import SimplexView
+            return SimplexView(height=330)
         raise KeyError(key)
 
     def _lesson_page(self):
