@@ -220,15 +220,15 @@ class RaceView:
         self.race = race if race is not None else Race()
         self.heat, self.hsrc, self.mappers = {}, {}, {}
         for side in SIDES:
-            src = ColumnDataSource(dict(x=[], y=[], visits=[], block=[], label=[]))
+            src = ColumnDataSource(dict(x=[], y=[], visits=[], block=[], label=[], tcolor=[]))
             mapper = LinearColorMapper(palette=Viridis256[::-1], low=0, high=1)
-            f = figure(height=250, width=300, tools="hover", toolbar_location=None, match_aspect=True,
+            f = figure(height=250, width=240, tools="hover", toolbar_location=None, match_aspect=True,
                        tooltips=[("block", "@block"), ("visits", "@visits")],
-                       title=f"{side} sampling: visits per block")
+                       title=f"{side}: visits per block")
             f.rect("x", "y", 0.95, 0.95, source=src, fill_color={"field": "visits", "transform": mapper},
                    line_color=None)
             f.text("x", "y", text="label", source=src, text_align="center", text_baseline="middle",
-                   text_font_size="11px", color="#222")
+                   text_font_size="11px", color="tcolor")
             f.axis.visible = False
             f.grid.visible = False
             f.y_range.flipped = True
@@ -266,8 +266,8 @@ class RaceView:
         self.readout = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["gaplab-race-readout"],
                                     styles={"font-size": "16px"})
         self.panel = pn.Column(
-            pn.Row(self.w_problem, self.w_n, self.w_K, self.w_seed, self.w_speed,
-                   pn.Column(pn.Spacer(height=18), pn.Row(self.b_run, self.b_reset))),
+            pn.Row(self.w_problem, self.w_n, self.w_K, self.w_seed),
+            pn.Row(self.w_speed, pn.Column(pn.Spacer(height=18), pn.Row(self.b_run, self.b_reset), margin=0)),
             self.readout,
             pn.Row(pn.pane.Bokeh(self.heat["uniform"]), pn.pane.Bokeh(self.heat["gap"]),
                    pn.pane.Bokeh(c, sizing_mode="stretch_width"), sizing_mode="stretch_width"),
@@ -315,10 +315,11 @@ class RaceView:
             v = r.visits[side]
             self.mappers[side].high = hi   # one colour scale for both sides
             label = [str(int(x)) for x in v] if r.n <= 64 else [""] * r.n
+            tcolor = ["white" if x > 0.6 * hi else "#222" for x in v]   # readable on dark cells
             self.hsrc[side].data = dict(x=gx.tolist(), y=gy.tolist(), visits=v.tolist(),
-                                        block=list(range(r.n)), label=label)
-            hard = " (block 0 is the hard one)" if r.problem == "toy" else ""
-            self.heat[side].title.text = f"{side} sampling: visits per block{hard}"
+                                        block=list(range(r.n)), label=label, tcolor=tcolor)
+            hard = " (0: hard)" if r.problem == "toy" else ""
+            self.heat[side].title.text = f"{side}: visits per block{hard}"
         lo, top, xmax = math.inf, 0.0, 1.0
         for side in SIDES:
             c = np.asarray(r.curves[side], dtype=float)

@@ -282,25 +282,31 @@ class SimplexLab:
             a[y[0]] = v
         return a
 
-    def _geometry(self, alpha, info) -> SimplexGeometry:
-        ya = None if info.away_corner is None else int(info.away_corner[0])
+    def _geometry(self, alpha, info, away=None) -> SimplexGeometry:
+        ya = int((info.away_corner if info.away_corner is not None else away)[0]) \
+            if (info.away_corner is not None or away is not None) else None
         return step_geometry(alpha, info.kind, int(info.fw_corner[0]), ya, info.gamma, info.gamma_max)
+
+    def _away_corner(self):
+        """The away corner of the chosen block now (drawn for FW steps too; read-only)."""
+        from gaplab.core import reference as ref
+        return ref.away_corner(self.state, self.block)
 
     def preview(self) -> tuple[SimplexGeometry, object]:
         """The next step on the chosen block: (geometry, the reference's StepInfo)."""
         from gaplab.core import reference as ref
         st = copy.deepcopy(self.state)
         info = ref.block_step(st, self.block, self.kind)
-        return self._geometry(self.alpha(), info), info
+        return self._geometry(self.alpha(), info, self._away_corner()), info
 
     def step(self) -> tuple[SimplexGeometry, object]:
         """Step the chosen block: (geometry of the step taken, StepInfo); α_i moves to its γ point."""
         from gaplab.core import reference as ref
-        before = self.alpha()
+        before, away = self.alpha(), self._away_corner()
         info = ref.block_step(self.state, self.block, self.kind)
         self.steps += 1
         self.history[self.block].append(self.alpha())
-        self.last = (self.block, self._geometry(before, info), info)
+        self.last = (self.block, self._geometry(before, info, away), info)
         return self.last[1], info
 
     def duality_gap(self) -> float:
@@ -361,10 +367,12 @@ class SimplexView:
         from bokeh.models import Arrow, ColumnDataSource, Range1d, VeeHead
         from bokeh.plotting import figure
 
-        self.lab = lab if lab is not None else SimplexLab()
+        # default: a block whose optimum lies on an edge (α(y=0) = 0), which FW approaches only
+        # geometrically (zig-zag) while pairwise and away steps drop y = 0
+        self.lab = lab if lab is not None else SimplexLab("random", "pairwise", block=2)
         s = math.sqrt(3.0) / 2.0
         f = figure(height=height, width=int(height * 1.15), match_aspect=True, tools="save",
-                   toolbar_location=None, x_range=Range1d(-0.22, 1.22), y_range=Range1d(-0.14, s + 0.12),
+                   toolbar_location=None, x_range=Range1d(-0.72, 1.2), y_range=Range1d(-0.14, s + 0.12),
                    title="Block simplex: α_i and the next step")
         f.axis.visible = False
         f.grid.visible = False
@@ -401,7 +409,7 @@ class SimplexView:
                   legend_label="line search γ")
         self.point = ColumnDataSource(dict(x=[], y=[]))
         f.scatter("x", "y", source=self.point, size=14, color="black", legend_label="α_i")
-        f.legend.location = "top_left"
+        f.legend.location = "top_left"   # in the empty corner left of the triangle's apex
         f.legend.label_text_font_size = "13px"
         f.legend.background_fill_alpha = 0.7
         f.legend.padding = 2
@@ -409,11 +417,11 @@ class SimplexView:
         self.fig = f
         n = self.lab.model.n
         self.w_block = pn.widgets.Select(label="block", options={str(i): i for i in range(n)},
-                                         value=self.lab.block, width=90, css_classes=["gaplab-simplex-block"])
+                                         value=self.lab.block, width=80, css_classes=["gaplab-simplex-block"])
         self.w_kind = pn.widgets.Select(label="step kind", options=list(STEP_KINDS), value=self.lab.kind,
                                         width=110, css_classes=["gaplab-simplex-kind"])
         self.w_problem = pn.widgets.Select(label="problem", options={v: k for k, v in PROBLEMS.items()},
-                                           value=self.lab.problem, width=290,
+                                           value=self.lab.problem, width=300,
                                            css_classes=["gaplab-simplex-problem"])
         self.b_step = pn.widgets.Button(label="Step this block", color="primary", width=140,
                                         css_classes=["gaplab-simplex-step"])
@@ -426,8 +434,8 @@ class SimplexView:
         self.text = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["gaplab-simplex-text"],
                                  styles={"font-size": "15px"})
         self.panel = pn.Column(
-            pn.Row(self.w_problem, self.w_block, self.w_kind),
-            pn.Row(self.b_step, self.b_reset),
+            pn.Row(self.w_problem, self.w_block),
+            pn.Row(self.w_kind, pn.Column(pn.Spacer(height=18), pn.Row(self.b_step, self.b_reset), margin=0)),
             pn.pane.Bokeh(f), self.text, sizing_mode="stretch_width", css_classes=["gaplab-simplex"])
         self.draw()
 

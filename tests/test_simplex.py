@@ -148,3 +148,13 @@ def test_lesson_5_shows_the_simplex():
     assert "simplex" in page.views
     view = GapLabApp._lesson_view(SimpleNamespace(), "simplex")   # the app's live-view factory
     assert isinstance(view, SimplexView) and view.lab.kind == page.setup["step_kind"]
+
+
+def test_fw_steps_show_the_away_corner_too():
+    lab = SimplexLab("random", "fw")
+    lab.set_block(1)
+    for _ in range(3):
+        g, info = lab.preview()
+        assert info.away_corner is None and g.away_corner is not None
+        assert lab.alpha()[g.away_corner] > 0          # in the active set
+        lab.step()
