@@ -224,7 +224,7 @@ class RaceView:
             mapper = LinearColorMapper(palette=Viridis256[::-1], low=0, high=1)
             f = figure(height=250, width=240, tools="hover", toolbar_location=None, match_aspect=True,
                        tooltips=[("block", "@block"), ("visits", "@visits")],
-                       title=f"{side}: visits per block")
+                       title=f"{side}: visits per block")   # redrawn by draw()
             f.rect("x", "y", 0.95, 0.95, source=src, fill_color={"field": "visits", "transform": mapper},
                    line_color=None)
             f.text("x", "y", text="label", source=src, text_align="center", text_baseline="middle",
@@ -318,8 +318,8 @@ class RaceView:
             tcolor = ["white" if x > 0.6 * hi else "#222" for x in v]   # readable on dark cells
             self.hsrc[side].data = dict(x=gx.tolist(), y=gy.tolist(), visits=v.tolist(),
                                         block=list(range(r.n)), label=label, tcolor=tcolor)
-            hard = " (0: hard)" if r.problem == "toy" else ""
-            self.heat[side].title.text = f"{side}: visits per block{hard}"
+            hard = " (0 = hard)" if r.problem == "toy" else " per block"
+            self.heat[side].title.text = f"{side}: visits{hard}"
         lo, top, xmax = math.inf, 0.0, 1.0
         for side in SIDES:
             c = np.asarray(r.curves[side], dtype=float)

@@ -369,7 +369,7 @@ class SimplexView:
 
         # default: a block whose optimum lies on an edge (α(y=0) = 0), which FW approaches only
         # geometrically (zig-zag) while pairwise and away steps drop y = 0
-        self.lab = lab if lab is not None else SimplexLab("random", "pairwise", block=2)
+        self.lab = lab if lab is not None else SimplexLab("random", "pairwise", block=3)
         s = math.sqrt(3.0) / 2.0
         f = figure(height=height, width=int(height * 1.15), match_aspect=True, tools="save",
                    toolbar_location=None, x_range=Range1d(-0.72, 1.2), y_range=Range1d(-0.14, s + 0.12),

@@ -38,9 +38,9 @@ def main(argv=None) -> int:
             time.sleep(0.6)
         p.locator(".gaplab-simplex-problem select").first.select_option(label="three labels, random features (n = 4)")
         time.sleep(0.5)
-        p.locator(".gaplab-simplex-block select").first.select_option(label="2")
+        p.locator(".gaplab-simplex-block select").first.select_option(label="3")
         time.sleep(0.5)
-        for _ in range(3):
+        for _ in range(2):   # α inside the triangle, the next pairwise step stops short of γ_max
             p.get_by_role("button", name="Step this block").click()
             time.sleep(0.6)
         p.locator(".gaplab-simplex").first.scroll_into_view_if_needed()
