@@ -263,6 +263,9 @@ class RaceView:
         self.b_run.param.watch(_handler(lambda e: self.set_running(e.new)), "value")
         self.b_reset.on_click(_handler(lambda e: self.new_race()))
         self.w_speed.param.watch(_handler(lambda e: self._speed(e.new)), "value")
+        # a changed problem, size or seed starts a new race (paused): both sides must share them
+        for w in (self.w_problem, self.w_n, self.w_K, self.w_seed):
+            w.param.watch(_handler(lambda e: self.new_race()), "value")
         self.readout = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["gaplab-race-readout"],
                                     styles={"font-size": "16px"})
         self.panel = pn.Column(

@@ -490,6 +490,10 @@ class SimplexView:
                                if moves else dict(x0=[], y0=[], x1=[], y1=[], color=[]))
         self.fig.title.text = (f"Block {lab.block}'s simplex (3 labellings): next {_KIND_NAME[g.kind]} step")
         gap = lab.duality_gap()
-        self.text.object = (html.escape(geometry_sentence(g, lab.block)) +
+        note = ""
+        if lab.kind == "away" and g.kind == "fw":
+            note = (" The away direction's gap is not larger than the FW gap, so the away-step "
+                    "variant takes the FW step (Alg. 4).")
+        self.text.object = (html.escape(geometry_sentence(g, lab.block) + note) +
                             f"<br><span style='color:#555'>{lab.steps} steps taken; duality gap "
                             f"{gap:.3g} (exact). Arrow: the step α → α + γ·d; dashed: up to γ_max.</span>")

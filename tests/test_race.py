@@ -124,8 +124,13 @@ def test_race_view_runs_from_the_apps_refresh():
         v.b_run.value = False              # Pause
         app.refresh()
         assert v.race.ticks == 5 and "paused" in v.readout.object
-        v.w_n.value = 8
-        v.b_reset.clicks += 1              # a new race with the controls' settings
+        v.b_run.value = True
+        app.refresh()
+        v.w_n.value = 8                    # a new setting: a new race, paused
         assert v.race.n == 8 and v.race.ticks == 0 and len(v.hsrc["uniform"].data["x"]) == 8
+        assert not v.race.running and v.b_run.label == "▶ Start"
+        v.race.tick()
+        v.b_reset.clicks += 1              # New race: the same settings from α⁰
+        assert v.race.n == 8 and v.race.ticks == 0 and v.race.oracle_calls == {"uniform": 0, "gap": 0}
     finally:
         app.close()

@@ -158,3 +158,13 @@ def test_fw_steps_show_the_away_corner_too():
         assert info.away_corner is None and g.away_corner is not None
         assert lab.alpha()[g.away_corner] > 0          # in the active set
         lab.step()
+
+
+def test_away_kind_says_when_it_takes_the_fw_step():
+    pytest.importorskip("panel")
+    from gaplab.app.simplex import SimplexView
+    v = SimplexView(SimplexLab("random", "away", block=3))
+    assert v.lab.preview()[0].kind == "fw"      # at α⁰ the away direction is 0: Alg. 4 takes FW
+    assert "takes the FW step (Alg. 4)" in v.text.object
+    v.w_kind.value = "pairwise"
+    assert "Alg. 4" not in v.text.object
