@@ -21,7 +21,7 @@ __all__ = ["Lesson", "LESSONS", "LessonPanel", "lesson_code"]
 class Lesson:
     title: str
     text: str
-    views: tuple            # keys of live views ("anatomy", "blocks", "gap", "primal_dual", "cache", "toy", "path")
+    views: tuple            # keys of live views ("anatomy", "blocks", "gap", "primal_dual", "cache", "toy", "path", "simplex")
     setup: dict = field(default_factory=dict)   # Session settings applied by "Set up this page"
     try_this: str = ""
     code: tuple = ()        # names of gaplab.core.reference functions shown next to the text
@@ -168,10 +168,14 @@ which can be tiny). Unlike the batch algorithms, one block that could drop can s
 every iteration, so no global linear rate is proven; the paper observes it empirically for
 large enough λ.
 """,
-        views=("anatomy", "cache"),
+        views=("simplex", "anatomy", "cache"),
         setup={"step_kind": "pairwise", "cache": False},
         code=("away_corner", "pairwise_candidate", "away_candidate", "choose_step", "apply_step"),
-        try_this="Step: the anatomy now shows the away corner too; watch 'drop step' and the "
+        try_this="The triangle is one block's simplex (three labellings): the black dot is "
+                 "$\\alpha_i$, the circle the FW corner, the square the away corner, the arrow the "
+                 "next step and the cross $\\gamma_{\\max}$. Press **Step this block** with each step "
+                 "kind: a pairwise step stopping at the cross is a drop step. Then **Step** the "
+                 "session: the anatomy shows the away corner too; watch 'drop step' and the "
                  "active-set sizes in the plot below.",
     ),
     Lesson(

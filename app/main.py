@@ -30,7 +30,7 @@ from .views import (AnatomyView, BlockGapsView, CacheView, GapView, PrimalDualVi
 __all__ = ["GapLabApp", "build_app", "REFRESH_MS"]
 
 # tab indices (in TAB_NAMES order)
-STEP, CONVERGENCE, CACHE, PATH, TOY, LESSONS, SWEEPS = range(7)
+STEP, CONVERGENCE, CACHE, PATH, TOY, LESSONS, SWEEPS, RACE = range(8)
 
 REFRESH_MS = 100   # the UI pulls a snapshot at most 10 times per second; while a run goes the
 #                    heavier views redraw less often (RUNNING_MIN_INTERVAL_S of each view)
@@ -232,6 +232,9 @@ class GapLabApp(pn.viewable.Viewer):
             return _ToyAdapter(ToyView(self.toy, self.session, compact=True))
         if key == "path":
             return PathView(self.session.path, self.session, compact=True, name="lesson_path")
+        if key == "simplex":   # a block's simplex (its own three-label problem)
+            from .simplex import SimplexView
+            return SimplexView(height=330)
         raise KeyError(key)
 
     def _lesson_page(self):
@@ -442,7 +445,7 @@ class GapLabApp(pn.viewable.Viewer):
         return [self.anatomy.panel, self._blocks.panel]
 
     TAB_NAMES = ("Step", "Convergence", "Cache & active sets", "Regularization path", "Toy example", "Lessons",
-                 "Sweeps")
+                 "Sweeps", "Race")
 
     def _on_tab(self, event):
         self._ensure_tab(event.new)
@@ -479,6 +482,10 @@ class GapLabApp(pn.viewable.Viewer):
             from .sweeps_tab import SweepsView
             self._sweeps_view = SweepsView()
             self._boxes[SWEEPS].objects = [self._sweeps_view.panel]
+        elif tab == RACE:  # uniform vs gap sampling in lockstep (gaplab.app.race)
+            from .race import RaceView
+            self._race_view = RaceView()
+            self._boxes[RACE].objects = [self._race_view.panel]
 
     def _tab_attr(self, tab, name):
         self._ensure_tab(tab)
@@ -493,6 +500,7 @@ class GapLabApp(pn.viewable.Viewer):
     toy_view = property(lambda self: self._tab_attr(TOY, "_toy_view"))
     lessons = property(lambda self: self._tab_attr(LESSONS, "_lessons"))
     sweeps_view = property(lambda self: self._tab_attr(SWEEPS, "_sweeps_view"))
+    race_view = property(lambda self: self._tab_attr(RACE, "_race_view"))
 
     # ------------------------------------------------------------------ actions (buttons)
     def _timed(self, fn):
@@ -560,6 +568,8 @@ class GapLabApp(pn.viewable.Viewer):
             return [_ToyAdapter(self.toy_view)]
         if tab == SWEEPS:
             return []
+        if tab == RACE:
+            return [self.race_view]
         return self.lessons.views()
 
     def _on_page_load(self):

@@ -1,0 +1,342 @@
+"""A live race: uniform against gap sampling on the same problem, stepping side by side on one
+clock of oracle calls, each with its visit heat map and its duality-gap curve, so the n-fold gain
+of gap sampling on the App. C toy is watched, not only read.
+
+:class:`Race` holds two solvers with the same seed and settings except the sampler and advances
+them in lockstep: every tick gives both the same number of counted oracle calls (no cache, so a
+block step is one oracle call; both make their exact gap passes at the same iterations).
+Stepping in ticks does not change the mathematics (the solver's traces equal one run made with
+``steps`` in one go). :class:`RaceView` draws it; the app's periodic refresh calls
+:meth:`RaceView.update`, which advances a running race by one tick.
+
+Paper: App. C (gap sampling needs O(n + t) oracle calls where uniform sampling needs O(n·t)),
+Sec. 3.1 (gap sampling, Alg. 2).
+"""
+from __future__ import annotations
+
+import html
+import math
+
+import numpy as np
+
+__all__ = ["SIDES", "RACE_PROBLEMS", "SPEEDS", "Race", "RaceView", "calls_to_reach"]
+
+#: The two samplers of the race, left to right.
+SIDES = ("uniform", "gap")
+#: Problems of the race: key -> label shown in the app.
+RACE_PROBLEMS = {"toy": "App. C toy (1 hard + n−1 easy)", "ocr-small": "OCR-small"}
+#: Effective passes per tick (the speed control): label -> passes.
+SPEEDS = {"0.05 pass / tick": 0.05, "0.2 pass / tick": 0.2, "0.5 pass / tick": 0.5,
+          "1 pass / tick": 1.0, "3 passes / tick": 3.0}
+COLORS = {"uniform": "#7570b3", "gap": "#d95f02"}
+
+
+def _problem(problem, n, K):
+    if problem == "toy":
+        from gaplab.toy_examples.hard_easy import make_hard_easy
+        model, lam, _ = make_hard_easy(n, K)
+        return model, lam
+    if problem == "ocr-small":
+        from gaplab.core.problems import load_problem
+        p = load_problem("ocr-small")
+        return p.model, p.default_lam
+    raise ValueError(f"problem must be one of {list(RACE_PROBLEMS)}, got {problem!r}")
+
+
+class Race:
+    """Uniform and gap sampling in lockstep on one problem.
+
+    Parameters
+    ----------
+    problem : {"toy", "ocr-small"}
+        The App. C toy (``n``, ``K``; λ = 1/n) or OCR-small (λ = 0.01).
+    n, K : int
+        Size of the toy (n >= 2 objects, K >= 1 wrong labels).
+    seed : int
+        Seed of both solvers.
+    gap_check : float
+        Passes between exact gap passes (both solvers; inf: never). Gap sampling refreshes its
+        estimates there; the passes count as oracle calls on both sides.
+    passes_per_tick : float
+        Effective passes each side makes per tick (> 0): ``max(1, round(passes_per_tick·n))``
+        oracle calls.
+    eps : float
+        Target duality gap whose crossing is reported.
+    model : (model, lam), optional
+        A problem to race on instead of ``problem``.
+
+    Raises
+    ------
+    ValueError
+        On an unknown problem or an argument out of range.
+    """
+
+    def __init__(self, problem: str = "toy", *, n: int = 20, K: int = 50, seed: int = 0,
+                 gap_check: float = 10, passes_per_tick: float = 0.2, eps: float = 1e-4, model=None):
+        from gaplab.core import Solver
+        if not (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0):
+            raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+        if not (isinstance(eps, (int, float)) and eps > 0):
+            raise ValueError(f"eps must be a number > 0, got {eps!r}")
+        self.problem = problem if model is None else "custom"
+        self.model, self.lam = _problem(problem, n, K) if model is None else model
+        self.n = int(self.model.n)
+        self.seed, self.gap_check, self.eps = int(seed), gap_check, float(eps)
+        self.set_speed(passes_per_tick)
+        self.solvers = {side: Solver(self.model, lam=self.lam, seed=self.seed, sampling=side,
+                                     gap_check=gap_check, max_passes=1e12) for side in SIDES}
+        self.visits = {side: np.zeros(self.n, dtype=np.int64) for side in SIDES}
+        g0 = self._gap(SIDES[0])
+        self.curves = {side: [(0, g0)] for side in SIDES}
+        self.reached = {side: (0 if g0 <= self.eps else None) for side in SIDES}
+        self.ticks = 0
+        self.target = 0
+        self.finished = {side: False for side in SIDES}
+        self.running = False
+
+    def set_speed(self, passes_per_tick: float):
+        """Effective passes per tick (> 0)."""
+        if not (isinstance(passes_per_tick, (int, float)) and not isinstance(passes_per_tick, bool)
+                and math.isfinite(passes_per_tick) and passes_per_tick > 0):
+            raise ValueError(f"passes_per_tick must be a number > 0, got {passes_per_tick!r}")
+        self.calls_per_tick = max(1, int(round(passes_per_tick * self.n)))
+
+    def _gap(self, side) -> float:
+        # observed without side effects: no oracle call counted, no estimate changed
+        return max(float(self.solvers[side].exact_gap(count=False).gap), 0.0)
+
+    def _advance(self, side, target):
+        s, visits = self.solvers[side], self.visits[side]
+        cap = 4096   # the solver's step log (Solver(log_size=4096))
+        while s.oracle_calls < target and not self.finished[side]:
+            k = min(target - s.oracle_calls, cap)
+            it0 = s.iteration
+            s.steps(k)
+            done = s.iteration - it0
+            if done == 0:        # the solver stopped (converged): nothing more to step
+                self.finished[side] = True
+                break
+            for r in s.last_steps(done):
+                visits[r.block] += 1
+
+    def tick(self, calls: int | None = None):
+        """Advance both sides to the same count of counted oracle calls (``calls_per_tick`` more
+        by default), then observe each side's exact duality gap."""
+        calls = self.calls_per_tick if calls is None else int(calls)
+        if calls < 1:
+            raise ValueError(f"calls must be >= 1, got {calls!r}")
+        self.target += calls
+        for side in SIDES:
+            self._advance(side, self.target)
+        for side in SIDES:
+            s = self.solvers[side]
+            g = self._gap(side)
+            self.curves[side].append((s.oracle_calls, g))
+            if self.reached[side] is None and g <= self.eps * (1 + 1e-9):
+                self.reached[side] = s.oracle_calls
+        self.ticks += 1
+
+    @property
+    def oracle_calls(self) -> dict:
+        return {side: self.solvers[side].oracle_calls for side in SIDES}
+
+    def gaps(self) -> dict:
+        return {side: self.curves[side][-1][1] for side in SIDES}
+
+    def ratio(self) -> float:
+        """Duality gap of uniform over that of gap sampling, now (inf when gap sampling is at 0)."""
+        g = self.gaps()
+        if g["gap"] <= 0.0:
+            return math.inf if g["uniform"] > 0.0 else 1.0
+        return g["uniform"] / g["gap"]
+
+    def readout(self) -> str:
+        """One plain-text line: calls, passes, both gaps, their ratio, the ε crossings."""
+        c = self.oracle_calls
+        g = self.gaps()
+        r = self.ratio()
+        rtxt = "∞ (gap sampling is at 0)" if math.isinf(r) else f"{r:.3g}"
+        s = (f"tick {self.ticks}: {c['uniform']:,} oracle calls each ({c['uniform'] / self.n:.2f} effective "
+             f"passes); duality gap uniform {g['uniform']:.3g}, gap sampling {g['gap']:.3g}; "
+             f"ratio uniform / gap = {rtxt}.")
+        ru, rg = self.reached["uniform"], self.reached["gap"]
+        if rg is not None or ru is not None:
+            s += f" ε = {self.eps:g} reached by " + ", ".join(
+                f"{side} at {self.reached[side]:,} calls" for side in SIDES if self.reached[side] is not None)
+            if ru and rg:
+                s += f" (×{ru / rg:.2f})"
+            s += " (tick resolution)."
+        return s
+
+
+def calls_to_reach(race: Race, max_calls: int) -> dict:
+    """Tick ``race`` one oracle call at a time until both sides reach its ε (or ``max_calls``):
+    side -> counted oracle calls at the first gap <= ε (None if not reached)."""
+    while any(v is None for v in race.reached.values()) and race.target < max_calls:
+        race.tick(1)
+    return dict(race.reached)
+
+
+# ============================================================================ the view
+
+try:   # app/ticks.py (UI handlers in the document's next tick) once it is merged
+    from .ticks import handler as _handler
+except ImportError:  # pragma: no cover - the same pattern until then
+    import functools
+
+    def _handler(fn):
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            import panel as pn
+            doc = pn.state.curdoc
+            call = functools.partial(fn, *args, **kwargs)
+            if doc is None or getattr(doc, "session_context", None) is None:
+                call()
+            else:
+                pn.state.execute(call, schedule=True)
+        return run
+
+
+def _grid(n):
+    cols = max(1, int(math.ceil(math.sqrt(n))))
+    i = np.arange(n)
+    return cols, (i % cols).astype(float), (i // cols).astype(float)
+
+
+class RaceView:
+    """Controls, two visit heat maps and the gap curves of a :class:`Race`.
+
+    ``update(snap, force)`` (called by the app's periodic refresh while the tab is shown)
+    advances a running race by one tick and redraws."""
+
+    GAP_FLOOR = 1e-12   # a duality gap of exactly 0 is drawn here (log axis)
+
+    def __init__(self, race: Race | None = None):
+        import panel as pn
+        from bokeh.models import ColumnDataSource, LinearColorMapper, Range1d
+        from bokeh.palettes import Viridis256
+        from bokeh.plotting import figure
+
+        self.race = race if race is not None else Race()
+        self.heat, self.hsrc, self.mappers = {}, {}, {}
+        for side in SIDES:
+            src = ColumnDataSource(dict(x=[], y=[], visits=[], block=[], label=[], tcolor=[]))
+            mapper = LinearColorMapper(palette=Viridis256[::-1], low=0, high=1)
+            f = figure(height=250, width=240, tools="hover", toolbar_location=None, match_aspect=True,
+                       tooltips=[("block", "@block"), ("visits", "@visits")],
+                       title=f"{side}: visits per block")   # redrawn by draw()
+            f.rect("x", "y", 0.95, 0.95, source=src, fill_color={"field": "visits", "transform": mapper},
+                   line_color=None)
+            f.text("x", "y", text="label", source=src, text_align="center", text_baseline="middle",
+                   text_font_size="11px", color="tcolor")
+            f.axis.visible = False
+            f.grid.visible = False
+            f.y_range.flipped = True
+            f.title.text_font_size = "15px"
+            self.heat[side], self.hsrc[side], self.mappers[side] = f, src, mapper
+        c = figure(height=280, sizing_mode="stretch_width", y_axis_type="log", tools="save",
+                   toolbar_location=None, x_range=Range1d(0, 1), y_range=Range1d(1e-6, 1),
+                   title="Exact duality gap (0 drawn at the bottom)", x_axis_label="effective passes "
+                   "(oracle calls / n), the same on both sides", y_axis_label="duality gap")
+        self.csrc = {}
+        for side in SIDES:
+            self.csrc[side] = ColumnDataSource(dict(x=[], y=[]))
+            c.line("x", "y", source=self.csrc[side], color=COLORS[side], line_width=3,
+                   legend_label=f"{side} sampling")
+        self.eps_src = ColumnDataSource(dict(x=[], y=[]))
+        c.line("x", "y", source=self.eps_src, color="#999", line_dash="dotted", line_width=2, legend_label="ε")
+        c.legend.location = "top_right"
+        c.legend.label_text_font_size = "13px"
+        c.title.text_font_size = "15px"
+        self.curves = c
+        self.w_problem = pn.widgets.Select(label="problem", options={v: k for k, v in RACE_PROBLEMS.items()},
+                                           value=self.race.problem if self.race.problem in RACE_PROBLEMS else "toy",
+                                           width=230)
+        self.w_n = pn.widgets.IntInput(label="n (toy)", value=self.race.n if self.race.problem == "toy" else 20,
+                                       start=2, end=400, width=90)
+        self.w_K = pn.widgets.IntInput(label="K (toy)", value=50, start=1, end=1000, width=90)
+        self.w_seed = pn.widgets.IntInput(label="seed", value=self.race.seed, start=0, width=90)
+        self.w_speed = pn.widgets.Select(label="speed", options=SPEEDS, value=0.2, width=150)
+        self.b_run = pn.widgets.Toggle(label="▶ Start", value=False, color="success", width=110,
+                                       css_classes=["gaplab-race-run"])
+        self.b_reset = pn.widgets.Button(label="↺ New race", width=110, css_classes=["gaplab-race-reset"])
+        self.b_run.param.watch(_handler(lambda e: self.set_running(e.new)), "value")
+        self.b_reset.on_click(_handler(lambda e: self.new_race()))
+        self.w_speed.param.watch(_handler(lambda e: self._speed(e.new)), "value")
+        # a changed problem, size or seed starts a new race (paused): both sides must share them
+        for w in (self.w_problem, self.w_n, self.w_K, self.w_seed):
+            w.param.watch(_handler(lambda e: self.new_race()), "value")
+        self.readout = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["gaplab-race-readout"],
+                                    styles={"font-size": "16px"})
+        self.panel = pn.Column(
+            pn.Row(self.w_problem, self.w_n, self.w_K, self.w_seed),
+            pn.Row(self.w_speed, pn.Column(pn.Spacer(height=18), pn.Row(self.b_run, self.b_reset), margin=0)),
+            self.readout,
+            pn.Row(pn.pane.Bokeh(self.heat["uniform"]), pn.pane.Bokeh(self.heat["gap"]),
+                   pn.pane.Bokeh(c, sizing_mode="stretch_width"), sizing_mode="stretch_width"),
+            sizing_mode="stretch_width", css_classes=["gaplab-race"])
+        self.draw()
+
+    # ---------------------------------------------------------------- actions
+    def set_running(self, on: bool):
+        self.race.running = bool(on)
+        label = "❚❚ Pause" if on else "▶ Start"
+        if self.b_run.label != label:
+            self.b_run.label = label
+        if self.b_run.value != bool(on):
+            self.b_run.value = bool(on)
+        self.draw()   # the readout says running / paused at once
+
+    def _speed(self, passes):
+        self.race.set_speed(float(passes))
+
+    def new_race(self):
+        """A new race (paused) with the controls' problem, n, K, seed and speed."""
+        self.set_running(False)
+        self.race = Race(self.w_problem.value, n=int(self.w_n.value), K=int(self.w_K.value),
+                         seed=int(self.w_seed.value), passes_per_tick=float(self.w_speed.value))
+        self.draw()
+
+    def update(self, snap=None, force: bool = False) -> bool:
+        if self.race.running:
+            if all(self.race.finished.values()):
+                self.set_running(False)
+            else:
+                self.race.tick()
+            self.draw()
+            return True
+        if force:
+            self.draw()
+        return bool(force)
+
+    # ---------------------------------------------------------------- drawing
+    def draw(self):
+        r = self.race
+        cols, gx, gy = _grid(r.n)
+        hi = max(1, max(int(v.max()) for v in r.visits.values()))
+        for side in SIDES:
+            v = r.visits[side]
+            self.mappers[side].high = hi   # one colour scale for both sides
+            label = [str(int(x)) for x in v] if r.n <= 64 else [""] * r.n
+            tcolor = ["white" if x > 0.6 * hi else "#222" for x in v]   # readable on dark cells
+            self.hsrc[side].data = dict(x=gx.tolist(), y=gy.tolist(), visits=v.tolist(),
+                                        block=list(range(r.n)), label=label, tcolor=tcolor)
+            hard = " (0 = hard)" if r.problem == "toy" else " per block"
+            self.heat[side].title.text = f"{side}: visits{hard}"
+        lo, top, xmax = math.inf, 0.0, 1.0
+        for side in SIDES:
+            c = np.asarray(r.curves[side], dtype=float)
+            y = c[:, 1]
+            pos = y[y > 0]
+            if pos.size:
+                lo, top = min(lo, float(pos.min())), max(top, float(pos.max()))
+            xmax = max(xmax, float(c[-1, 0]) / r.n)
+        floor = max(self.GAP_FLOOR, 0.1 * min(lo, r.eps)) if math.isfinite(lo) else 0.1 * r.eps
+        for side in SIDES:
+            c = np.asarray(r.curves[side], dtype=float)
+            self.csrc[side].data = dict(x=(c[:, 0] / r.n).tolist(), y=np.maximum(c[:, 1], floor).tolist())
+        self.eps_src.data = dict(x=[0, xmax], y=[r.eps, r.eps])
+        self.curves.x_range.start, self.curves.x_range.end = 0, xmax * 1.02
+        self.curves.y_range.start, self.curves.y_range.end = floor * 0.5, max(top, r.eps) * 2
+        state = "running" if r.running else "paused"
+        self.readout.object = (f"<b>{state}</b> · " + html.escape(r.readout()))
