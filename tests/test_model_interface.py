@@ -248,7 +248,7 @@ def test_an_allocating_primitive_gets_a_note_naming_the_kind_and_the_rule(monkey
     from numba.core.errors import NumbaError
 
     from gaplab.core.models.multiclass import MulticlassArrays, MulticlassModel
-    monkeypatch.setattr(kr, "_drop_stale_driver_caches", lambda name, prims: None)  # keep the on-disk cache
+    monkeypatch.setattr(kr.registry, "_drop_stale_driver_caches", lambda name, prims: None)  # keep the on-disk cache
     Alloc = namedtuple("AllocArrays", MulticlassArrays._fields)
 
     @njit
