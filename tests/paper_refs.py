@@ -194,7 +194,7 @@ CITE_SEC = re.compile(r"\bSec(?:tion)?s?\.?\s+(\d+(?:\.\d+)?)(?:\s*(?:-|–)\s*(
 
 # where the repository cites the paper
 CITED_FILES = ("core/**/*.py", "app/**/*.py", "toy_examples/**/*.py", "cli*.py", "plots.py",
-               "README.md", "__init__.py")
+               "README.md", "__init__.py", "docs/*.md", "docs/guide/*.md")
 
 
 def cited_files():

@@ -1,7 +1,7 @@
 """One paper numbering everywhere: every "Eq. (N)", "Alg. N", "App. X" and "Sec. N" cited in the
-code, the README and the lessons exists in the paper (Osokin et al., ICML 2016), and the
-citations of the concepts the app teaches point at the right labelled equation (the gaps are
-(5)-(7), the toy dual (15), ...), counted from the paper's LaTeX."""
+code, the README, the documentation pages and the lessons exists in the paper (Osokin et al.,
+ICML 2016), and the citations of the concepts the app teaches point at the right labelled
+equation (the gaps are (5)-(7), the toy dual (15), ...), counted from the paper's LaTeX."""
 from __future__ import annotations
 
 import re

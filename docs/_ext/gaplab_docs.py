@@ -7,9 +7,9 @@
   module's ``__all__``; a name re-exported from another module links to the module that
   defines it (which is documented too), so every object is described once.
 - Two fenced blocks usable in any Markdown page, replaced before parsing:
-  ````` ```{readme-section} Title ````` inserts the section "## Title" of README.md (headings
-  one level down), and ````` ```{results-index} ````` inserts the index of
-  ``benchmarks/results/`` grouped by what each file measures (:data:`RESULT_GROUPS`).
+  ````` ```{results-index} ````` inserts the index of ``benchmarks/results/`` grouped by what
+  each file measures (:data:`RESULT_GROUPS`), and ````` ```{module-map} ````` the repository's
+  folders and modules with the first sentence of each docstring (:func:`module_map`).
 
 Generated files are written only when their text changes (incremental builds stay cheap) and
 are ignored by git. Nothing here touches the network.
@@ -22,7 +22,6 @@ import inspect
 import re
 from pathlib import Path
 
-from sphinx.errors import ExtensionError
 from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
@@ -260,7 +259,7 @@ def generate_api(app) -> None:
 # --------------------------------------------------------------------------------------------
 # fenced blocks replaced before parsing
 
-_FENCE = re.compile(r"^```\{(readme-section|results-index|module-map)\}[ \t]*(.*?)\n```[ \t]*$", re.M)
+_FENCE = re.compile(r"^```\{(results-index|module-map)\}[ \t]*(.*?)\n```[ \t]*$", re.M)
 
 # the folders and top-level modules of the repository's layout, in reading order
 LAYOUT = ("core", "app", "toy_examples", "cli*.py", "plots.py", "assets", "benchmarks", "scripts",
@@ -330,28 +329,6 @@ def _item(indent: str, name: str, text: str) -> str:
     return f"{indent}- `{name}`" + (f": {text}" if text else "")
 
 
-def readme_section(title: str, readme: Path = ROOT / "README.md") -> str:
-    """The body of README.md's ``## title`` section, its sub-headings one level down."""
-    lines = readme.read_text(encoding="utf-8").splitlines()
-    out, inside, fence = [], False, False
-    for line in lines:
-        if line.lstrip().startswith("```"):
-            fence = not fence
-        if not fence and line.startswith("## "):
-            if inside:
-                break
-            inside = line[3:].strip() == title
-            continue
-        if inside:
-            if not fence and line.startswith("###"):
-                line = line[1:]
-            out.append(line)
-    if not out:
-        raise ExtensionError(f"README.md has no section '## {title}' for the docs page that "
-                             f"includes it: move its text into the page (docs/guide/)")
-    return "\n".join(out).strip() + "\n"
-
-
 def results_index(results: Path = ROOT / "benchmarks" / "results") -> str:
     """Markdown tables of benchmarks/results/ grouped by :data:`RESULT_GROUPS`."""
     files = sorted(p.name for p in results.iterdir()
@@ -373,9 +350,7 @@ def results_index(results: Path = ROOT / "benchmarks" / "results") -> str:
 
 def replace_blocks(app, docname, source) -> None:
     def repl(m):
-        kind, arg = m.group(1), m.group(2).strip()
-        if kind == "readme-section":
-            return readme_section(arg)
+        kind = m.group(1)
         if kind == "module-map":
             return module_map()
         return results_index()
