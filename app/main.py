@@ -9,7 +9,6 @@ path, Toy example and Lessons.
 from __future__ import annotations
 
 import collections
-import html
 import time
 
 import panel as pn
@@ -20,6 +19,7 @@ from . import kernels
 from .export import figure_export_buttons, trace_csv, trace_json
 from .lessons import LESSONS as LESSON_PAGES, LessonPanel
 from .path_tab import PathView
+from .safe_html import esc, md_esc
 from .session import Session
 from .settings import missing_problems
 from .toy_tab import ToyLab, ToyView
@@ -89,8 +89,8 @@ def _missing_html() -> str:
     miss = missing_problems()
     if not miss:
         return ""
-    items = "; ".join(f"<span title='{html.escape(hint, quote=True)}' style='text-decoration:underline dotted'>"
-                      f"{html.escape(name)}</span>" for name, hint in miss.items())
+    items = "; ".join(f"<span title='{esc(hint)}' style='text-decoration:underline dotted'>"
+                      f"{esc(name)}</span>" for name, hint in miss.items())
     return (f"Not installed, so not offered: {items}. Hover the name for where the loader looked "
             "and how to get the files (e.g. $GAPLAB_DATA, or a checksummed download from Python), "
             "then restart the app.")
@@ -101,6 +101,11 @@ def _served() -> bool:
     or a plain Python process."""
     doc = pn.state.curdoc
     return doc is not None and getattr(doc, "session_context", None) is not None
+
+
+def _notifications():
+    """Panel's toast area of this document when served (see :func:`_extension`), else None."""
+    return pn.state.notifications if _served() else None
 
 
 def _extension():
@@ -646,7 +651,7 @@ class GapLabApp(pn.viewable.Viewer):
         if ks.status == "background":
             self.banner.object = (
                 "<div style='color:#8a5a00;font-size:12.5px'>Solver ready. Still compiling in the "
-                f"background: {html.escape(ks.message)} ({100 * ks.fraction:.0f}%) — the first step with "
+                f"background: {esc(ks.message)} ({100 * ks.fraction:.0f}%) — the first step with "
                 "another step kind, the cache or the path may wait for it.</div>")
             self.banner.visible = True
             return
@@ -658,7 +663,7 @@ class GapLabApp(pn.viewable.Viewer):
         self.banner.object = (
             "<div style='background:#fff4d6;border:1px solid #f0c36d;border-radius:4px;padding:6px 10px;"
             "font-size:14px'><b>" + kernels.COMPILE_NOTE + f"</b> — {pct}% · {ks.elapsed_s:.0f} s · "
-            f"<span style='color:#666'>{html.escape(ks.message)}</span><br><span style='font-size:12.5px'>"
+            f"<span style='color:#666'>{esc(ks.message)}</span><br><span style='font-size:12.5px'>"
             "Step, Run and the other solver buttons wake up when the compile ends; the settings and "
             "the Lessons can be read meanwhile.</span>"
             f"<div style='background:#eee;height:6px;margin-top:4px'><div style='background:#f0a020;"
@@ -672,14 +677,16 @@ class GapLabApp(pn.viewable.Viewer):
         self._msg_seen += len(msgs)
         level, text = msgs[-1]
         self.alert.alert_type = {"error": "danger", "warning": "warning", "success": "success"}.get(level, "info")
-        self.alert.object = text
+        # messages are text (often an exception's message naming a path or a file's content):
+        # the alert is a Markdown pane, the toasts are HTML
+        self.alert.object = md_esc(text)
         self.alert.visible = True
-        notes = pn.state.notifications if _served() else None   # toasts only when served (_extension)
+        notes = _notifications()
         if notes is not None:
             for level, text in msgs:
                 try:
                     getattr(notes, level if level in ("info", "success", "warning", "error") else "info")(
-                        text, duration=4000 if level != "error" else 8000)
+                        esc(text), duration=4000 if level != "error" else 8000)
                 except Exception:  # pragma: no cover - no notification area in this context
                     break
 

@@ -8,7 +8,6 @@ Every number comes from :class:`~gaplab.app.pathlab.PathSnapshot` (computed by
 """
 from __future__ import annotations
 
-import html
 import math
 
 import numpy as np
@@ -17,6 +16,7 @@ from bokeh.events import Tap
 from bokeh.models import (ColumnDataSource, CustomJSTickFormatter, HoverTool, LinearAxis,
                           NumeralTickFormatter, Range1d, Span)
 
+from .safe_html import esc
 from .views import GAP_FLOOR, _fig, _fmt, _set, legend_above
 
 __all__ = ["PathView"]
@@ -405,7 +405,7 @@ class PathView:
         parts = [f"<span style='color:{color};font-weight:bold'>● {label}</span>"]
         if n:
             kind = "ε-approximate path" if ps.kind == "eps" else "heuristic path"
-            parts.append(f"{kind} on <b>{html.escape(ps.dataset)}</b> (ε = {ps.eps:g}, κ = {ps.kappa:g})")
+            parts.append(f"{kind} on <b>{esc(ps.dataset)}</b> (ε = {ps.eps:g}, κ = {ps.kappa:g})")
             parts.append(f"<b class='gaplab-path-breakpoints'>{n}</b> breakpoints")
             parts.append(f"λ {float(cols['lam'][0]):.4g} → {float(cols['lam'][-1]):.4g}")
             parts.append(f"{float(cols['cum_passes'][-1]):.1f} passes, {float(cols['cum_time_s'][-1]):.2f} s "
@@ -415,8 +415,8 @@ class PathView:
             end = ps.end
             if end:
                 from .pathlab import END_REASONS
-                parts.append(f"end: <b class='gaplab-path-end'>{html.escape(end)}</b> "
-                             f"<span style='color:#666'>({html.escape(END_REASONS.get(end, end))})</span>")
+                parts.append(f"end: <b class='gaplab-path-end'>{esc(end)}</b> "
+                             f"<span style='color:#666'>({esc(END_REASONS.get(end, end))})</span>")
             if len(ps.grid["lam"]):
                 ng = len(ps.grid["lam"])
                 parts.append(f"grid: {ng} λ, {float(ps.grid['cum_passes'][-1]):.1f} passes "
@@ -426,11 +426,11 @@ class PathView:
                              f"solves only its {ng} λ values and certifies nothing between them.'>"
                              f"(why fewer? hover)</span>")
         head = " · ".join(parts)
-        solver = (f"solver at each breakpoint: <i>{html.escape(ps.solver_label)}</i>" if ps.solver_label else
-                  f"solver at each breakpoint: the sidebar's settings (<i>{html.escape(self._label())}</i>)")
+        solver = (f"solver at each breakpoint: <i>{esc(ps.solver_label)}</i>" if ps.solver_label else
+                  f"solver at each breakpoint: the sidebar's settings (<i>{esc(self._label())}</i>)")
         msg = ps.message if (ps.status in ("error",) or not n) else ""
         self.summary.object = (f"<div>{head}</div><div style='color:#555'>{solver}"
-                               f"{' · ' + html.escape(msg) if msg else ''}</div>")
+                               f"{' · ' + esc(msg) if msg else ''}</div>")
         col, mname, higher = ps.shown_metric
         te_all = np.asarray(cols[col], dtype=np.float64)
         self.b_best.disabled = not (n and np.isfinite(te_all).any())
@@ -449,11 +449,11 @@ class PathView:
                       "from the store at once, and its dual point into the solver (warm start from the "
                       "breakpoint's; a long replay from a checkpoint waits for your click)."))
             if ps.store:
-                txt += (f"<br><span style='color:#666'>Breakpoints on disk: <code>{html.escape(ps.store)}</code> "
+                txt += (f"<br><span style='color:#666'>Breakpoints on disk: <code>{esc(ps.store)}</code> "
                         "(the plots read only the store's rows)</span>")
             if np.isfinite(te_all).any():
                 b = _best_index(te_all, higher)
-                txt += (f"<br>{'Highest' if higher else 'Lowest'} {html.escape(_metric_label(col, mname))} on the path: "
+                txt += (f"<br>{'Highest' if higher else 'Lowest'} {esc(_metric_label(col, mname))} on the path: "
                         f"<b class='gaplab-path-best'>{100 * te_all[b]:.2f}%</b> at "
                         f"λ<sub>{b}</sub> = {float(cols['lam'][b]):.4g}.")
             if math.isfinite(ps.picked) and 0 <= ps.picked_piece < n:
@@ -467,7 +467,7 @@ class PathView:
                          f"{_fmt(float(cols['gap'][j]), '.3g')}, {_fmt(float(cols['delta'][j]), '.3g')}"),
                         ("test error of w<sub>j</sub>", f"{_fmt(100 * float(cols['test_error'][j]), '.2f')}%")]
                 if col != "test_error":
-                    rows.append((f"test {html.escape(mname)} of w<sub>j</sub>",
+                    rows.append((f"test {esc(mname)} of w<sub>j</sub>",
                                  f"{_fmt(100 * float(cols[col][j]), '.2f')}%"))
                 wi = ps.w_info
                 if wi and abs(wi.get("lam", math.nan) - ps.picked) <= 1e-12 * ps.picked:
@@ -477,7 +477,7 @@ class PathView:
                     rows.append(("test error of w(λ)", f"<b class='gaplab-path-w-error'>"
                                                        f"{_fmt(100 * wi['test_error'], '.2f')}%</b>"))
                     if wi.get("metric"):
-                        rows.append((f"test {html.escape(wi['metric'])} of w(λ)",
+                        rows.append((f"test {esc(wi['metric'])} of w(λ)",
                                      f"<b class='gaplab-path-w-metric'>{_fmt(100 * wi['test_metric'], '.2f')}%</b>"))
                     if ps.opened:
                         loaded = False

@@ -13,6 +13,8 @@ import time
 import numpy as np
 import param
 
+from .safe_html import esc
+
 __all__ = ["ToyLab", "ToyView"]
 
 SAMPLER_CHOICES = ["uniform", "curvature", "lipschitz", "gap", "exact_gap"]
@@ -400,7 +402,7 @@ class ToyView:
         lab = self.lab
         rows = lab.sweep_result
         if lab.sweep_error:
-            self.sweep_info.object = f"<span style='color:#d7191c'>Sweep failed: {lab.sweep_error}</span>"
+            self.sweep_info.object = f"<span style='color:#d7191c'>Sweep failed: {esc(lab.sweep_error)}</span>"
             return
         if not rows:
             return
@@ -444,7 +446,7 @@ class ToyView:
             self.headline.object = "<i>running the samplers…</i>"
             return True
         if lab.error:
-            self.headline.object = f"<span style='color:#d7191c'>Could not run: {lab.error}</span>"
+            self.headline.object = f"<span style='color:#d7191c'>Could not run: {esc(lab.error)}</span>"
             return True
         s = lab.summary()
         if s is None:
