@@ -20,6 +20,7 @@ from .export import figure_export_buttons, trace_csv, trace_json
 from .lessons import LESSONS as LESSON_PAGES, LessonPanel
 from .path_tab import PathView
 from .safe_html import esc, md_esc
+from .ticks import handler, next_tick
 from .session import Session
 from .settings import missing_problems
 from .toy_tab import ToyLab, ToyView
@@ -237,7 +238,7 @@ class GapLabApp(pn.viewable.Viewer):
         if self.projector and hasattr(self, "_lessons"):
             self._apply_big(self._boxes[LESSONS], True)
         if LESSONS in self._built and hasattr(self, "_lessons") and self.tabs.active == LESSONS:
-            self.refresh(force=True)
+            next_tick(self.refresh, force=True)   # a lesson button's handler
 
     def _controls(self):
         s = self.session
@@ -293,7 +294,7 @@ class GapLabApp(pn.viewable.Viewer):
                       (self.b_run, self.on_run), (self.b_stop, self.on_stop), (self.b_reset, self.on_reset),
                       (self.b_exact, self.on_exact), (self.b_compare, self.on_compare),
                       (self.b_clear, self.on_clear)]:
-            b.on_click(lambda e, fn=fn: self._timed(fn))
+            b.on_click(lambda e, fn=fn: next_tick(self._timed, fn))   # with the document's lock
         self.alert = pn.pane.Alert("", alert_type="info", visible=False, width=290, margin=(5, 10),
                                    styles={"overflow-wrap": "anywhere", "word-break": "break-word"})
         self.missing = pn.pane.HTML(_missing_html(), width=300, margin=(0, 10),
@@ -393,7 +394,7 @@ class GapLabApp(pn.viewable.Viewer):
         self.w_projector = pn.widgets.Toggle(label="Projector mode", value=False, width=170, height=36,
                                              margin=(8, 10), stylesheets=[".bk-btn {font-size: 16px;}"],
                                              css_classes=["gaplab-projector-toggle"])
-        self.w_projector.param.watch(lambda e: self.set_projector(e.new), "value")
+        self.w_projector.param.watch(handler(lambda e: self.set_projector(e.new)), "value")
         title = pn.pane.HTML("<span style='font-size:20px;font-weight:600;color:white'>gaplab · Minding the gaps</span>",
                              margin=(8, 14))
         header = pn.Row(title, self.subtitle, pn.layout.HSpacer(), self.w_projector,
@@ -404,7 +405,7 @@ class GapLabApp(pn.viewable.Viewer):
         self._step_tab = step_tab
         self._boxes = [step_tab] + [pn.Column(sizing_mode="stretch_width") for _ in self.TAB_NAMES[1:]]
         self.tabs = pn.Tabs(*zip(self.TAB_NAMES, self._boxes), dynamic=True, sizing_mode="stretch_width")
-        self.tabs.param.watch(self._on_tab, "active")
+        self.tabs.param.watch(handler(self._on_tab), "active")
         self.banner = pn.pane.HTML("", visible=False, sizing_mode="stretch_width", margin=(0, 10),
                                    css_classes=["gaplab-compiling"])
         main = pn.Column(self.banner, self.topbar, self.status.panel, self.tabs, sizing_mode="stretch_width")
@@ -503,7 +504,7 @@ class GapLabApp(pn.viewable.Viewer):
             self.session.set_pose_part(part)
         except ValueError as exc:
             self.session.notify(str(exc), "warning")
-        self.refresh()
+        next_tick(self.refresh)   # the part picker's handler
 
     def on_step(self):
         self.session.step()

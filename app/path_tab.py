@@ -17,6 +17,7 @@ from bokeh.models import (ColumnDataSource, CustomJSTickFormatter, HoverTool, Li
                           NumeralTickFormatter, Range1d, Span)
 
 from .safe_html import esc
+from .ticks import handler
 from .views import GAP_FLOOR, _fig, _fmt, _set, legend_above
 
 __all__ = ["PathView"]
@@ -156,7 +157,7 @@ class PathView:
             sp = Span(location=None, dimension="height", line_color=PICK_COLOR, line_width=2, line_alpha=0.7)
             f.add_layout(sp)
             self.pick_spans.append(sp)
-            f.on_event(Tap, self._on_tap)
+            f.on_event(Tap, handler(self._on_tap))
             f.toolbar.active_tap = None
 
         # ---- controls
@@ -177,14 +178,15 @@ class PathView:
                                          margin=(22 if not compact else 0, 5, 5, 10))
         self.b_stop = pn.widgets.Button(label="■ Stop path", color="danger", width=105,
                                         margin=(22 if not compact else 0, 5, 5, 5))
-        self.b_start.on_click(lambda e: self._start())
-        self.b_stop.on_click(lambda e: self._stop())
+        # every handler runs in the document's next tick (gaplab.app.ticks)
+        self.b_start.on_click(handler(lambda e: self._start()))
+        self.b_stop.on_click(handler(lambda e: self._stop()))
         # a saved path store (gaplab path --store DIR): rows at once, w_at(λ) read on demand
         self.store_input = pn.widgets.TextInput(placeholder="path store directory (gaplab path --store DIR)",
                                                 width=300, css_classes=["gaplab-path-store"],
                                                 margin=(22 if not compact else 0, 5, 5, 10))
         self.b_open = pn.widgets.Button(label="Open store", width=100, margin=(22 if not compact else 0, 5, 5, 5))
-        self.b_open.on_click(lambda e: self.open_store(self.store_input.value))
+        self.b_open.on_click(handler(lambda e: self.open_store(self.store_input.value)))
         self.summary = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), height=42 if not compact else 60,
                                     styles={"font-size": "13px", "overflow": "hidden"},
                                     css_classes=["gaplab-path-summary"])
@@ -193,15 +195,15 @@ class PathView:
                                              start=-3, end=3, value=0, step=0.001, disabled=True,
                                              format=CustomJSTickFormatter(code=_LAM_TICK_JS),
                                              sizing_mode="stretch_width", css_classes=["gaplab-path-slider"])
-        self.slider.param.watch(self._on_slider, "value_throttled")
+        self.slider.param.watch(handler(self._on_slider), "value_throttled")
         self.b_best = pn.widgets.Button(label="Pick the λ with the lowest test error", width=280,
                                         disabled=True, margin=(5, 10))
-        self.b_best.on_click(lambda e: self.pick_best())
+        self.b_best.on_click(handler(lambda e: self.pick_best()))
         # a pick far from a solver checkpoint shows w_at(λ) from the store at once; loading its dual
         # point (a replay of the breakpoints since the checkpoint) is then the user's choice
         self.b_load = pn.widgets.Button(label="Load its dual point into the solver", width=280, visible=False,
                                         margin=(5, 10), css_classes=["gaplab-path-load"])
-        self.b_load.on_click(lambda e: self.load_pending())
+        self.b_load.on_click(handler(lambda e: self.load_pending()))
         self.pick_info = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10),
                                       styles={"font-size": "13px"}, css_classes=["gaplab-path-pick"])
         bokeh = dict(sizing_mode="stretch_width")

@@ -19,6 +19,7 @@ from pathlib import Path
 import panel as pn
 
 from .safe_html import choice_labels, esc
+from .ticks import handler
 
 __all__ = ["SweepsView", "STORE_ENV", "VIEWS"]
 
@@ -65,9 +66,9 @@ class SweepsView:
                                         css_classes=["gaplab-sweeps-figure"])
         self.table = pn.pane.DataFrame(None, index=False, max_rows=200, escape=True, sizing_mode="stretch_width",
                                        css_classes=["gaplab-sweeps-runs"])
-        self.load_button.on_click(lambda _e: self.load(self.path_input.value))
+        self.load_button.on_click(handler(lambda _e: self.load(self.path_input.value)))   # gaplab.app.ticks
         for w in (self.view, self.dataset, self.lam, self.methods):
-            w.param.watch(lambda _e: self.redraw(), "value")
+            w.param.watch(handler(lambda _e: self.redraw()), "value")
         self._quiet = False
         self._picked_for = None
         self.panel = pn.Column(
