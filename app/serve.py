@@ -22,11 +22,32 @@ def app_factory():
 
     def closed(session_context):
         app.close()  # idempotent; also registered by the app itself
+        _release_views(session_context._document)
         print(f"gaplab app: session {sid} closed (worker stopped, solver released: "
               f"{app.session.closed})", file=sys.stderr, flush=True)
 
     pn.state.on_session_destroyed(closed)
     return app
+
+
+def _release_views(doc) -> None:
+    """Drop what Panel's global registry of rendered views (``pn.state._views``) still holds
+    for the document of a destroyed session.
+
+    A session that never connects its websocket (a page load by a crawler, ``curl``, a tab
+    closed before the page ran) is destroyed by Bokeh's unused-session check; Panel then removes
+    the app's root view but keeps the view of the document's notification area, and with it the
+    document and every Bokeh model of the app (about 1.5 MB a page load)."""
+    from panel.io.state import state
+    for ref, (pane, root, vdoc, _comm) in list(state._views.items()):
+        if vdoc is not doc:
+            continue
+        try:
+            pane._cleanup(root)
+        except Exception:  # pragma: no cover - a model already cleaned up
+            pass
+        getattr(pane, "_documents", {}).pop(doc, None)
+        state._views.pop(ref, None)
 
 
 def serve(port: int = 5006, address: str = "127.0.0.1", show: bool = False, *,
