@@ -2,7 +2,13 @@
 
 Each browser session gets its own app (``pn.serve`` with the factory :func:`build_app`), so two
 tabs never share a solver; a session's worker and solver are released when Bokeh destroys the
-session (``pn.state.on_session_destroyed``).
+session (``pn.state.on_session_destroyed``), and so is its Bokeh document (:func:`_release_views`).
+A session that never connects its websocket (a plain page load) is destroyed after
+``unused_session_lifetime_ms``.
+
+Shared by all sessions of the process, loaded once: the compiled solver kernels
+(:mod:`gaplab.app.kernels`) and the data sets with their read-only models
+(:func:`gaplab.app.session.load_problem`, at most ``PROBLEM_CACHE_SIZE`` kept).
 """
 from __future__ import annotations
 

@@ -16,6 +16,7 @@ import math
 import re
 import struct
 import time
+import weakref
 import zlib
 
 import numpy as np
@@ -305,7 +306,7 @@ def _scale_px(html_text: str, scale: float, floor: float = 0.0) -> str:
     return re.sub(r"font-size:\s*([\d.]+)px", sub, html_text)
 
 
-_FIG_FONTS = {}   # id(fig) -> the figure's normal font sizes
+_FIG_FONTS = weakref.WeakKeyDictionary()   # figure -> its normal font sizes (gone with the figure)
 
 
 def fig_fonts(panel, big: bool) -> None:
@@ -316,7 +317,7 @@ def fig_fonts(panel, big: bool) -> None:
         fig = pane.object
         if fig is None or not hasattr(fig, "title"):
             continue
-        key = id(fig)
+        key = fig
         if key not in _FIG_FONTS:
             _FIG_FONTS[key] = (fig.title.text_font_size, [a.axis_label_text_font_size for a in fig.axis],
                                [a.major_label_text_font_size for a in fig.axis],

@@ -107,3 +107,21 @@ def test_plain_page_loads_do_not_grow_the_server():
         loads(srv, 300)
         rss1 = _rss_mb(srv.proc.pid)
     assert rss1 - rss0 <= 50.0, (rss0, rss1)
+
+
+def test_projector_font_sizes_are_forgotten_with_their_figures():
+    """Projector mode remembers each figure's normal font sizes; a closed session's figures
+    take that memory with them (it had been kept per id(figure) for the life of the process)."""
+    from bokeh.plotting import figure
+
+    from gaplab.app import views
+    n0 = len(views._FIG_FONTS)
+    figs = [figure(title="t") for _ in range(3)]
+    col = pn.Column(*(pn.pane.Bokeh(f) for f in figs))
+    views.fig_fonts(col, True)
+    assert all(f.title.text_font_size == "19px" for f in figs) and len(views._FIG_FONTS) == n0 + 3
+    views.fig_fonts(col, False)
+    assert all(f.title.text_font_size != "19px" for f in figs)
+    del col, figs
+    gc.collect()
+    assert len(views._FIG_FONTS) == n0
