@@ -112,12 +112,13 @@ def page(server, browser):
     p.close()
 
 
-def _tracebacks(server) -> str:
+def assert_quiet_server(server):
+    """No traceback in the server's log (the app reports bad input in the page, in one line)."""
     log = server.log()
-    return log if ("Traceback" in log or "_pending_writes" in log) else ""
+    assert "Traceback" not in log and "_pending_writes" not in log, log[-3000:]
 
 
-def test_a_typed_store_path_with_a_script_is_text(page):
+def test_a_typed_store_path_with_a_script_is_text(server, page):
     page.tab("Regularization path")
     path = "/x" + IMG
     page.type_and_click(".gaplab-path-store", path, "Open store")
@@ -125,9 +126,10 @@ def test_a_typed_store_path_with_a_script_is_text(page):
     page.page.get_by_text(path, exact=False).first.wait_for()
     page.assert_no_script_ran()
     page.page.screenshot(path=str(ARTIFACTS / "browser_security_typed_path.png"))
+    assert_quiet_server(server)
 
 
-def test_a_path_store_with_a_script_in_a_file_entry_is_text(page, ocr_store, tmp_path):
+def test_a_path_store_with_a_script_in_a_file_entry_is_text(server, page, ocr_store, tmp_path):
     import shutil
     src, _ = ocr_store
     store = tmp_path / "tampered"
@@ -139,9 +141,10 @@ def test_a_path_store_with_a_script_in_a_file_entry_is_text(page, ocr_store, tmp
     page.type_and_click(".gaplab-path-store", str(store), "Open store")
     page.page.get_by_text("broken file entry", exact=False).first.wait_for()
     page.assert_no_script_ran()
+    assert_quiet_server(server)
 
 
-def test_a_sweep_store_with_a_script_in_its_spec_version_is_text(page, tmp_path):
+def test_a_sweep_store_with_a_script_in_its_spec_version_is_text(server, page, tmp_path):
     store = tmp_path / "sweep"
     (store / "runs").mkdir(parents=True)
     cfg = {"kind": "solve", "method": IMG, "dataset": IMG, "lam": IMG, "seed": 0}
@@ -154,11 +157,11 @@ def test_a_sweep_store_with_a_script_in_its_spec_version_is_text(page, tmp_path)
     page.page.get_by_text(f"v{IMG}", exact=False).first.wait_for()
     page.assert_no_script_ran()
     page.page.screenshot(path=str(ARTIFACTS / "browser_security_sweep.png"))
+    assert_quiet_server(server)
 
 
 def test_open_store_typed_and_clicked_without_enter(server, page, ocr_store):
     store, J = ocr_store
-    before = len(server.log())
     page.tab("Regularization path")
     page.type_and_click(".gaplab-path-store", str(store), "Open store")
     count = page.page.locator(".gaplab-path-breakpoints").first
@@ -169,6 +172,5 @@ def test_open_store_typed_and_clicked_without_enter(server, page, ocr_store):
         return Array.from(src.data.x).length; }""")
     assert xs == J
     time.sleep(0.5)
-    log = server.log()[before:]
-    assert "Traceback" not in log and "_pending_writes" not in log, log[-3000:]
+    assert_quiet_server(server)
     assert page.errors == []
