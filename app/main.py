@@ -9,7 +9,6 @@ path, Toy example and Lessons.
 from __future__ import annotations
 
 import collections
-import html
 import time
 
 import panel as pn
@@ -20,6 +19,8 @@ from . import kernels
 from .export import figure_export_buttons, trace_csv, trace_json
 from .lessons import LESSONS as LESSON_PAGES, LessonPanel
 from .path_tab import PathView
+from .safe_html import esc, md_esc
+from .ticks import handler, next_tick
 from .session import Session
 from .settings import missing_problems
 from .toy_tab import ToyLab, ToyView
@@ -97,8 +98,8 @@ def _missing_html() -> str:
     miss = missing_problems()
     if not miss:
         return ""
-    items = "; ".join(f"<span title='{html.escape(hint, quote=True)}' style='text-decoration:underline dotted'>"
-                      f"{html.escape(name)}</span>" for name, hint in miss.items())
+    items = "; ".join(f"<span title='{esc(hint)}' style='text-decoration:underline dotted'>"
+                      f"{esc(name)}</span>" for name, hint in miss.items())
     return (f"Not installed, so not offered: {items}. Hover the name for where the loader looked "
             "and how to get the files (e.g. $GAPLAB_DATA, or a checksummed download from Python), "
             "then restart the app.")
@@ -109,6 +110,11 @@ def _served() -> bool:
     or a plain Python process."""
     doc = pn.state.curdoc
     return doc is not None and getattr(doc, "session_context", None) is not None
+
+
+def _notifications():
+    """Panel's toast area of this document when served (see :func:`_extension`), else None."""
+    return pn.state.notifications if _served() else None
 
 
 def _extension():
@@ -243,7 +249,7 @@ class GapLabApp(pn.viewable.Viewer):
         if self.projector and hasattr(self, "_lessons"):
             self._apply_big(self._boxes[LESSONS], True)
         if LESSONS in self._built and hasattr(self, "_lessons") and self.tabs.active == LESSONS:
-            self.refresh(force=True)
+            next_tick(self.refresh, force=True)   # a lesson button's handler
 
     def _controls(self):
         s = self.session
@@ -301,7 +307,7 @@ class GapLabApp(pn.viewable.Viewer):
                       (self.b_run, self.on_run), (self.b_stop, self.on_stop), (self.b_reset, self.on_reset),
                       (self.b_exact, self.on_exact), (self.b_compare, self.on_compare),
                       (self.b_clear, self.on_clear)]:
-            b.on_click(lambda e, fn=fn: self._timed(fn))
+            b.on_click(lambda e, fn=fn: next_tick(self._timed, fn))   # with the document's lock
         self.alert = pn.pane.Alert("", alert_type="info", visible=False, width=290, margin=(5, 10),
                                    styles={"overflow-wrap": "anywhere", "word-break": "break-word"})
         self.missing = pn.pane.HTML(_missing_html(), width=300, margin=(0, 10),
@@ -401,7 +407,7 @@ class GapLabApp(pn.viewable.Viewer):
         self.w_projector = pn.widgets.Toggle(label="Projector mode", value=False, width=170, height=36,
                                              margin=(8, 10), stylesheets=[".bk-btn {font-size: 16px;}"],
                                              css_classes=["gaplab-projector-toggle"])
-        self.w_projector.param.watch(lambda e: self.set_projector(e.new), "value")
+        self.w_projector.param.watch(handler(lambda e: self.set_projector(e.new)), "value")
         title = pn.pane.HTML("<span style='font-size:20px;font-weight:600;color:white'>gaplab · Minding the gaps</span>",
                              margin=(8, 14))
         header = pn.Row(title, self.subtitle, pn.layout.HSpacer(), self.w_projector,
@@ -412,7 +418,7 @@ class GapLabApp(pn.viewable.Viewer):
         self._step_tab = step_tab
         self._boxes = [step_tab] + [pn.Column(sizing_mode="stretch_width") for _ in self.TAB_NAMES[1:]]
         self.tabs = pn.Tabs(*zip(self.TAB_NAMES, self._boxes), dynamic=True, sizing_mode="stretch_width")
-        self.tabs.param.watch(self._on_tab, "active")
+        self.tabs.param.watch(handler(self._on_tab), "active")
         self.banner = pn.pane.HTML("", visible=False, sizing_mode="stretch_width", margin=(0, 10),
                                    css_classes=["gaplab-compiling"])
         main = pn.Column(self.banner, self.topbar, self.status.panel, self.tabs, sizing_mode="stretch_width")
@@ -516,7 +522,7 @@ class GapLabApp(pn.viewable.Viewer):
             self.session.set_pose_part(part)
         except ValueError as exc:
             self.session.notify(str(exc), "warning")
-        self.refresh()
+        next_tick(self.refresh)   # the part picker's handler
 
     def on_step(self):
         self.session.step()
@@ -666,7 +672,7 @@ class GapLabApp(pn.viewable.Viewer):
         if ks.status == "background":
             self.banner.object = (
                 "<div style='color:#8a5a00;font-size:12.5px'>Solver ready. Still compiling in the "
-                f"background: {html.escape(ks.message)} ({100 * ks.fraction:.0f}%) — the first step with "
+                f"background: {esc(ks.message)} ({100 * ks.fraction:.0f}%) — the first step with "
                 "another step kind, the cache or the path may wait for it.</div>")
             self.banner.visible = True
             return
@@ -678,7 +684,7 @@ class GapLabApp(pn.viewable.Viewer):
         self.banner.object = (
             "<div style='background:#fff4d6;border:1px solid #f0c36d;border-radius:4px;padding:6px 10px;"
             "font-size:14px'><b>" + kernels.COMPILE_NOTE + f"</b> — {pct}% · {ks.elapsed_s:.0f} s · "
-            f"<span style='color:#666'>{html.escape(ks.message)}</span><br><span style='font-size:12.5px'>"
+            f"<span style='color:#666'>{esc(ks.message)}</span><br><span style='font-size:12.5px'>"
             "Step, Run and the other solver buttons wake up when the compile ends; the settings and "
             "the Lessons can be read meanwhile.</span>"
             f"<div style='background:#eee;height:6px;margin-top:4px'><div style='background:#f0a020;"
@@ -692,14 +698,16 @@ class GapLabApp(pn.viewable.Viewer):
         self._msg_seen += len(msgs)
         level, text = msgs[-1]
         self.alert.alert_type = {"error": "danger", "warning": "warning", "success": "success"}.get(level, "info")
-        self.alert.object = text
+        # messages are text (often an exception's message naming a path or a file's content):
+        # the alert is a Markdown pane, the toasts are HTML
+        self.alert.object = md_esc(text)
         self.alert.visible = True
-        notes = pn.state.notifications if _served() else None   # toasts only when served (_extension)
+        notes = _notifications()
         if notes is not None:
             for level, text in msgs:
                 try:
                     getattr(notes, level if level in ("info", "success", "warning", "error") else "info")(
-                        text, duration=4000 if level != "error" else 8000)
+                        esc(text), duration=4000 if level != "error" else 8000)
                 except Exception:  # pragma: no cover - no notification area in this context
                     break
 

@@ -8,7 +8,6 @@ Every number comes from :class:`~gaplab.app.pathlab.PathSnapshot` (computed by
 """
 from __future__ import annotations
 
-import html
 import math
 
 import numpy as np
@@ -17,6 +16,8 @@ from bokeh.events import Tap
 from bokeh.models import (ColumnDataSource, CustomJSTickFormatter, HoverTool, LinearAxis,
                           NumeralTickFormatter, Range1d, Span)
 
+from .safe_html import esc
+from .ticks import handler
 from .views import GAP_FLOOR, _fig, _fmt, _set, legend_above
 
 __all__ = ["PathView"]
@@ -156,7 +157,7 @@ class PathView:
             sp = Span(location=None, dimension="height", line_color=PICK_COLOR, line_width=2, line_alpha=0.7)
             f.add_layout(sp)
             self.pick_spans.append(sp)
-            f.on_event(Tap, self._on_tap)
+            f.on_event(Tap, handler(self._on_tap))
             f.toolbar.active_tap = None
 
         # ---- controls
@@ -177,14 +178,15 @@ class PathView:
                                          margin=(22 if not compact else 0, 5, 5, 10))
         self.b_stop = pn.widgets.Button(label="■ Stop path", color="danger", width=105,
                                         margin=(22 if not compact else 0, 5, 5, 5))
-        self.b_start.on_click(lambda e: self._start())
-        self.b_stop.on_click(lambda e: self._stop())
+        # every handler runs in the document's next tick (gaplab.app.ticks)
+        self.b_start.on_click(handler(lambda e: self._start()))
+        self.b_stop.on_click(handler(lambda e: self._stop()))
         # a saved path store (gaplab path --store DIR): rows at once, w_at(λ) read on demand
         self.store_input = pn.widgets.TextInput(placeholder="path store directory (gaplab path --store DIR)",
                                                 width=300, css_classes=["gaplab-path-store"],
                                                 margin=(22 if not compact else 0, 5, 5, 10))
         self.b_open = pn.widgets.Button(label="Open store", width=100, margin=(22 if not compact else 0, 5, 5, 5))
-        self.b_open.on_click(lambda e: self.open_store(self.store_input.value))
+        self.b_open.on_click(handler(lambda e: self.open_store(self.store_input.value)))
         self.summary = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), height=42 if not compact else 60,
                                     styles={"font-size": "13px", "overflow": "hidden"},
                                     css_classes=["gaplab-path-summary"])
@@ -193,15 +195,15 @@ class PathView:
                                              start=-3, end=3, value=0, step=0.001, disabled=True,
                                              format=CustomJSTickFormatter(code=_LAM_TICK_JS),
                                              sizing_mode="stretch_width", css_classes=["gaplab-path-slider"])
-        self.slider.param.watch(self._on_slider, "value_throttled")
+        self.slider.param.watch(handler(self._on_slider), "value_throttled")
         self.b_best = pn.widgets.Button(label="Pick the λ with the lowest test error", width=280,
                                         disabled=True, margin=(5, 10))
-        self.b_best.on_click(lambda e: self.pick_best())
+        self.b_best.on_click(handler(lambda e: self.pick_best()))
         # a pick far from a solver checkpoint shows w_at(λ) from the store at once; loading its dual
         # point (a replay of the breakpoints since the checkpoint) is then the user's choice
         self.b_load = pn.widgets.Button(label="Load its dual point into the solver", width=280, visible=False,
                                         margin=(5, 10), css_classes=["gaplab-path-load"])
-        self.b_load.on_click(lambda e: self.load_pending())
+        self.b_load.on_click(handler(lambda e: self.load_pending()))
         self.pick_info = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10),
                                       styles={"font-size": "13px"}, css_classes=["gaplab-path-pick"])
         bokeh = dict(sizing_mode="stretch_width")
@@ -405,7 +407,7 @@ class PathView:
         parts = [f"<span style='color:{color};font-weight:bold'>● {label}</span>"]
         if n:
             kind = "ε-approximate path" if ps.kind == "eps" else "heuristic path"
-            parts.append(f"{kind} on <b>{html.escape(ps.dataset)}</b> (ε = {ps.eps:g}, κ = {ps.kappa:g})")
+            parts.append(f"{kind} on <b>{esc(ps.dataset)}</b> (ε = {ps.eps:g}, κ = {ps.kappa:g})")
             parts.append(f"<b class='gaplab-path-breakpoints'>{n}</b> breakpoints")
             parts.append(f"λ {float(cols['lam'][0]):.4g} → {float(cols['lam'][-1]):.4g}")
             parts.append(f"{float(cols['cum_passes'][-1]):.1f} passes, {float(cols['cum_time_s'][-1]):.2f} s "
@@ -415,8 +417,8 @@ class PathView:
             end = ps.end
             if end:
                 from .pathlab import END_REASONS
-                parts.append(f"end: <b class='gaplab-path-end'>{html.escape(end)}</b> "
-                             f"<span style='color:#666'>({html.escape(END_REASONS.get(end, end))})</span>")
+                parts.append(f"end: <b class='gaplab-path-end'>{esc(end)}</b> "
+                             f"<span style='color:#666'>({esc(END_REASONS.get(end, end))})</span>")
             if len(ps.grid["lam"]):
                 ng = len(ps.grid["lam"])
                 parts.append(f"grid: {ng} λ, {float(ps.grid['cum_passes'][-1]):.1f} passes "
@@ -426,11 +428,11 @@ class PathView:
                              f"solves only its {ng} λ values and certifies nothing between them.'>"
                              f"(why fewer? hover)</span>")
         head = " · ".join(parts)
-        solver = (f"solver at each breakpoint: <i>{html.escape(ps.solver_label)}</i>" if ps.solver_label else
-                  f"solver at each breakpoint: the sidebar's settings (<i>{html.escape(self._label())}</i>)")
+        solver = (f"solver at each breakpoint: <i>{esc(ps.solver_label)}</i>" if ps.solver_label else
+                  f"solver at each breakpoint: the sidebar's settings (<i>{esc(self._label())}</i>)")
         msg = ps.message if (ps.status in ("error",) or not n) else ""
         self.summary.object = (f"<div>{head}</div><div style='color:#555'>{solver}"
-                               f"{' · ' + html.escape(msg) if msg else ''}</div>")
+                               f"{' · ' + esc(msg) if msg else ''}</div>")
         col, mname, higher = ps.shown_metric
         te_all = np.asarray(cols[col], dtype=np.float64)
         self.b_best.disabled = not (n and np.isfinite(te_all).any())
@@ -449,11 +451,11 @@ class PathView:
                       "from the store at once, and its dual point into the solver (warm start from the "
                       "breakpoint's; a long replay from a checkpoint waits for your click)."))
             if ps.store:
-                txt += (f"<br><span style='color:#666'>Breakpoints on disk: <code>{html.escape(ps.store)}</code> "
+                txt += (f"<br><span style='color:#666'>Breakpoints on disk: <code>{esc(ps.store)}</code> "
                         "(the plots read only the store's rows)</span>")
             if np.isfinite(te_all).any():
                 b = _best_index(te_all, higher)
-                txt += (f"<br>{'Highest' if higher else 'Lowest'} {html.escape(_metric_label(col, mname))} on the path: "
+                txt += (f"<br>{'Highest' if higher else 'Lowest'} {esc(_metric_label(col, mname))} on the path: "
                         f"<b class='gaplab-path-best'>{100 * te_all[b]:.2f}%</b> at "
                         f"λ<sub>{b}</sub> = {float(cols['lam'][b]):.4g}.")
             if math.isfinite(ps.picked) and 0 <= ps.picked_piece < n:
@@ -467,7 +469,7 @@ class PathView:
                          f"{_fmt(float(cols['gap'][j]), '.3g')}, {_fmt(float(cols['delta'][j]), '.3g')}"),
                         ("test error of w<sub>j</sub>", f"{_fmt(100 * float(cols['test_error'][j]), '.2f')}%")]
                 if col != "test_error":
-                    rows.append((f"test {html.escape(mname)} of w<sub>j</sub>",
+                    rows.append((f"test {esc(mname)} of w<sub>j</sub>",
                                  f"{_fmt(100 * float(cols[col][j]), '.2f')}%"))
                 wi = ps.w_info
                 if wi and abs(wi.get("lam", math.nan) - ps.picked) <= 1e-12 * ps.picked:
@@ -477,7 +479,7 @@ class PathView:
                     rows.append(("test error of w(λ)", f"<b class='gaplab-path-w-error'>"
                                                        f"{_fmt(100 * wi['test_error'], '.2f')}%</b>"))
                     if wi.get("metric"):
-                        rows.append((f"test {html.escape(wi['metric'])} of w(λ)",
+                        rows.append((f"test {esc(wi['metric'])} of w(λ)",
                                      f"<b class='gaplab-path-w-metric'>{_fmt(100 * wi['test_metric'], '.2f')}%</b>"))
                     if ps.opened:
                         loaded = False

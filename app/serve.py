@@ -2,7 +2,13 @@
 
 Each browser session gets its own app (``pn.serve`` with the factory :func:`build_app`), so two
 tabs never share a solver; a session's worker and solver are released when Bokeh destroys the
-session (``pn.state.on_session_destroyed``).
+session (``pn.state.on_session_destroyed``), and so is its Bokeh document (:func:`_release_views`).
+A session that never connects its websocket (a plain page load) is destroyed after
+``unused_session_lifetime_ms``.
+
+Shared by all sessions of the process, loaded once: the compiled solver kernels
+(:mod:`gaplab.app.kernels`) and the data sets with their read-only models
+(:func:`gaplab.app.session.load_problem`, at most ``PROBLEM_CACHE_SIZE`` kept).
 """
 from __future__ import annotations
 
@@ -22,11 +28,32 @@ def app_factory():
 
     def closed(session_context):
         app.close()  # idempotent; also registered by the app itself
+        _release_views(session_context._document)
         print(f"gaplab app: session {sid} closed (worker stopped, solver released: "
               f"{app.session.closed})", file=sys.stderr, flush=True)
 
     pn.state.on_session_destroyed(closed)
     return app
+
+
+def _release_views(doc) -> None:
+    """Drop what Panel's global registry of rendered views (``pn.state._views``) still holds
+    for the document of a destroyed session.
+
+    A session that never connects its websocket (a page load by a crawler, ``curl``, a tab
+    closed before the page ran) is destroyed by Bokeh's unused-session check; Panel then removes
+    the app's root view but keeps the view of the document's notification area, and with it the
+    document and every Bokeh model of the app (about 1.5 MB a page load)."""
+    from panel.io.state import state
+    for ref, (pane, root, vdoc, _comm) in list(state._views.items()):
+        if vdoc is not doc:
+            continue
+        try:
+            pane._cleanup(root)
+        except Exception:  # pragma: no cover - a model already cleaned up
+            pass
+        getattr(pane, "_documents", {}).pop(doc, None)
+        state._views.pop(ref, None)
 
 
 def serve(port: int = 5006, address: str = "127.0.0.1", show: bool = False, *,
@@ -45,20 +72,30 @@ def serve(port: int = 5006, address: str = "127.0.0.1", show: bool = False, *,
     warmup : bool
         Compile (or load from the numba cache) every solver kernel and load the default
         dataset in a background thread while the server already accepts sessions.
+
+    Raises
+    ------
+    ValueError
+        ``port`` outside [0, 65535], or ``address:port`` cannot be listened on (in use, no
+        permission, unknown address); one line, for ``gaplab app`` to print.
     """
+    port = check_port(port)
     import panel as pn
 
-    if warmup:
+    try:   # binds the port (the server starts below)
+        if not port:
+            port = _free_port(address)
+        origins = [f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
+        server = pn.serve(
+            {"/": app_factory}, port=port, address=address, show=show, start=False,
+            websocket_origin=origins, title="gaplab · Minding the gaps",
+            unused_session_lifetime_milliseconds=unused_session_lifetime_ms,
+            check_unused_sessions_milliseconds=check_unused_sessions_ms,
+        )
+    except OSError as exc:
+        raise ValueError(_bind_error(address, port, exc)) from None
+    if warmup:   # after the port is ours: a refused port costs no compile
         _warm()
-    if not port:
-        port = _free_port(address)
-    origins = [f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
-    server = pn.serve(
-        {"/": app_factory}, port=port, address=address, show=show, start=False,
-        websocket_origin=origins, title="gaplab · Minding the gaps",
-        unused_session_lifetime_milliseconds=unused_session_lifetime_ms,
-        check_unused_sessions_milliseconds=check_unused_sessions_ms,
-    )
     print(f"gaplab app: serving on http://{address}:{port}/ (Ctrl+C to stop)", file=sys.stderr, flush=True)
     try:
         server.start()
@@ -73,6 +110,35 @@ def serve(port: int = 5006, address: str = "127.0.0.1", show: bool = False, *,
         except Exception:
             pass
     return 0
+
+
+def check_port(port) -> int:
+    """``port`` as a TCP port number (0: any free port).
+
+    Raises
+    ------
+    ValueError
+        ``port`` is not an integer in [0, 65535]."""
+    if isinstance(port, bool) or not isinstance(port, (int, str)):
+        raise ValueError(f"port must be an integer in [0, 65535] (0: any free port); got {port!r}")
+    try:
+        p = int(port)
+    except ValueError:
+        raise ValueError(f"port must be an integer in [0, 65535] (0: any free port); got {port!r}") from None
+    if not 0 <= p <= 65535:
+        raise ValueError(f"port must be an integer in [0, 65535] (0: any free port); got {p}")
+    return p
+
+
+def _bind_error(address: str, port: int, exc: OSError) -> str:
+    """One line on why ``address:port`` cannot be listened on."""
+    import errno
+    if exc.errno == errno.EADDRINUSE:
+        return (f"port {port} on {address} is already in use (another server?); choose another "
+                "--port, or --port 0 for any free port")
+    if exc.errno == errno.EACCES:
+        return f"no permission to listen on port {port} of {address} (ports below 1024 need privileges)"
+    return f"cannot listen on {address}:{port}: {exc.strerror or exc} (check --address and --port)"
 
 
 def _free_port(address: str) -> int:

@@ -13,11 +13,13 @@ the other tabs stay on direct Bokeh sources (see :mod:`gaplab.app.views`).
 """
 from __future__ import annotations
 
-import html
 import os
 from pathlib import Path
 
 import panel as pn
+
+from .safe_html import choice_labels, esc
+from .ticks import handler
 
 __all__ = ["SweepsView", "STORE_ENV", "VIEWS"]
 
@@ -62,11 +64,11 @@ class SweepsView:
         self.caption = pn.pane.HTML("", css_classes=["gaplab-sweeps-caption"], sizing_mode="stretch_width")
         self.figure = pn.pane.HoloViews(None, backend="bokeh", sizing_mode="stretch_width",
                                         css_classes=["gaplab-sweeps-figure"])
-        self.table = pn.pane.DataFrame(None, index=False, max_rows=200, sizing_mode="stretch_width",
+        self.table = pn.pane.DataFrame(None, index=False, max_rows=200, escape=True, sizing_mode="stretch_width",
                                        css_classes=["gaplab-sweeps-runs"])
-        self.load_button.on_click(lambda _e: self.load(self.path_input.value))
+        self.load_button.on_click(handler(lambda _e: self.load(self.path_input.value)))   # gaplab.app.ticks
         for w in (self.view, self.dataset, self.lam, self.methods):
-            w.param.watch(lambda _e: self.redraw(), "value")
+            w.param.watch(handler(lambda _e: self.redraw()), "value")
         self._quiet = False
         self._picked_for = None
         self.panel = pn.Column(
@@ -90,7 +92,7 @@ class SweepsView:
             st = Store(Path(str(path).strip()).expanduser())
         except (ValueError, OSError) as exc:
             self.store = None
-            self.info.object = f"<span style='color:#d7191c'>{html.escape(str(exc))}</span>"
+            self.info.object = f"<span style='color:#d7191c'>{esc(exc)}</span>"
             self.figure.object = None
             self.caption.object = ""
             self.table.object = None
@@ -100,7 +102,7 @@ class SweepsView:
         m = st.manifest
         n_done = int((runs["status"] == "done").sum()) if len(runs) else 0
         n_failed = int((runs["status"] == "failed").sum()) if len(runs) else 0
-        self.info.object = (f"Spec <b>{html.escape(str(m.get('spec_name')))}</b> v{m.get('spec_version')} · "
+        self.info.object = (f"Spec <b>{esc(m.get('spec_name'))}</b> v{esc(m.get('spec_version'))} · "
                             f"{len(runs)} runs recorded: {n_done} done, {n_failed} failed")
         done = runs[runs["status"] == "done"] if len(runs) else runs
         kinds = set(done["kind"].unique().tolist()) if len(done) else set()
@@ -148,7 +150,7 @@ class SweepsView:
         if self._picked_for != (self.view.value, self.dataset.value):
             keep = []
             self._picked_for = (self.view.value, self.dataset.value)
-        self.methods.options = methods
+        self.methods.options = choice_labels(methods)   # the store's names, shown as text
         self.methods.value = keep or methods
 
     # ------------------------------------------------------------------ drawing
@@ -180,12 +182,12 @@ class SweepsView:
             else:
                 fig = plots.path_vs_grid(self.store, **sel)
         except ValueError as exc:
-            self.info.object = f"<span style='color:#d7191c'>{html.escape(str(exc))}</span>"
+            self.info.object = f"<span style='color:#d7191c'>{esc(exc)}</span>"
             self.figure.object = None
             self.caption.object = ""
             return
-        lam = f", λ = {self.lam.value}" if view == "convergence" else ""
-        self.caption.object = (f"<b>{html.escape(CAPTIONS[view])}</b> · {html.escape(self.dataset.value)}{lam} · "
+        lam = f", λ = {esc(self.lam.value)}" if view == "convergence" else ""
+        self.caption.object = (f"<b>{esc(CAPTIONS[view])}</b> · {esc(self.dataset.value)}{lam} · "
                                f"{len(self.methods.value)} method(s); median and min–max over seeds; hover a "
                                "curve for its run config")
         self.figure.object = fig

@@ -13,6 +13,9 @@ import time
 import numpy as np
 import param
 
+from .safe_html import esc
+from .ticks import handler
+
 __all__ = ["ToyLab", "ToyView"]
 
 SAMPLER_CHOICES = ["uniform", "curvature", "lipschitz", "gap", "exact_gap"]
@@ -319,17 +322,17 @@ class ToyView:
                 else [pn.Row(wd["n"], wd["K"], wd["eps"], wd["gap_check"], wd["seed"])])
         controls = pn.Column(*rows, pn.Row(pn.pane.HTML("Samplers:", margin=(12, 10, 0, 10)), wd["samplers"]))
         self.run_button = pn.widgets.Button(label="Run comparison", color="primary", width=180)
-        self.run_button.on_click(lambda e: self._run())
+        self.run_button.on_click(handler(lambda e: self._run()))   # gaplab.app.ticks
         self.sweep_button = pn.widgets.Button(
             label="Sweep n", width=120, description=f"Uniform vs gap sampling for n in {', '.join(map(str, SWEEP_NS))} "
                                                     "at this K and ε (a few seconds)")
-        self.sweep_button.on_click(lambda e: self._sweep())
+        self.sweep_button.on_click(handler(lambda e: self._sweep()))
         self.linear = pn.widgets.Checkbox(name="linear scale", value=False, width=120, margin=(14, 10))
-        self.linear.param.watch(lambda e: self._scale(), "value")
+        self.linear.param.watch(handler(lambda e: self._scale()), "value")
         buttons = [self.run_button, self.sweep_button, self.linear]
         if session is not None:
             self.load_button = pn.widgets.Button(label="Step this problem in the solver", width=240)
-            self.load_button.on_click(lambda e: self._load_into_session())
+            self.load_button.on_click(handler(lambda e: self._load_into_session()))
             buttons.append(self.load_button)
         intro = pn.pane.Markdown(
             "**App. C of the paper.** Block 0 is *hard* (its optimum spreads the dual mass over K "
@@ -404,7 +407,7 @@ class ToyView:
         lab = self.lab
         rows = lab.sweep_result
         if lab.sweep_error:
-            self.sweep_info.object = f"<span style='color:#d7191c'>Sweep failed: {lab.sweep_error}</span>"
+            self.sweep_info.object = f"<span style='color:#d7191c'>Sweep failed: {esc(lab.sweep_error)}</span>"
             return
         if not rows:
             return
@@ -448,7 +451,7 @@ class ToyView:
             self.headline.object = "<i>running the samplers…</i>"
             return True
         if lab.error:
-            self.headline.object = f"<span style='color:#d7191c'>Could not run: {lab.error}</span>"
+            self.headline.object = f"<span style='color:#d7191c'>Could not run: {esc(lab.error)}</span>"
             return True
         s = lab.summary()
         if s is None:

@@ -12,11 +12,11 @@ Every number drawn comes from a snapshot (computed by the core); log axes use a 
 from __future__ import annotations
 
 import base64
-import html
 import math
 import re
 import struct
 import time
+import weakref
 import zlib
 
 import numpy as np
@@ -27,6 +27,8 @@ from bokeh.models import (ColorBar, ColumnDataSource, CustomJSTicker, CustomJSTi
 from bokeh.core.properties import value
 from bokeh.palettes import Category10_10, Viridis256
 from bokeh.plotting import figure
+
+from .safe_html import esc
 
 __all__ = ["AnatomyView", "BlockGapsView", "GapView", "PrimalDualView", "TestErrorView",
            "CacheView", "StatusView", "trace_columns", "GAP_FLOOR"]
@@ -304,7 +306,7 @@ def _scale_px(html_text: str, scale: float, floor: float = 0.0) -> str:
     return re.sub(r"font-size:\s*([\d.]+)px", sub, html_text)
 
 
-_FIG_FONTS = {}   # id(fig) -> the figure's normal font sizes
+_FIG_FONTS = weakref.WeakKeyDictionary()   # figure -> its normal font sizes (gone with the figure)
 
 
 def fig_fonts(panel, big: bool) -> None:
@@ -315,7 +317,7 @@ def fig_fonts(panel, big: bool) -> None:
         fig = pane.object
         if fig is None or not hasattr(fig, "title"):
             continue
-        key = id(fig)
+        key = fig
         if key not in _FIG_FONTS:
             _FIG_FONTS[key] = (fig.title.text_font_size, [a.axis_label_text_font_size for a in fig.axis],
                                [a.major_label_text_font_size for a in fig.axis],
@@ -828,8 +830,8 @@ def chunk_row_html(words, tags, gold=None) -> str:
         ws = []
         for t in range(a, b):
             wrong = gold is not None and t < len(gold) and tags[t] != gold[t]
-            word = html.escape(str(words[t]) if t < len(words) else "?")
-            title = html.escape(f"{tags[t]}" + (f" (gold {gold[t]})" if wrong else ""), quote=True)
+            word = esc(str(words[t]) if t < len(words) else "?")
+            title = esc(f"{tags[t]}" + (f" (gold {gold[t]})" if wrong else ""))
             style = f"color:{MISTAKE};text-decoration:underline;font-weight:600" if wrong else ""
             ws.append(f"<span class='gaplab-word' title='{title}' style='{style}'>{word}</span>")
         inner = " ".join(ws)
@@ -839,10 +841,10 @@ def chunk_row_html(words, tags, gold=None) -> str:
         bad = gold_set is not None and (a, b, typ) not in gold_set
         border = f"2px solid {MISTAKE}" if bad else "1px solid #b9b9b9"
         parts.append(
-            f"<span class='gaplab-chunk' data-type='{html.escape(typ)}' style='background:"
+            f"<span class='gaplab-chunk' data-type='{esc(typ)}' style='background:"
             f"{CHUNK_COLORS.get(typ, CHUNK_OTHER)};border:{border};border-radius:4px;padding:0 3px;"
             f"white-space:nowrap'><b style='font-size:9.5px;color:#333;margin-right:3px;"
-            f"vertical-align:1px'>{html.escape(typ)}</b>{inner}</span>")
+            f"vertical-align:1px'>{esc(typ)}</b>{inner}</span>")
     return ("<div style='display:flex;flex-wrap:wrap;gap:3px 4px;line-height:1.45;align-items:center'>"
             + "".join(parts) + "</div>")
 
@@ -1050,14 +1052,14 @@ class AnatomyView(_Base):
     @staticmethod
     def _cell(text, color="#222", size="22px", weight="bold"):
         return (f"<td style='text-align:center;padding:0 3px;font-size:{size};font-weight:{weight};"
-                f"color:{color};font-family:monospace'>{html.escape(str(text))}</td>")
+                f"color:{color};font-family:monospace'>{esc(str(text))}</td>")
 
     def _draw(self, snap):
         st = snap.last_step
         if st is None and snap.status == "loading" and not snap.n:
             self.word.object = self._big("<div style='font-weight:600;font-size:15px'>Anatomy of the last step</div>"
-                                f"<p style='color:#8a5a00'>Loading <b>{html.escape(snap.dataset)}</b>: "
-                                f"{html.escape(snap.note or 'reading the data')} The buttons come back when "
+                                f"<p style='color:#8a5a00'>Loading <b>{esc(snap.dataset)}</b>: "
+                                f"{esc(snap.note or 'reading the data')} The buttons come back when "
                                 "the solver is ready.</p>")
             self.table.object = ""
             self.sentence.object = ""
@@ -1098,7 +1100,7 @@ class AnatomyView(_Base):
         body = "".join(f"<tr class='{cls}'>{label.format(name)}<td style='padding:2px 0 5px 0'>{row}</td></tr>"
                        for name, cls, row in rows)
         errs = [sum(a != b for a, b in zip(y, st.truth)) for y in (st.fw_corner, st.away_corner) if y is not None]
-        note = f" — {st.note}" if st.note else ""
+        note = f" — {esc(st.note)}" if st.note else ""
         self.word.object = self._big(
             f"<div style='font-weight:600;font-size:15px;margin-bottom:4px'>Anatomy of the last step: "
             f"block <span class='gaplab-block'>{st.block}</span>{note} "
@@ -1134,10 +1136,10 @@ class AnatomyView(_Base):
         over it, one panel each; the corners' panels repeat the ground truth thin and dashed, and
         the drawn part is ringed."""
         px = max(110, self.word.height - 95)
-        note = f" — {st.note}" if st.note else ""
+        note = f" — {esc(st.note)}" if st.note else ""
         cells = "".join(
             f"<td style='text-align:center;padding:0 4px;vertical-align:top'>{pose_svg(pose, k, px)}"
-            f"<div style='font-size:12px;color:#444'>{html.escape(name)}"
+            f"<div style='font-size:12px;color:#444'>{esc(name)}"
             + (f" (loss {loss:.3f})" if key != "truth" else "") + "</div></td>"
             for k, (name, key, _, loss) in enumerate(pose["skeletons"]))
         self.word.object = self._big(
@@ -1145,7 +1147,7 @@ class AnatomyView(_Base):
             f"block <span class='gaplab-block'>{st.block}</span>{note} "
             f"<span style='font-weight:normal;font-size:12.5px;color:#555'>({len(pose['skeletons'][0][2])} "
             f"parts on a {pose['G']}×{pose['G']} grid; score map of "
-            f"<b class='gaplab-part'>{html.escape(pose['part_name'])}</b>)</span></div>"
+            f"<b class='gaplab-part'>{esc(pose['part_name'])}</b>)</span></div>"
             f"<div style='overflow-x:auto'><table><tr>{cells}</tr></table></div>"
             f"<div style='color:#666;font-size:12px'>gold: ground truth; blue: {corner_name(st)}; pink: away corner; "
             "ring: the part whose score map is shown (bright: high score)</div>")
@@ -1161,9 +1163,9 @@ class AnatomyView(_Base):
             f"<td style='text-align:center;padding:0 3px;vertical-align:top'>"
             f"<img class='gaplab-mask' src='{_png(img)}' style='max-width:100%;max-height:140px;"
             f"object-fit:contain;border:1px solid #ddd'>"
-            f"<div style='font-size:11.5px;line-height:1.2;color:#444'>{html.escape(name)}</div></td>"
+            f"<div style='font-size:11.5px;line-height:1.2;color:#444'>{esc(name)}</div></td>"
             for name, img in st.overlays)
-        note = f" — {st.note}" if st.note else ""
+        note = f" — {esc(st.note)}" if st.note else ""
         self.word.object = (
             f"<div style='font-weight:600;font-size:15px;margin-bottom:6px'>Anatomy of the last step: "
             f"block <span class='gaplab-block'>{st.block}</span>{note} "
@@ -1208,7 +1210,7 @@ class AnatomyView(_Base):
         if st.away_corner is not None:
             rows.append(row("away corner y<sup>a</sup>", st.away_corner))
         more = f" (first {show} of {T} tokens)" if show < T else ""
-        note = f" — {st.note}" if st.note else ""
+        note = f" — {esc(st.note)}" if st.note else ""
         self.word.object = self._big(
             f"<div style='font-weight:600;font-size:15px;margin-bottom:6px'>Anatomy of the last step: "
             f"block <span class='gaplab-block'>{st.block}</span>{note}{more}</div>"
@@ -1220,7 +1222,7 @@ class AnatomyView(_Base):
         hit = ("cache hit (no oracle call)" if st.cache_hit else
                "cache miss → max oracle" if snap.config.get("cache") else "max oracle call")
         items = [
-            ("block i", f"{st.block} of {snap.n}" + (f" ({st.note})" if st.note else "")),
+            ("block i", f"{st.block} of {snap.n}" + (f" ({esc(st.note)})" if st.note else "")),
             # StepRecord.iteration is k, the steps done before this one; the status line counts
             # steps done, so this step took the solver from iteration k to k + 1
             ("step", f"#{st.iteration + 1:,} &nbsp;<span style='font-weight:normal;color:#666'>(iteration "
@@ -1341,15 +1343,15 @@ class StatusView(_Base):
         if ks is not None and snap.status in ("idle", "loading"):
             # never "ready" while the first Step would wait for the compiler
             status, color = f"compiling kernels {100 * ks.fraction:.0f}%", "#d08000"
-        note = (f" <span style='color:#8a5a00'>{html.escape(snap.note)}</span>"
+        note = (f" <span style='color:#8a5a00'>{esc(snap.note)}</span>"
                 if snap.status == "loading" and snap.note else "")
         if not snap.n:
             self.panel.object = (f"<div class='gaplab-status'><span style='color:{color};font-weight:bold'>"
-                                 f"● {status}</span> {snap.dataset}{note}</div>")
+                                 f"● {status}</span> {esc(snap.dataset)}{note}</div>")
             return
         if note:  # loading a model into the solver: say what, not the old model's numbers
             self.panel.object = (f"<div class='gaplab-status'><span style='color:{color};font-weight:bold'>"
-                                 f"● {status}</span> <b>{snap.dataset}</b> (n = {snap.n:,}) ·{note}</div>")
+                                 f"● {status}</span> <b>{esc(snap.dataset)}</b> (n = {snap.n:,}) ·{note}</div>")
             return
         rate = f" · {snap.steps_per_s:,.0f} steps/s" if snap.status == "running" and snap.steps_per_s else ""
         exact = (f"exact gap <b>{_fmt(snap.exact_gap)}</b> @ {snap.exact_passes:.1f} passes"
@@ -1359,6 +1361,6 @@ class StatusView(_Base):
             test += f" · λ = <b>{snap.lam:.4g}</b> <span style='color:#666'>(from the path)</span>"
         self.panel.object = (
             f"<div class='gaplab-status'><span style='color:{color};font-weight:bold'>● {status}</span> &nbsp;"
-            f"<b>{snap.dataset}</b> (n = {snap.n:,}) · iteration <b>{snap.iteration:,}</b> · "
+            f"<b>{esc(snap.dataset)}</b> (n = {snap.n:,}) · iteration <b>{snap.iteration:,}</b> · "
             f"<b>{snap.effective_passes:.2f}</b> passes · heuristic gap <b>{_fmt(snap.heuristic_gap)}</b> · "
             f"{exact}{test}{rate}</div>")
