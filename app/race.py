@@ -14,10 +14,12 @@ Sec. 3.1 (gap sampling, Alg. 2).
 """
 from __future__ import annotations
 
-import html
 import math
 
 import numpy as np
+
+from .safe_html import esc
+from .ticks import handler as _handler
 
 __all__ = ["SIDES", "RACE_PROBLEMS", "SPEEDS", "Race", "RaceView", "calls_to_reach"]
 
@@ -179,23 +181,6 @@ def calls_to_reach(race: Race, max_calls: int) -> dict:
 
 # ============================================================================ the view
 
-try:   # app/ticks.py (UI handlers in the document's next tick) once it is merged
-    from .ticks import handler as _handler
-except ImportError:  # pragma: no cover - the same pattern until then
-    import functools
-
-    def _handler(fn):
-        @functools.wraps(fn)
-        def run(*args, **kwargs):
-            import panel as pn
-            doc = pn.state.curdoc
-            call = functools.partial(fn, *args, **kwargs)
-            if doc is None or getattr(doc, "session_context", None) is None:
-                call()
-            else:
-                pn.state.execute(call, schedule=True)
-        return run
-
 
 def _grid(n):
     cols = max(1, int(math.ceil(math.sqrt(n))))
@@ -339,4 +324,4 @@ class RaceView:
         self.curves.x_range.start, self.curves.x_range.end = 0, xmax * 1.02
         self.curves.y_range.start, self.curves.y_range.end = floor * 0.5, max(top, r.eps) * 2
         state = "running" if r.running else "paused"
-        self.readout.object = (f"<b>{state}</b> · " + html.escape(r.readout()))
+        self.readout.object = (f"<b>{state}</b> · " + esc(r.readout()))

@@ -16,11 +16,13 @@ Three parts:
 from __future__ import annotations
 
 import copy
-import html
 import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from .safe_html import esc
+from .ticks import handler as _handler
 
 __all__ = ["CORNERS_XY", "STEP_KINDS", "PROBLEMS", "SimplexGeometry", "step_geometry", "to_xy",
            "gamma_max_of", "SimplexLab", "SimplexView"]
@@ -316,23 +318,6 @@ class SimplexLab:
 
 # ============================================================================ the view
 
-try:   # app/ticks.py (UI handlers in the document's next tick) once it is merged
-    from .ticks import handler as _handler
-except ImportError:  # pragma: no cover - the same pattern until then
-    import functools
-
-    def _handler(fn):
-        @functools.wraps(fn)
-        def run(*args, **kwargs):
-            import panel as pn
-            doc = pn.state.curdoc
-            call = functools.partial(fn, *args, **kwargs)
-            if doc is None or getattr(doc, "session_context", None) is None:
-                call()
-            else:
-                pn.state.execute(call, schedule=True)
-        return run
-
 
 _KIND_COLOR = {"fw": "#d62728", "away": "#1f77b4", "pairwise": "#9467bd"}
 _KIND_NAME = {"fw": "FW", "away": "away", "pairwise": "pairwise"}
@@ -494,6 +479,6 @@ class SimplexView:
         if lab.kind == "away" and g.kind == "fw":
             note = (" The away direction's gap is not larger than the FW gap, so the away-step "
                     "variant takes the FW step (Alg. 4).")
-        self.text.object = (html.escape(geometry_sentence(g, lab.block) + note) +
+        self.text.object = (esc(geometry_sentence(g, lab.block) + note) +
                             f"<br><span style='color:#555'>{lab.steps} steps taken; duality gap "
                             f"{gap:.3g} (exact). Arrow: the step α → α + γ·d; dashed: up to γ_max.</span>")
