@@ -202,12 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--address", default="127.0.0.1")
     p.add_argument("--show", action="store_true", help="open a browser")
     p.set_defaults(func=cmd_app)
-    try:  # regularization path commands (gaplab path / gaplab grid)
-        from gaplab.cli_path import add_commands
-    except ImportError:
-        pass
-    else:
-        add_commands(sub)
+    from gaplab.cli_path import add_commands  # gaplab path / gaplab grid
+    add_commands(sub)
     from gaplab.cli_sweep import add_commands as add_sweep_commands  # gaplab sweep / gaplab figure
     add_sweep_commands(sub)
     return parser
