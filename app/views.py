@@ -22,7 +22,7 @@ import zlib
 import numpy as np
 import panel as pn
 from bokeh.models import (ColorBar, ColumnDataSource, CustomJSTicker, CustomJSTickFormatter, HoverTool,
-                          Legend, LegendItem, LinearColorMapper, NumeralTickFormatter,
+                          LabelSet, Legend, LegendItem, LinearColorMapper, NumeralTickFormatter,
                           PrintfTickFormatter, Range1d, Span)
 from bokeh.core.properties import value
 from bokeh.palettes import Category10_10, Viridis256
@@ -476,6 +476,13 @@ class GapView(_ComparisonPlot):
         self.now = ColumnDataSource(dict(x=[], y=[]), name=f"{name}_now" if name else None)
         self.fig.scatter("x", "y", source=self.now, marker="star", size=14, color="#d62728",
                          legend_label="heuristic gap now")
+        # settings switched mid-run with α kept (Session.keep_alpha): a vertical line at the
+        # switch, labelled with the new setting
+        self.switches = ColumnDataSource(dict(x=[], label=[]), name=f"{name}_switches" if name else None)
+        self.fig.vspan(x="x", source=self.switches, line_color="#555555", line_dash="dashed", line_width=1.5)
+        self.fig.add_layout(LabelSet(x="x", y=6, y_units="screen", text="label", source=self.switches,
+                                     text_font_size="11px", text_color="#333333", angle=math.pi / 2,
+                                     x_offset=-3))
         self.fig.legend.label_text_font_size = "11px"
         self.fig.add_tools(HoverTool(tooltips=[("x", "@x{0.00}"), ("gap", "@y{0.000e}")]))
         self.note = pn.pane.Markdown(
@@ -494,6 +501,9 @@ class GapView(_ComparisonPlot):
             self._set(self.now, dict(x=[x], y=[max(snap.heuristic_gap, GAP_FLOOR)]))
         else:
             self._set(self.now, dict(x=[], y=[]))
+        marks = getattr(snap, "switches", ())
+        self._set(self.switches, dict(x=[m[0] if self.xkey == "x" else m[1] for m in marks],
+                                      label=[f"→ {m[3]}" for m in marks]))
         ys = [src.data.get("y", []) for slot in self.slots.slots for src in slot.values()]
         _log_range(self, self.fig.y_range, ys + [self.now.data.get("y", [])])
 

@@ -1,0 +1,262 @@
+"""Presenter tools (issue 24, items 9-11): keep α when a setting changes, go back through the
+last steps, bookmarkable states. Session-level (no browser)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from gaplab.app.session import Session
+
+
+def _session(**params) -> Session:
+    s = Session(**params)
+    assert s.wait_idle(120)
+    assert s.status == "idle", s.messages()
+    return s
+
+
+def _steps(s: Session, k: int):
+    s.step_n(k)
+    assert s.wait_idle(120)
+    assert s.solver.iteration >= k
+
+
+def _w_is_A_alpha(s: Session):
+    """w = Aα: recomputing w from the block statistics (μ, the α-weighted corners) gives w."""
+    c = s.solver.copy()
+    c.recompute_primal()
+    np.testing.assert_allclose(c.w, s.solver.w, rtol=1e-9, atol=1e-12)
+
+
+def _dual_non_decreasing(s: Session, k: int):
+    d = [s.solver.dual_objective()]
+    for _ in range(k):
+        s.step()
+        d.append(s.solver.dual_objective())
+    d = np.array(d)
+    # exact line search: every block step improves the dual (round-off allowed)
+    assert np.all(np.diff(d) >= -1e-12 * np.maximum(1.0, np.abs(d[1:]))), np.diff(d).min()
+
+
+# ------------------------------------------------------------------------ item 9: keep α
+def test_switch_uniform_to_gap_mid_run_keeps_alpha():
+    s = _session(dataset="toy", sampling="uniform", step_kind="pairwise")
+    try:
+        n = s.solver.n
+        _steps(s, 3 * n)
+        before = s.snapshot
+        w0, d0, it0 = s.solver.w, s.solver.dual_objective(), s.solver.iteration
+        s.sampling = "gap"
+        after = s.snapshot
+        assert s.solver.config.sampling.name == "GAP"
+        assert s.solver.iteration == it0 == after.iteration      # the run continues
+        assert s.solver.dual_objective() == d0 and np.array_equal(s.solver.w, w0)
+        assert after.dual == before.dual
+        assert len(after.trace) == len(before.trace)           # the curve continues
+        assert [m[3] for m in after.switches] == ["gap sampling"]
+        assert after.switches[0][0] == pytest.approx(before.effective_passes)
+        _w_is_A_alpha(s)
+        _dual_non_decreasing(s, 2 * n)
+        _w_is_A_alpha(s)
+        assert s.solver.iteration == it0 + 2 * n
+        msgs = [m for _, m in s.messages()]
+        assert any("continuing from the current α" in m for m in msgs)
+        assert not any("restarted" in m or "was reset" in m for m in msgs)
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("change", [dict(step_kind="away"), dict(step_kind="fw"), dict(cache=True),
+                                    dict(sampling="permutation"), dict(gap_check=1)])
+def test_switch_step_kind_or_cache_keeps_alpha(change):
+    s = _session(dataset="toy", sampling="gap", step_kind="pairwise")
+    try:
+        n = s.solver.n
+        _steps(s, 2 * n + 3)
+        w0, d0, it0 = s.solver.w, s.solver.dual_objective(), s.solver.iteration
+        s.param.update(**change)
+        assert s.solver.iteration == it0 and s.solver.dual_objective() == d0
+        assert np.array_equal(s.solver.w, w0)
+        assert len(s.snapshot.switches) == 1
+        _dual_non_decreasing(s, 2 * n)
+        _w_is_A_alpha(s)
+    finally:
+        s.close()
+
+
+def test_fw_without_atoms_to_pairwise_restarts_and_says_why():
+    s = _session(dataset="toy", sampling="gap", step_kind="fw")
+    try:
+        _steps(s, 10)
+        s.step_kind = "pairwise"
+        assert s.solver.iteration == 0 and s.snapshot.switches == ()
+        assert any("kept no atoms" in m for _, m in s.messages())
+    finally:
+        s.close()
+
+
+def test_lam_change_warm_starts_from_the_current_alpha():
+    s = _session(dataset="toy", sampling="gap", step_kind="pairwise", lam=0.05)
+    try:
+        n = s.solver.n
+        _steps(s, 4 * n)
+        w0 = s.solver.w
+        old = s.solver
+        s.lam = 0.02
+        new = s.solver
+        assert new.lam == 0.02 and new is not old
+        # same α, w scaled by λ_old/λ_new (w = Aα/λ)
+        np.testing.assert_allclose(new.w, w0 * 0.05 / 0.02, rtol=1e-12)
+        assert s.snapshot.switches and "λ = 0.02" in s.snapshot.switches[0][3]
+        assert "λ = 0.05" in s.snapshot.label
+        ex = s.compute_exact_gaps()
+        assert math.isfinite(ex.gap) and ex.gap >= -1e-12
+        # the gap is the new λ's: the primal and dual are evaluated at λ = 0.05
+        d_new = new.dual_objective()
+        assert ex.dual == pytest.approx(d_new, rel=1e-12, abs=1e-15)
+        fresh = _session(dataset="toy", sampling="gap", step_kind="pairwise", lam=0.05)
+        try:
+            assert ex.gap < fresh.compute_exact_gaps().gap    # a warm start, not α⁰
+        finally:
+            fresh.close()
+        _dual_non_decreasing(s, n)
+        _w_is_A_alpha(s)
+    finally:
+        s.close()
+
+
+def test_reset_restarts_from_alpha0_and_keep_alpha_off_restarts():
+    s = _session(dataset="toy", sampling="uniform", step_kind="pairwise")
+    try:
+        _steps(s, 30)
+        s.sampling = "gap"
+        assert s.solver.iteration == 30
+        s.reset()
+        assert s.solver.iteration == 0 and np.all(s.solver.w == 0) and s.snapshot.switches == ()
+        assert s.solver.config.sampling.name == "GAP"
+        _steps(s, 30)
+        s.keep_alpha = False
+        s.sampling = "uniform"
+        assert s.solver.iteration == 0 and np.all(s.solver.w == 0)
+    finally:
+        s.close()
+
+
+def test_switch_marker_is_in_the_curve_data():
+    pytest.importorskip("panel")
+    from gaplab.app.views import GapView
+    s = _session(dataset="toy", sampling="uniform", step_kind="pairwise")
+    try:
+        n = s.solver.n
+        _steps(s, 2 * n)
+        s.sampling = "gap"
+        _steps(s, n)
+        snap = s.snapshot
+        v = GapView("passes", name="gap_passes")
+        v.update(snap, True)
+        assert list(v.switches.data["x"]) == [pytest.approx(2.0)]
+        assert v.switches.data["label"] == ["→ gap sampling"]
+        vt = GapView("time")
+        vt.update(snap, True)
+        assert vt.switches.data["x"][0] == pytest.approx(snap.switches[0][1])
+    finally:
+        s.close()
+
+
+# ------------------------------------------------------------------------ item 10: go back
+def _state(s: Session):
+    sv, snap = s.solver, s.snapshot
+    return dict(w=sv.w, alpha=sv.S.a_alpha.copy(), mu=sv.S.mu.copy(), gaps=sv.gap_estimates,
+                dual=sv.dual_objective(), it=sv.iteration, calls=sv.oracle_calls,
+                step=snap.last_step.iteration if snap.last_step else None,
+                block=snap.last_step.block if snap.last_step else None,
+                heur=snap.heuristic_gap, rng=sv.S.rng.copy())
+
+
+def _assert_same(a, b):
+    assert a.keys() == b.keys()
+    for k in a:
+        if isinstance(a[k], np.ndarray):
+            assert a[k].shape == b[k].shape and np.array_equal(a[k], b[k]), k
+        else:
+            assert a[k] == b[k] or (isinstance(a[k], float) and math.isnan(a[k]) and math.isnan(b[k])), k
+
+
+@pytest.mark.parametrize("kind", ["fw", "pairwise"])
+def test_back_five_steps_equals_fifteen_steps_and_replays_bitwise(kind):
+    s = _session(dataset="ocr-small", step_kind=kind)
+    try:
+        states = []
+        for _ in range(20):
+            s.step()
+            states.append(_state(s))
+        for _ in range(5):
+            s.back()
+        _assert_same(_state(s), states[14])
+        assert s.snapshot.last_step.iteration == 14 and s.snapshot.iteration == 15
+        for k in range(15, 20):
+            s.step()
+            _assert_same(_state(s), states[k])
+    finally:
+        s.close()
+
+
+def test_back_reaches_two_hundred_steps_after_a_run():
+    s = _session(dataset="toy", sampling="gap", step_kind="pairwise")
+    try:
+        _steps(s, 700)
+        ref = s.solver.copy()
+        ref_states = {}
+        # the reference: a fresh solver stepped to each target
+        for t in (500, 650, 699):
+            c = _session(dataset="toy", sampling="gap", step_kind="pairwise")
+            try:
+                c.solver.steps(t)
+                ref_states[t] = (c.solver.w, c.solver.gap_estimates)
+            finally:
+                c.close()
+        for t in (699, 650, 500):
+            s.go_to(t)
+            assert s.solver.iteration == t
+            assert np.array_equal(s.solver.w, ref_states[t][0])
+            assert np.array_equal(s.solver.gap_estimates, ref_states[t][1])
+        s.go_to(700)
+        assert np.array_equal(s.solver.w, ref.w)
+    finally:
+        s.close()
+
+
+def test_back_past_the_history_or_a_switch_is_refused_cleanly():
+    s = _session(dataset="toy", sampling="uniform", step_kind="pairwise")
+    try:
+        _steps(s, 10)
+        s.sampling = "gap"
+        s.step()
+        s.back()
+        assert s.solver.iteration == 10
+        w = s.solver.w
+        s.back()   # before the switch: not reachable
+        assert s.solver.iteration == 10 and np.array_equal(s.solver.w, w)
+        assert "not reachable" in s.messages()[-1][1]
+        with pytest.raises(ValueError, match="k must be"):
+            s.back(0)
+    finally:
+        s.close()
+
+
+def test_back_after_an_exact_gap_pass_keeps_the_check():
+    s = _session(dataset="toy", sampling="gap", step_kind="fw")
+    try:
+        for _ in range(8):
+            s.step()
+        ex = s.compute_exact_gaps()
+        for _ in range(4):
+            s.step()
+        s.back(4)
+        assert s.solver.iteration == 8 and s.snapshot.exact_gap == ex.gap
+        s.back(2)
+        assert s.solver.iteration == 6 and s.snapshot.manual_checks == ()
+    finally:
+        s.close()
