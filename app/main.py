@@ -18,6 +18,7 @@ from panel.io import hold
 
 from . import kernels
 from .export import figure_export_buttons, trace_csv, trace_json
+from .keys import KEY_HELP, KeyboardShortcuts
 from .lessons import LESSONS as LESSON_PAGES, LessonPanel
 from .path_tab import PathView
 from .session import Session
@@ -83,7 +84,10 @@ TOOLTIPS = {
            "the run stops but stays resumable (Run continues it).",
     "stop": "End the run. It stays on screen, but the next Run, Step or Step ×N starts a new run "
             "from α⁰ with the current settings (Add run to comparison first to keep its curves).",
-    "reset": "Back to α⁰ now, same settings and seed: the same run again.",
+    "reset": "Restart from α⁰ now, same settings and seed: the same run again.",
+    "back": "Back one block step (←): the state after the previous step, exactly (replayed "
+            "from a checkpoint; the last 200 steps since the last reset or setting switch). "
+            + KEY_HELP,
     "exact": "One exact gap pass: n counted oracle calls give the duality gap, the primal and "
              "every block gap g_i (red dashes on the Step tab). (Lessons, page 3)",
     "compare": "Freeze the current run's curves (labelled with its settings and seed) on the "
@@ -281,6 +285,8 @@ class GapLabApp(pn.viewable.Viewer):
         self.b_run = B(label="▶ Run", color="success", width=bw, description=TOOLTIPS["run"])
         self.b_stop = B(label="■ Stop", color="danger", width=bw, description=TOOLTIPS["stop"])
         self.b_reset = B(label="↺ Reset", color="warning", width=bw, description=TOOLTIPS["reset"])
+        self.b_back = B(label="◀ Back", width=bw, description=TOOLTIPS["back"], css_classes=["gaplab-back"])
+        self.widgets["keep_alpha"] = w("keep_alpha", pn.widgets.Checkbox, width=200, margin=(12, 10, 5, 10))
         self.b_exact = B(label="Compute exact gaps (n oracle calls)", width=290, description=TOOLTIPS["exact"])
         self.b_compare = B(label="Add run to comparison", width=190, description=TOOLTIPS["compare"])
         self.b_clear = B(label="Clear", width=90, description="Remove every comparison run.")
@@ -296,6 +302,7 @@ class GapLabApp(pn.viewable.Viewer):
                                                           "manual gap checks, comparison runs) as JSON.")
         for b, fn in [(self.b_step, self.on_step), (self.b_step_n, self.on_step_n),
                       (self.b_run, self.on_run), (self.b_stop, self.on_stop), (self.b_reset, self.on_reset),
+                      (self.b_back, self.on_back),
                       (self.b_exact, self.on_exact), (self.b_compare, self.on_compare),
                       (self.b_clear, self.on_clear)]:
             b.on_click(lambda e, fn=fn: self._timed(fn))
@@ -307,7 +314,7 @@ class GapLabApp(pn.viewable.Viewer):
         self.s.param.watch(lambda e: self._sync_visibility(), ["sampling", "cache", "dataset"])
         self._sync_visibility()
         placed = [n for row in _LAYOUT for n in row]
-        rest = [n for n in wd if n not in placed and n not in ("n_steps", "speed")]   # problem options, new settings
+        rest = [n for n in wd if n not in placed and n not in ("n_steps", "speed", "keep_alpha")]   # problem options, new settings
         rows = [pn.Row(*(wd[n] for n in row if n in wd)) for row in _LAYOUT[:1]] + [self.missing]
         rows += [pn.Row(*(wd[n] for n in rest[k:k + 2])) for k in range(0, len(rest), 2)]
         rows += [pn.Row(*(wd[n] for n in row if n in wd)) for row in _LAYOUT[1:]]
@@ -328,6 +335,7 @@ class GapLabApp(pn.viewable.Viewer):
         wd = self.widgets
         return [pn.Row(self.b_step, self.b_step_n, wd["n_steps"]),
                 pn.Row(self.b_run, self.b_stop, self.b_reset),
+                pn.Row(self.b_back, wd["keep_alpha"]),
                 pn.Row(wd["speed"], self._speed_note),
                 pn.Row(self.b_exact),
                 pn.Row(self.b_compare, self.b_clear),
@@ -358,7 +366,8 @@ class GapLabApp(pn.viewable.Viewer):
         if self.w_projector.value != on:
             self.w_projector.value = on
         wd = self.widgets
-        bar = [self.b_step, self.b_step_n, wd["n_steps"], self.b_run, self.b_stop, self.b_reset, wd["speed"]]
+        bar = [self.b_back, self.b_step, self.b_step_n, wd["n_steps"], self.b_run, self.b_stop, self.b_reset,
+               wd["speed"]]
         if on:
             self.run_box.objects = []
             self.topbar.objects = bar
@@ -401,7 +410,9 @@ class GapLabApp(pn.viewable.Viewer):
         self.w_projector.param.watch(lambda e: self.set_projector(e.new), "value")
         title = pn.pane.HTML("<span style='font-size:20px;font-weight:600;color:white'>gaplab · Minding the gaps</span>",
                              margin=(8, 14))
-        header = pn.Row(title, self.subtitle, pn.layout.HSpacer(), self.w_projector,
+        self.keys = KeyboardShortcuts(width=0, height=0, margin=0)
+        self.keys.param.watch(lambda e: self.on_key(KeyboardShortcuts.action_of(e.new)), "press")
+        header = pn.Row(title, self.subtitle, pn.layout.HSpacer(), self.w_projector, self.keys,
                         styles={"background": "#1f3b57", "border-radius": "4px"},
                         sizing_mode="stretch_width", margin=(5, 10))
         self.topbar = pn.Row(visible=False, sizing_mode="stretch_width", css_classes=["gaplab-topbar"])
@@ -530,6 +541,21 @@ class GapLabApp(pn.viewable.Viewer):
         self.session.reset()
         self.refresh()
 
+    def on_back(self):
+        self.session.back()
+        self.refresh()
+
+    def on_key(self, action: str | None):
+        """A presenter key (gaplab.app.keys): the same as its button; solver keys do nothing
+        while their buttons are disabled (loading, compiling)."""
+        if action == "projector":
+            self.set_projector(not self.projector)
+            return
+        fn = {"step": self.on_step, "step_n": self.on_step_n, "back": self.on_back, "run": self.on_run}.get(action)
+        if fn is None or self.session.status == "loading" or not kernels.state().ready:
+            return
+        self._timed(fn)
+
     def on_exact(self):
         self.session.compute_exact_gaps()
         self.refresh()
@@ -621,7 +647,7 @@ class GapLabApp(pn.viewable.Viewer):
             self.b_run.label = label
         ks = kernels.state()
         busy = snap.status == "loading" or not ks.ready
-        for b in (self.b_step, self.b_step_n, self.b_run, self.b_exact, self.b_reset):
+        for b in (self.b_step, self.b_step_n, self.b_run, self.b_exact, self.b_reset, self.b_back):
             if b.disabled != busy:
                 b.disabled = busy
         kkey = (ks.status, round(ks.fraction, 2), ks.message)

@@ -260,3 +260,51 @@ def test_back_after_an_exact_gap_pass_keeps_the_check():
         assert s.solver.iteration == 6 and s.snapshot.manual_checks == ()
     finally:
         s.close()
+
+
+# ------------------------------------------------------------------------ item 10: keys, buttons
+@pytest.fixture(scope="module")
+def app():
+    pytest.importorskip("panel")
+    from gaplab.app.main import build_app
+    a = build_app(periodic=False)
+    assert a.session.wait_idle(60)
+    yield a
+    a.close()
+
+
+def test_keyboard_mapping_is_in_the_page(app):
+    from bokeh.embed import file_html  # noqa: F401 - the component's script is in its model
+    from gaplab.app.keys import KEYMAP, KeyboardShortcuts
+    assert {KEYMAP[" "], KEYMAP["ArrowRight"], KEYMAP["ArrowLeft"], KEYMAP["r"], KEYMAP["p"]} == \
+        {"step", "step_n", "back", "run", "projector"}
+    assert KEYMAP[" "] == "step" and KEYMAP["ArrowRight"] == "step_n" and KEYMAP["ArrowLeft"] == "back"
+    assert app.keys in list(app._layout.select(KeyboardShortcuts))
+    script = KeyboardShortcuts._scripts["render"]
+    assert "addEventListener('keydown'" in script and "'INPUT'" in script and "'TEXTAREA'" in script
+    assert '"ArrowLeft": "back"' in script
+    # the model sent to the page carries the script
+    model = app.keys.get_root()
+    assert "keydown" in str(model.scripts) or "keydown" in str(getattr(model, "callbacks", ""))
+
+
+def test_keys_drive_the_buttons(app):
+    s = app.session
+    s.param.update(speed=math.inf, sampling="gap", step_kind="fw", cache=False, n_steps=7)
+    s.reset()
+    app.keys.press = "step:1"
+    assert s.snapshot.iteration == 1
+    app.keys.press = "step:2"
+    assert s.snapshot.iteration == 2
+    app.keys.press = "back:3"
+    assert s.snapshot.iteration == 1
+    app.keys.press = "step_n:4"
+    assert s.wait_idle(60) and s.snapshot.iteration == 8
+    app.keys.press = "projector:5"
+    assert app.projector
+    app.keys.press = "projector:6"
+    assert not app.projector
+    app.keys.press = "bogus:7"                  # not an action: nothing happens
+    assert s.snapshot.iteration == 8
+    app.b_back.clicks += 1
+    assert s.snapshot.iteration == 7
