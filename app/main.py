@@ -19,6 +19,7 @@ from panel.io import hold
 from . import kernels
 from .export import figure_export_buttons, trace_csv, trace_json
 from .keys import KEY_HELP, KeyboardShortcuts
+from . import urlstate
 from .lessons import LESSONS as LESSON_PAGES, LessonPanel
 from .path_tab import PathView
 from .session import Session
@@ -170,8 +171,12 @@ class GapLabApp(pn.viewable.Viewer):
     """
 
     def __init__(self, session: Session | None = None, *, periodic: bool = True, warm: bool = False,
-                 **params):
+                 url: urlstate.UrlRequest | None = None, **params):
         super().__init__(**params)
+        # a bookmarked state (gaplab.app.urlstate): applied once the dataset is loaded; until then
+        # the page's URL is left as opened
+        self._url_pending = url if url is not None and not (url.empty and not url.notices) else None
+        self._url_written = ("", 0.0)
         _pin_local_resources()   # before any component is built
         _extension()
         if warm:
@@ -206,6 +211,7 @@ class GapLabApp(pn.viewable.Viewer):
         self.anatomy_p = self.blocks_p = None   # made when projector mode is first switched on
         self._built = {0}   # tabs whose views exist (the others are built when first shown)
         self._layout = self._build()
+        self._apply_url()
         self.refresh(force=True)
         if periodic:
             self._cb = pn.state.add_periodic_callback(self._tick, period=REFRESH_MS)
@@ -541,6 +547,59 @@ class GapLabApp(pn.viewable.Viewer):
         self.session.reset()
         self.refresh()
 
+    # ------------------------------------------------------------------ bookmarkable states
+    def open_url(self, query) -> urlstate.UrlRequest:
+        """Show the state a URL query describes (``"?dataset=toy&steps=20&tab=lessons&lesson=3"``):
+        settings, seed, step count, tab and lesson page; bad values are ignored with an escaped
+        notice. Blocks until the dataset is loaded and the steps are taken."""
+        req = urlstate.parse_query(query, self.session)
+        settings = {k: v for k, v in req.settings.items() if k != "lam" and getattr(self.session, k) != v}
+        if settings:
+            self.session.param.update(**settings)
+        self.session.wait_idle(120)
+        self._url_pending = req if not (req.empty and not req.notices) else None
+        self._apply_url()
+        self.refresh(force=True)
+        return req
+
+    def _apply_url(self):
+        """Apply a pending URL request once the session's dataset is loaded (λ, steps, tab,
+        lesson page), then show its notices (escaped by urlstate) after what the steps said."""
+        req = self._url_pending
+        if req is None or self.session.status == "loading" or self.session.running:
+            return
+        self._url_pending = None
+        urlstate.restore(self.session, urlstate.UrlRequest(settings=req.settings, steps=req.steps))
+        tab = req.tab if req.tab is not None else (LESSONS if req.lesson is not None else None)
+        if tab is not None:
+            self.tabs.active = tab
+        if req.lesson is not None:
+            self.lessons.go(req.lesson - 1)
+        for text in req.notices:
+            self.session.notify(text, "warning")
+
+    def url_query(self) -> dict:
+        """The URL query of what the page shows now (:func:`gaplab.app.urlstate.query_of`)."""
+        lesson = self._lessons.page + 1 if LESSONS in self._built and hasattr(self, "_lessons") else None
+        return urlstate.query_of(self.session, tab=self.tabs.active, lesson=lesson)
+
+    def _write_url(self):
+        """Served: keep the page's URL (``pn.state.location.search``) on the state shown, at most
+        once a second and never while a run goes (each change is a browser history entry)."""
+        if self._url_pending is not None or not _served() or self.session.running:
+            return
+        loc = pn.state.location
+        if loc is None:
+            return
+        now = time.perf_counter()
+        if now - self._url_written[1] < 1.0:
+            return
+        q = urlstate.query_string(self.url_query())
+        if q != self._url_written[0]:
+            self._url_written = (q, now)
+            if loc.search != q:
+                loc.search = q
+
     def on_back(self):
         self.session.back()
         self.refresh()
@@ -632,7 +691,9 @@ class GapLabApp(pn.viewable.Viewer):
             if self._blocks is None and now - self._t_made > 5.0:   # no onload: make them anyway
                 self.blocks  # noqa: B018
         try:
+            self._apply_url()
             self.refresh(force=force)
+            self._write_url()
         except Exception as exc:  # a drawing bug must not kill the periodic callback
             self.session.notify(f"Display error: {type(exc).__name__}: {exc}", "error")
 
@@ -776,4 +837,9 @@ def build_app(**session_params) -> GapLabApp:
     background first (buttons disabled meanwhile). Other keywords are :class:`Session` settings."""
     periodic = session_params.pop("periodic", True)
     warm = session_params.pop("warm", False)   # the served entry points pass True
-    return GapLabApp(Session(**session_params), periodic=periodic, warm=warm)
+    url = None
+    loc = pn.state.location if _served() else None
+    if loc is not None and loc.search:   # a bookmarked state: its settings make the session
+        url = urlstate.parse_query(loc.search, Session)
+        session_params = {**{k: v for k, v in url.settings.items() if k != "lam"}, **session_params}
+    return GapLabApp(Session(**session_params), periodic=periodic, warm=warm, url=url)

@@ -709,6 +709,7 @@ class Session(SessionSettings):
                 self._draw_p = (sv.iteration, sv.sampling_probabilities(), np.array(sv.gap_estimates, copy=True))
 
             new = self._history.reach(iteration, on_last=seen)
+            self._history.note(new, force=True)   # the next Back replays from here, not from afar
             self._solver = new
             self._trace = list(new.trace())
             self._last_check = next((r for r in reversed(self._trace) if r["kind"] == "gap_check"), None)

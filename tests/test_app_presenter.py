@@ -308,3 +308,87 @@ def test_keys_drive_the_buttons(app):
     assert s.snapshot.iteration == 8
     app.b_back.clicks += 1
     assert s.snapshot.iteration == 7
+
+
+# ------------------------------------------------------------------------ item 11: URL state
+def test_a_session_from_a_query_equals_one_stepped_by_hand():
+    from gaplab.app.urlstate import query_of, query_string, session_from_query
+    hand = _session(dataset="toy", sampling="uniform", step_kind="pairwise", seed=3)
+    try:
+        hand.lam = 0.02
+        for _ in range(37):
+            hand.step()
+        q = query_string(query_of(hand, tab=5, lesson=4))
+        assert "dataset=toy" in q and "sampling=uniform" in q and "steps=37" in q and "lam=0.02" in q
+        assert "tab=lessons" in q and "lesson=4" in q and "seed=3" in q
+        s, req = session_from_query(q)
+        try:
+            assert req.notices == [] and req.tab == 5 and req.lesson == 4 and req.steps == 37
+            assert (s.dataset, s.sampling, s.step_kind, s.seed, s.lam) == ("toy", "uniform", "pairwise", 3, 0.02)
+            _assert_same(_state(s), _state(hand))
+            assert s.snapshot.last_step.probability == hand.snapshot.last_step.probability
+            # both go on identically
+            for _ in range(5):
+                hand.step()
+                s.step()
+            _assert_same(_state(s), _state(hand))
+        finally:
+            s.close()
+    finally:
+        hand.close()
+
+
+def test_the_issue_example_url_opens_the_same_screen():
+    from gaplab.app.urlstate import parse_query
+    from gaplab.app.session import Session
+    req = parse_query("?dataset=ocr-small&sampling=gap&lesson=4&steps=120", Session)
+    assert req.notices == [] and req.settings == {"dataset": "ocr-small", "sampling": "gap"}
+    assert req.lesson == 4 and req.steps == 120
+
+
+@pytest.mark.parametrize("query, key", [
+    ("?sampling=<script>alert(1)</script>", "sampling"),
+    ("?lam=-1", "lam"), ("?lam=nan", "lam"), ("?lam=1e999", "lam"), ("?seed=1.5", "seed"),
+    ("?steps=-3", "steps"), ("?steps=99999999999", "steps"), ("?lesson=0", "lesson"),
+    ("?tab=<img src=x onerror=alert(1)>", "tab"), ("?cache=maybe", "cache"),
+    ("?dataset=../../etc/passwd", "dataset"), ("?gap_check=7", "gap_check"),
+    ("?<b>bold</b>=1", "<b>bold</b>"), ("?sampling=" + "x" * 500, "sampling"),
+])
+def test_a_bad_query_value_is_refused_cleanly(query, key):
+    import html
+    from gaplab.app.session import Session
+    from gaplab.app.urlstate import parse_query
+    req = parse_query(query, Session)
+    assert req.settings == {} and req.steps is None and req.tab is None and req.lesson is None
+    assert len(req.notices) == 1
+    text = req.notices[0]
+    assert html.escape(key, quote=True) in text
+    assert "<" not in text and ">" not in text       # escaped: no markup reaches the page
+
+
+def test_bad_values_next_to_good_ones_keep_the_good_ones():
+    from gaplab.app.urlstate import session_from_query
+    s, req = session_from_query("?dataset=toy&sampling=bogus&step_kind=away&steps=12&seed=x")
+    try:
+        assert s.step_kind == "away" and s.sampling == "gap" and s.seed == 0
+        assert s.solver.iteration == 12 and len(req.notices) == 2
+        assert sum("ignored" in m for _, m in s.messages()) == 2
+    finally:
+        s.close()
+
+
+def test_the_app_opens_a_url_on_its_tab_and_lesson(app):
+    s = app.session
+    req = app.open_url("?dataset=ocr-small&sampling=uniform&lesson=4&steps=30&<i>x</i>=1")
+    try:
+        assert len(req.notices) == 1 and "&lt;i&gt;" in req.notices[0]
+        assert app.tabs.active == 5 and app.lessons.page == 3 and "page 4 of" in app.lessons.pager.object
+        assert s.sampling == "uniform" and s.snapshot.iteration == 30
+        assert app.alert.object == req.notices[0]         # the notice reached the page, escaped
+        q = app.url_query()
+        assert q["dataset"] == "ocr-small" and q["sampling"] == "uniform" and q["steps"] == "30"
+        assert q["tab"] == "lessons" and q["lesson"] == "4"
+    finally:
+        s.param.update(sampling="gap")
+        s.reset()
+        app.tabs.active = 0
