@@ -1365,8 +1365,9 @@ class StatusView(_Base):
         exact = (f"exact gap <b>{_fmt(snap.exact_gap)}</b> @ {snap.exact_passes:.1f} passes"
                  if math.isfinite(snap.exact_gap) else "exact gap –")
         test = status_test_words(snap)
-        if snap.origin:
-            test += f" · λ = <b>{snap.lam:.4g}</b> <span style='color:#666'>(from the path)</span>"
+        if snap.origin:   # a model picked on the path, or a λ warm start (Session.keep_alpha)
+            src = "the path" if snap.origin.startswith("path") else "warm start from " + html.escape(snap.origin)
+            test += f" · λ = <b>{snap.lam:.4g}</b> <span style='color:#666'>({src})</span>"
         self.panel.object = (
             f"<div class='gaplab-status'><span style='color:{color};font-weight:bold'>● {status}</span> &nbsp;"
             f"<b>{snap.dataset}</b> (n = {snap.n:,}) · iteration <b>{snap.iteration:,}</b> · "

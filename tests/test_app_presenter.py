@@ -111,6 +111,10 @@ def test_lam_change_warm_starts_from_the_current_alpha():
         np.testing.assert_allclose(new.w, w0 * 0.05 / 0.02, rtol=1e-12)
         assert s.snapshot.switches and "λ = 0.02" in s.snapshot.switches[0][3]
         assert "λ = 0.05" in s.snapshot.label
+        from gaplab.app.views import StatusView
+        sv = StatusView()
+        sv.update(s.snapshot, True)
+        assert "warm start from α at λ = 0.05" in sv.panel.object and "from the path" not in sv.panel.object
         ex = s.compute_exact_gaps()
         assert math.isfinite(ex.gap) and ex.gap >= -1e-12
         # the gap is the new λ's: the primal and dual are evaluated at λ = 0.05
