@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import html
 import time
+from urllib.parse import urlsplit
 
 import panel as pn
 import param
@@ -177,6 +178,7 @@ class GapLabApp(pn.viewable.Viewer):
         # the page's URL is left as opened
         self._url_pending = url if url is not None and not (url.empty and not url.notices) else None
         self._url_written = ("", 0.0)
+        self._loc = pn.state.location if _served() else None   # this page's URL (served only)
         _pin_local_resources()   # before any component is built
         _extension()
         if warm:
@@ -584,21 +586,25 @@ class GapLabApp(pn.viewable.Viewer):
         return urlstate.query_of(self.session, tab=self.tabs.active, lesson=lesson)
 
     def _write_url(self):
-        """Served: keep the page's URL (``pn.state.location.search``) on the state shown, at most
-        once a second and never while a run goes (each change is a browser history entry)."""
-        if self._url_pending is not None or not _served() or self.session.running:
-            return
-        loc = pn.state.location
-        if loc is None:
+        """Served: keep the page's URL (``pn.state.location``) on the state shown, at most once a
+        second and never while a run goes (each change is a browser history entry). The
+        browser reports the URL it shows (``href``); a write made before the page was listening
+        is made again until the two agree."""
+        loc = self._loc
+        if self._url_pending is not None or loc is None or self.session.running:
             return
         now = time.perf_counter()
         if now - self._url_written[1] < 1.0:
             return
         q = urlstate.query_string(self.url_query())
-        if q != self._url_written[0]:
-            self._url_written = (q, now)
-            if loc.search != q:
-                loc.search = q
+        shown = urlsplit(loc.href or "").query
+        if ("?" + shown if shown else "") == q:
+            return
+        self._url_written = (q, now)
+        if loc.search != q:
+            loc.search = q
+        else:
+            loc.param.trigger("search")
 
     def on_back(self):
         self.session.back()
