@@ -8,7 +8,8 @@ any earlier step t by copying the last checkpoint at or before t and replaying t
 them. Checkpoints are taken at most every ``spacing`` steps while stepping by hand and at most
 every ``min_interval_s`` seconds of a run, so a replay is short (at most ``spacing`` steps after a
 Step, or about ``min_interval_s`` of solver work after a run), and at least ``depth`` steps back
-are always reachable. No Panel import.
+are always reachable (within the current run: the session clears the history when it replaces
+the solver, at a reset or a setting switch). No Panel import.
 """
 from __future__ import annotations
 

@@ -96,7 +96,9 @@ def _value(p: param.Parameter, raw: str):
         raise ValueError("not settable from a URL")
     lo, hi = p.bounds or (None, None)
     inc_lo, inc_hi = getattr(p, "inclusive_bounds", (True, True))
-    if lo is not None and (v < lo or (v == lo and not inc_lo)) or hi is not None and (v > hi or (v == hi and not inc_hi)):
+    below = lo is not None and (v < lo or (v == lo and not inc_lo))
+    above = hi is not None and (v > hi or (v == hi and not inc_hi))
+    if below or above:
         raise ValueError(f"expected a value in [{lo:g}, {hi:g}]" if lo is not None and hi is not None
                          else "out of range")
     return v

@@ -278,7 +278,6 @@ def app():
 
 
 def test_keyboard_mapping_is_in_the_page(app):
-    from bokeh.embed import file_html  # noqa: F401 - the component's script is in its model
     from gaplab.app.keys import KEYMAP, KeyboardShortcuts
     assert {KEYMAP[" "], KEYMAP["ArrowRight"], KEYMAP["ArrowLeft"], KEYMAP["r"], KEYMAP["p"]} == \
         {"step", "step_n", "back", "run", "projector"}
