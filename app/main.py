@@ -178,6 +178,7 @@ class GapLabApp(pn.viewable.Viewer):
         # the page's URL is left as opened
         self._url_pending = url if url is not None and not (url.empty and not url.notices) else None
         self._url_written = ("", 0.0)
+        self._anatomy_step = None   # the step the anatomy on screen describes (1-based)
         self._loc = pn.state.location if _served() else None   # this page's URL (served only)
         _pin_local_resources()   # before any component is built
         _extension()
@@ -735,6 +736,11 @@ class GapLabApp(pn.viewable.Viewer):
                 if v.update(snap, force):
                     self._drawn[id(v)] = now
                     drew = True
+                    if isinstance(v, AnatomyView):
+                        self._anatomy_step = snap.last_step.iteration + 1 if snap.last_step else None
+            # the anatomy is redrawn less often during a run: the status line says which step
+            # it shows when the numbers have moved on (one set of numbers, or says which step)
+            self.status.anatomy_step = self._anatomy_step if self.tabs.active == STEP else None
             # the status line shows the same snapshot as the views drawn in this frame (its
             # numbers never lead or lag the plots)
             slow = self.status.RUNNING_MIN_INTERVAL_S

@@ -1336,6 +1336,9 @@ class StatusView(_Base):
     RUNNING_MIN_INTERVAL_S = 0.15
     #: the background compile's KernelState while it runs (set by the app), else None
     compiling = None
+    #: the step (1-based) the anatomy on screen describes, when it is drawn less often than this
+    #: line (set by the app; None: no anatomy shown). A lag is said with the numbers.
+    anatomy_step = None
 
     def __init__(self):
         super().__init__()
@@ -1372,4 +1375,11 @@ class StatusView(_Base):
             f"<div class='gaplab-status'><span style='color:{color};font-weight:bold'>● {status}</span> &nbsp;"
             f"<b>{snap.dataset}</b> (n = {snap.n:,}) · iteration <b>{snap.iteration:,}</b> · "
             f"<b>{snap.effective_passes:.2f}</b> passes · heuristic gap <b>{_fmt(snap.heuristic_gap)}</b> · "
-            f"{exact}{test}{rate}</div>")
+            f"{exact}{test}{rate}{self._anatomy_lag(snap)}</div>")
+
+    def _anatomy_lag(self, snap) -> str:
+        shown = self.anatomy_step
+        if shown is None or snap.iteration <= shown:
+            return ""
+        return (f" · <span class='gaplab-anatomy-lag' style='color:#666'>anatomy: step #{shown:,}, "
+                f"{snap.iteration - shown:,} steps ago</span>")
