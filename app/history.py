@@ -33,18 +33,26 @@ class History:
     spacing : int
         Steps between two checkpoints taken by :meth:`note` (>= 1).
     min_interval_s : float
-        Seconds between two checkpoints taken during a run (:meth:`note` with ``running=True``).
+        Seconds between two checkpoints taken during a run (:meth:`note` with ``running=True``;
+        at least 20 times the last copy's duration, so copying costs at most ~5 % of a run).
+    max_bytes : int
+        Memory the checkpoints may take (bytes of solver state); beyond it every other
+        checkpoint between the first and the last is dropped (replays get longer, memory stays
+        bounded).
     """
 
-    def __init__(self, depth: int = HISTORY_DEPTH, spacing: int = 25, min_interval_s: float = 0.5):
+    def __init__(self, depth: int = HISTORY_DEPTH, spacing: int = 25, min_interval_s: float = 0.5,
+                 max_bytes: int = 256 * 2 ** 20):
         for name, v in (("depth", depth), ("spacing", spacing)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {v!r}")
         if not min_interval_s >= 0:
             raise ValueError(f"min_interval_s must be >= 0 seconds, got {min_interval_s!r}")
         self.depth, self.spacing, self.min_interval_s = depth, spacing, float(min_interval_s)
+        self.max_bytes = int(max_bytes)
         self._ckpts: list[tuple[int, Solver]] = []   # (iteration, independent copy), ascending
         self._t_last = 0.0
+        self._t_copy = 0.0   # seconds the last copy took
 
     def clear(self) -> None:
         self._ckpts = []
@@ -69,15 +77,16 @@ class History:
             last = self._ckpts[-1][0]
             if it == last:
                 return False
-            if running and now - self._t_last < self.min_interval_s:
+            if it - last < self.spacing:
                 return False
-            if not running and it - last < self.spacing:
+            if running and now - self._t_last < max(self.min_interval_s, 20 * self._t_copy):
                 return False
         # a checkpoint replaces those at or after its iteration (they belong to a future that a
         # "back" has abandoned, or to the same step before a state change such as an exact gap pass)
         self._ckpts = [c for c in self._ckpts if c[0] < it]
         self._ckpts.append((it, solver.copy()))
-        self._t_last = now
+        self._t_last = time.perf_counter()
+        self._t_copy = self._t_last - now
         self._prune(it)
         return True
 
@@ -88,6 +97,10 @@ class History:
             if it <= current - self.depth:
                 keep_from = k
         self._ckpts = self._ckpts[keep_from:]
+        size = self._ckpts[-1][1].memory_bytes() if self._ckpts else 0
+        while len(self._ckpts) > 2 and size * len(self._ckpts) > self.max_bytes:
+            inner = self._ckpts[1:-1]
+            self._ckpts = [self._ckpts[0]] + inner[1::2] + [self._ckpts[-1]]
 
     def reach(self, target: int, *, on_last=None) -> Solver:
         """An independent solver at iteration ``target`` (a checkpoint's copy stepped forward).

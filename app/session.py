@@ -500,6 +500,7 @@ class Session(SessionSettings):
     # ------------------------------------------------------------------ (re)building
     def _rebuild(self, *, load_dataset: bool, reason: str = ""):
         """Stop any run and make a fresh solver from the current settings (UI thread)."""
+        stopped = self._status == "stopped"   # Stop ended the run: nothing to continue
         self._halt("idle")
         try:
             cfg = self.solver_config()
@@ -511,7 +512,7 @@ class Session(SessionSettings):
         if load_dataset or self._problem is None or self._problem.name != self.dataset:
             self._start_load()
             return
-        if reason and self._continue(cfg, reason):
+        if reason and not stopped and self._continue(cfg, reason):
             return
         self._install(self._problem, cfg)
         if reason:

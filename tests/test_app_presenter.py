@@ -425,3 +425,33 @@ def test_status_line_says_which_step_a_lagging_anatomy_shows(app):
         s._snapshot = real
         app.refresh(force=True)
     assert "steps ago" not in app.status.panel.object
+
+
+def test_history_memory_stays_bounded_and_back_stays_exact():
+    from gaplab.app.history import History
+    s = _session(dataset="toy", sampling="gap", step_kind="pairwise")
+    try:
+        sv = s.solver
+        h = History(depth=200, spacing=5, max_bytes=4 * sv.memory_bytes())
+        ref = {}
+        for k in range(400):
+            h.note(sv)
+            sv.step()
+            ref[sv.iteration] = sv.w
+        assert len(h.checkpoints) <= 4
+        assert h.earliest <= sv.iteration - 200
+        for t in (sv.iteration - 200, sv.iteration - 1, sv.iteration - 77):
+            assert np.array_equal(h.reach(t).w, ref[t])
+    finally:
+        s.close()
+
+
+def test_a_setting_change_after_stop_restarts_from_alpha0():
+    s = _session(dataset="toy", sampling="uniform", step_kind="pairwise")
+    try:
+        _steps(s, 30)
+        s.stop()
+        s.sampling = "gap"
+        assert s.solver.iteration == 0 and s.snapshot.switches == ()
+    finally:
+        s.close()
