@@ -560,6 +560,8 @@ class GapLabApp(pn.viewable.Viewer):
         if settings:
             self.session.param.update(**settings)
         self.session.wait_idle(120)
+        if self.session.solver is not None:
+            self.session.reset()   # a URL describes a run from α⁰ (not the current α continued)
         self._url_pending = req if not (req.empty and not req.notices) else None
         self._apply_url()
         self.refresh(force=True)

@@ -6,8 +6,8 @@ give the same state).
 
 Every query value is validated against the parameter it names (a Selector's choices, a number's
 bounds, a boolean's spellings); a bad or unknown one is ignored with a notice whose text is
-HTML-escaped (it reaches the page), never an exception. The URL describes a run from α⁰: settings
-switched mid-run with α kept are not in it (the notice of :func:`query_of` says so).
+HTML-escaped (it reaches the page), never an exception. The URL describes a run from α⁰: after a
+setting switch with α kept it holds the settings but no step count (:func:`query_of`).
 No Panel import.
 """
 from __future__ import annotations
@@ -182,7 +182,9 @@ def session_from_query(query, **params):
 def query_of(session, *, tab: int | None = None, lesson: int | None = None) -> dict:
     """The URL query (str -> str) that reproduces ``session``'s screen: the dataset, the
     settings that differ from their defaults (λ: from the dataset's default λ), the chosen
-    problem's loader options, the tab, the lesson page (on the Lessons tab) and the step count."""
+    problem's loader options, the tab, the lesson page (on the Lessons tab) and the step count
+    (left out when the run is not "these settings from α⁰": after a setting switch with α kept,
+    or on a model loaded from the path)."""
     cls = type(session)
     q = {"dataset": str(session.dataset)}
     problem = session.problem
@@ -201,7 +203,11 @@ def query_of(session, *, tab: int | None = None, lesson: int | None = None) -> d
         q["tab"] = TAB_SLUGS[tab]
         if tab == TAB_SLUGS.index("lessons") and lesson is not None:
             q["lesson"] = str(int(lesson))
-    q["steps"] = str(int(session.snapshot.iteration))
+    snap = session.snapshot
+    if not snap.switches and not snap.origin:
+        q["steps"] = str(int(snap.iteration))
+    # else: the run kept α across a setting switch or started from a loaded model; "steps from
+    # α⁰ with these settings" would be another state, so the URL opens these settings at α⁰
     return q
 
 

@@ -1369,7 +1369,7 @@ class StatusView(_Base):
                  if math.isfinite(snap.exact_gap) else "exact gap –")
         test = status_test_words(snap)
         if snap.origin:   # a model picked on the path, or a λ warm start (Session.keep_alpha)
-            src = "the path" if snap.origin.startswith("path") else "warm start from " + html.escape(snap.origin)
+            src = "from the path" if snap.origin.startswith("path") else "warm start from " + html.escape(snap.origin)
             test += f" · λ = <b>{snap.lam:.4g}</b> <span style='color:#666'>({src})</span>"
         self.panel.object = (
             f"<div class='gaplab-status'><span style='color:{color};font-weight:bold'>● {status}</span> &nbsp;"

@@ -455,3 +455,18 @@ def test_a_setting_change_after_stop_restarts_from_alpha0():
         assert s.solver.iteration == 0 and s.snapshot.switches == ()
     finally:
         s.close()
+
+
+def test_a_url_never_claims_steps_it_cannot_reproduce():
+    from gaplab.app.urlstate import query_of
+    s = _session(dataset="toy", sampling="uniform", step_kind="pairwise")
+    try:
+        _steps(s, 30)
+        assert query_of(s)["steps"] == "30"
+        s.sampling = "gap"            # α kept: not "gap sampling from α⁰, 30 steps"
+        q = query_of(s)
+        assert q.get("sampling", "gap") == "gap" and "steps" not in q
+        s.reset()
+        assert query_of(s)["steps"] == "0"
+    finally:
+        s.close()
