@@ -1235,6 +1235,8 @@ class Session(SessionSettings):
             self._trace = []
             self._manual = []
             self._comparison = []
+            self._history.clear()   # its checkpoints are solver copies
+            self._switches = []
             self._status = "closed"
             self._snapshot = _empty_snapshot(self.session_id, self.dataset, "closed", 0, {})
 

@@ -470,3 +470,12 @@ def test_a_url_never_claims_steps_it_cannot_reproduce():
         assert query_of(s)["steps"] == "0"
     finally:
         s.close()
+
+
+def test_close_frees_the_checkpoints():
+    s = _session(dataset="toy", sampling="gap", step_kind="pairwise")
+    for _ in range(60):
+        s.step()
+    assert len(s._history.checkpoints) >= 2
+    s.close()
+    assert s._history.checkpoints == ()
