@@ -663,7 +663,9 @@ class Session(SessionSettings):
             self._switches = prev + [mark]
             self._history.clear()
             self._history.note(new, force=True)
-            self._capture_last_step()
+            if warm:   # the new solver's step log starts empty
+                self._last_step = None
+            # else the anatomy keeps the last step as it was taken (drawn by the old sampler)
             self._set_status("paused")
             self._publish()
         how = ("a warm start: same α, w scaled by λ_old/λ_new; passes counted anew" if warm
