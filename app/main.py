@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import time
+from urllib.parse import urlsplit
 
 import panel as pn
 import param
@@ -17,6 +18,8 @@ from panel.io import hold
 
 from . import kernels
 from .export import figure_export_buttons, trace_csv, trace_json
+from .keys import KEY_HELP, KeyboardShortcuts
+from . import urlstate
 from .lessons import LESSONS as LESSON_PAGES, LessonPanel
 from .path_tab import PathView
 from .safe_html import esc, md_esc
@@ -84,7 +87,10 @@ TOOLTIPS = {
            "the run stops but stays resumable (Run continues it).",
     "stop": "End the run. It stays on screen, but the next Run, Step or Step ×N starts a new run "
             "from α⁰ with the current settings (Add run to comparison first to keep its curves).",
-    "reset": "Back to α⁰ now, same settings and seed: the same run again.",
+    "reset": "Restart from α⁰ now, same settings and seed: the same run again.",
+    "back": "Back one block step (←): the state after the previous step, exactly (replayed "
+            "from a checkpoint; the last 200 steps since the last reset or setting switch). "
+            + KEY_HELP,
     "exact": "One exact gap pass: n counted oracle calls give the duality gap, the primal and "
              "every block gap g_i (red dashes on the Step tab). (Lessons, page 3)",
     "compare": "Freeze the current run's curves (labelled with its settings and seed) on the "
@@ -172,8 +178,14 @@ class GapLabApp(pn.viewable.Viewer):
     """
 
     def __init__(self, session: Session | None = None, *, periodic: bool = True, warm: bool = False,
-                 **params):
+                 url: urlstate.UrlRequest | None = None, **params):
         super().__init__(**params)
+        # a bookmarked state (gaplab.app.urlstate): applied once the dataset is loaded; until then
+        # the page's URL is left as opened
+        self._url_pending = url if url is not None and not (url.empty and not url.notices) else None
+        self._url_written = ("", 0.0)
+        self._anatomy_step = None   # the step the anatomy on screen describes (1-based)
+        self._loc = pn.state.location if _served() else None   # this page's URL (served only)
         _pin_local_resources()   # before any component is built
         _extension()
         if warm:
@@ -208,6 +220,7 @@ class GapLabApp(pn.viewable.Viewer):
         self.anatomy_p = self.blocks_p = None   # made when projector mode is first switched on
         self._built = {0}   # tabs whose views exist (the others are built when first shown)
         self._layout = self._build()
+        self._apply_url()
         self.refresh(force=True)
         if periodic:
             self._cb = pn.state.add_periodic_callback(self._tick, period=REFRESH_MS)
@@ -290,6 +303,8 @@ class GapLabApp(pn.viewable.Viewer):
         self.b_run = B(label="▶ Run", color="success", width=bw, description=TOOLTIPS["run"])
         self.b_stop = B(label="■ Stop", color="danger", width=bw, description=TOOLTIPS["stop"])
         self.b_reset = B(label="↺ Reset", color="warning", width=bw, description=TOOLTIPS["reset"])
+        self.b_back = B(label="◀ Back", width=bw, description=TOOLTIPS["back"], css_classes=["gaplab-back"])
+        self.widgets["keep_alpha"] = w("keep_alpha", pn.widgets.Checkbox, width=200, margin=(12, 10, 5, 10))
         self.b_exact = B(label="Compute exact gaps (n oracle calls)", width=290, description=TOOLTIPS["exact"])
         self.b_compare = B(label="Add run to comparison", width=190, description=TOOLTIPS["compare"])
         self.b_clear = B(label="Clear", width=90, description="Remove every comparison run.")
@@ -305,6 +320,7 @@ class GapLabApp(pn.viewable.Viewer):
                                                           "manual gap checks, comparison runs) as JSON.")
         for b, fn in [(self.b_step, self.on_step), (self.b_step_n, self.on_step_n),
                       (self.b_run, self.on_run), (self.b_stop, self.on_stop), (self.b_reset, self.on_reset),
+                      (self.b_back, self.on_back),
                       (self.b_exact, self.on_exact), (self.b_compare, self.on_compare),
                       (self.b_clear, self.on_clear)]:
             b.on_click(lambda e, fn=fn: next_tick(self._timed, fn))   # with the document's lock
@@ -316,7 +332,7 @@ class GapLabApp(pn.viewable.Viewer):
         self.s.param.watch(lambda e: self._sync_visibility(), ["sampling", "cache", "dataset"])
         self._sync_visibility()
         placed = [n for row in _LAYOUT for n in row]
-        rest = [n for n in wd if n not in placed and n not in ("n_steps", "speed")]   # problem options, new settings
+        rest = [n for n in wd if n not in placed and n not in ("n_steps", "speed", "keep_alpha")]   # problem options, new settings
         rows = [pn.Row(*(wd[n] for n in row if n in wd)) for row in _LAYOUT[:1]] + [self.missing]
         rows += [pn.Row(*(wd[n] for n in rest[k:k + 2])) for k in range(0, len(rest), 2)]
         rows += [pn.Row(*(wd[n] for n in row if n in wd)) for row in _LAYOUT[1:]]
@@ -337,6 +353,7 @@ class GapLabApp(pn.viewable.Viewer):
         wd = self.widgets
         return [pn.Row(self.b_step, self.b_step_n, wd["n_steps"]),
                 pn.Row(self.b_run, self.b_stop, self.b_reset),
+                pn.Row(self.b_back, wd["keep_alpha"]),
                 pn.Row(wd["speed"], self._speed_note),
                 pn.Row(self.b_exact),
                 pn.Row(self.b_compare, self.b_clear),
@@ -367,7 +384,8 @@ class GapLabApp(pn.viewable.Viewer):
         if self.w_projector.value != on:
             self.w_projector.value = on
         wd = self.widgets
-        bar = [self.b_step, self.b_step_n, wd["n_steps"], self.b_run, self.b_stop, self.b_reset, wd["speed"]]
+        bar = [self.b_back, self.b_step, self.b_step_n, wd["n_steps"], self.b_run, self.b_stop, self.b_reset,
+               wd["speed"]]
         if on:
             self.run_box.objects = []
             self.topbar.objects = bar
@@ -410,7 +428,9 @@ class GapLabApp(pn.viewable.Viewer):
         self.w_projector.param.watch(handler(lambda e: self.set_projector(e.new)), "value")
         title = pn.pane.HTML("<span style='font-size:20px;font-weight:600;color:white'>gaplab · Minding the gaps</span>",
                              margin=(8, 14))
-        header = pn.Row(title, self.subtitle, pn.layout.HSpacer(), self.w_projector,
+        self.keys = KeyboardShortcuts(width=0, height=0, margin=0)
+        self.keys.param.watch(lambda e: self.on_key(KeyboardShortcuts.action_of(e.new)), "press")
+        header = pn.Row(title, self.subtitle, pn.layout.HSpacer(), self.w_projector, self.keys,
                         styles={"background": "#1f3b57", "border-radius": "4px"},
                         sizing_mode="stretch_width", margin=(5, 10))
         self.topbar = pn.Row(visible=False, sizing_mode="stretch_width", css_classes=["gaplab-topbar"])
@@ -544,6 +564,80 @@ class GapLabApp(pn.viewable.Viewer):
         self.session.reset()
         self.refresh()
 
+    # ------------------------------------------------------------------ bookmarkable states
+    def open_url(self, query) -> urlstate.UrlRequest:
+        """Show the state a URL query describes (``"?dataset=toy&steps=20&tab=lessons&lesson=3"``):
+        settings, seed, step count, tab and lesson page; bad values are ignored with an escaped
+        notice. Blocks until the dataset is loaded and the steps are taken."""
+        req = urlstate.parse_query(query, self.session)
+        settings = {k: v for k, v in req.settings.items() if k != "lam" and getattr(self.session, k) != v}
+        if settings:
+            self.session.param.update(**settings)
+        self.session.wait_idle(120)
+        if self.session.solver is not None:
+            self.session.reset()   # a URL describes a run from α⁰ (not the current α continued)
+        self._url_pending = req if not (req.empty and not req.notices) else None
+        self._apply_url()
+        self.refresh(force=True)
+        return req
+
+    def _apply_url(self):
+        """Apply a pending URL request once the session's dataset is loaded (λ, steps, tab,
+        lesson page), then show its notices (escaped by urlstate) after what the steps said."""
+        req = self._url_pending
+        if req is None or self.session.status == "loading" or self.session.running:
+            return
+        self._url_pending = None
+        urlstate.restore(self.session, urlstate.UrlRequest(settings=req.settings, steps=req.steps))
+        tab = req.tab if req.tab is not None else (LESSONS if req.lesson is not None else None)
+        if tab is not None:
+            self.tabs.active = tab
+        if req.lesson is not None:
+            self.lessons.go(req.lesson - 1)
+        for text in req.notices:
+            self.session.notify(text, "warning")
+
+    def url_query(self) -> dict:
+        """The URL query of what the page shows now (:func:`gaplab.app.urlstate.query_of`)."""
+        lesson = self._lessons.page + 1 if LESSONS in self._built and hasattr(self, "_lessons") else None
+        return urlstate.query_of(self.session, tab=self.tabs.active, lesson=lesson)
+
+    def _write_url(self):
+        """Served: keep the page's URL (``pn.state.location``) on the state shown, at most once a
+        second and never while a run goes (each change is a browser history entry). The
+        browser reports the URL it shows (``href``); a write made before the page was listening
+        is made again until the two agree."""
+        loc = self._loc
+        if self._url_pending is not None or loc is None or self.session.running:
+            return
+        now = time.perf_counter()
+        if now - self._url_written[1] < 1.0:
+            return
+        q = urlstate.query_string(self.url_query())
+        shown = urlsplit(loc.href or "").query
+        if ("?" + shown if shown else "") == q:
+            return
+        self._url_written = (q, now)
+        if loc.search != q:
+            loc.search = q
+        else:
+            loc.param.trigger("search")
+
+    def on_back(self):
+        self.session.back()
+        self.refresh()
+
+    def on_key(self, action: str | None):
+        """A presenter key (gaplab.app.keys): the same as its button; solver keys do nothing
+        while their buttons are disabled (loading, compiling)."""
+        if action == "projector":
+            self.set_projector(not self.projector)
+            return
+        fn = {"step": self.on_step, "step_n": self.on_step_n, "back": self.on_back, "run": self.on_run}.get(action)
+        if fn is None or self.session.status == "loading" or not kernels.state().ready:
+            return
+        self._timed(fn)
+
     def on_exact(self):
         self.session.compute_exact_gaps()
         self.refresh()
@@ -622,7 +716,9 @@ class GapLabApp(pn.viewable.Viewer):
             if self._blocks is None and now - self._t_made > 5.0:   # no onload: make them anyway
                 self.blocks  # noqa: B018
         try:
+            self._apply_url()
             self.refresh(force=force)
+            self._write_url()
         except Exception as exc:  # a drawing bug must not kill the periodic callback
             self.session.notify(f"Display error: {type(exc).__name__}: {exc}", "error")
 
@@ -637,7 +733,7 @@ class GapLabApp(pn.viewable.Viewer):
             self.b_run.label = label
         ks = kernels.state()
         busy = snap.status == "loading" or not ks.ready
-        for b in (self.b_step, self.b_step_n, self.b_run, self.b_exact, self.b_reset):
+        for b in (self.b_step, self.b_step_n, self.b_run, self.b_exact, self.b_reset, self.b_back):
             if b.disabled != busy:
                 b.disabled = busy
         kkey = (ks.status, round(ks.fraction, 2), ks.message)
@@ -658,6 +754,11 @@ class GapLabApp(pn.viewable.Viewer):
                 if v.update(snap, force):
                     self._drawn[id(v)] = now
                     drew = True
+                    if isinstance(v, AnatomyView):
+                        self._anatomy_step = snap.last_step.iteration + 1 if snap.last_step else None
+            # the anatomy is redrawn less often during a run: the status line says which step
+            # it shows when the numbers have moved on (one set of numbers, or says which step)
+            self.status.anatomy_step = self._anatomy_step if self.tabs.active == STEP else None
             # the status line shows the same snapshot as the views drawn in this frame (its
             # numbers never lead or lag the plots)
             slow = self.status.RUNNING_MIN_INTERVAL_S
@@ -768,4 +869,9 @@ def build_app(**session_params) -> GapLabApp:
     background first (buttons disabled meanwhile). Other keywords are :class:`Session` settings."""
     periodic = session_params.pop("periodic", True)
     warm = session_params.pop("warm", False)   # the served entry points pass True
-    return GapLabApp(Session(**session_params), periodic=periodic, warm=warm)
+    url = None
+    loc = pn.state.location if _served() else None
+    if loc is not None and loc.search:   # a bookmarked state: its settings make the session
+        url = urlstate.parse_query(loc.search, Session)
+        session_params = {**{k: v for k, v in url.settings.items() if k != "lam"}, **session_params}
+    return GapLabApp(Session(**session_params), periodic=periodic, warm=warm, url=url)

@@ -34,6 +34,7 @@ from gaplab.core import Solver, SolverConfig
 from gaplab.core.config import GAP_CHECK_PRESETS, config_kwargs
 from gaplab.core.problems import Problem, get_problem, problem_names
 
+from .history import History
 from .settings import (app_settings, dataset_parameter, option_parameters,
                        solver_parameters, sync_registry)
 
@@ -292,6 +293,9 @@ class Snapshot:
     test_metric_name: str = "test error"
     test_metric: float = math.nan
     test_metric_passes: float = math.nan
+    # settings switched mid-run with α kept: (effective passes, solver time s, iteration, label)
+    switches: tuple = ()
+    history_from: int = -1      # the earliest iteration "Back" reaches (-1: none)
 
 
 def nonuniformity(x) -> float:
@@ -356,6 +360,12 @@ class Session(SessionSettings):
     reset_action = param.Action(lambda self: self.reset(), label="Reset")
     exact_action = param.Action(lambda self: self.compute_exact_gaps(), label="Compute exact gaps")
     compare_action = param.Action(lambda self: self.add_to_comparison(), label="Add run to comparison")
+    back_action = param.Action(lambda self: self.back(), label="◀ Back")
+    keep_alpha = param.Boolean(default=True, label="Keep α when a setting changes",
+                               doc="On (default): a new sampler, step kind, cache setting, gap-check "
+                                   "period or λ continues the run from the current α (a new λ: a "
+                                   "warm start); the switch is marked on the convergence curves. "
+                                   "Off: every change restarts from α⁰. Reset restarts from α⁰.")
     clear_action = param.Action(lambda self: self.clear_comparison(), label="Clear comparison")
 
     #: settings whose change rebuilds the solver (λ and the method settings; not the pass budget)
@@ -394,6 +404,8 @@ class Session(SessionSettings):
         self._origin = ""
         self._draw_p = None    # (iteration, P of the next draw) captured by a single Step
         self._metric_cache = None   # (key of the gap check, headline test metric, its pass)
+        self._history = History()   # checkpoints for Back (gaplab.app.history)
+        self._switches: list = []   # settings switched with α kept (see Snapshot.switches)
         self._snapshot = _empty_snapshot(self.session_id, self.dataset, "loading", 0, {})
         from .pathlab import PathLab
         self.path = PathLab(self)   # the regularization path of this session (own worker)
@@ -497,6 +509,7 @@ class Session(SessionSettings):
     # ------------------------------------------------------------------ (re)building
     def _rebuild(self, *, load_dataset: bool, reason: str = ""):
         """Stop any run and make a fresh solver from the current settings (UI thread)."""
+        stopped = self._status == "stopped"   # Stop ended the run: nothing to continue
         self._halt("idle")
         try:
             cfg = self.solver_config()
@@ -508,9 +521,11 @@ class Session(SessionSettings):
         if load_dataset or self._problem is None or self._problem.name != self.dataset:
             self._start_load()
             return
+        if reason and not stopped and self._continue(cfg, reason):
+            return
         self._install(self._problem, cfg)
         if reason:
-            self.notify(f"Settings changed ({reason}): the solver was reset.", "info")
+            self.notify(f"Settings changed ({reason}): the solver was reset to α⁰.", "info")
 
     def _set_lam_quietly(self, lam: float):
         if abs(self.lam - lam) > 1e-15:
@@ -597,6 +612,9 @@ class Session(SessionSettings):
             self._last_step = None
             self._rate = (time.perf_counter(), 0, 0.0)
             self._chunk = 64
+            self._switches = []
+            self._history.clear()
+            self._history.note(solver, force=True)
             self._set_status("idle")
             self._publish()
 
@@ -615,6 +633,109 @@ class Session(SessionSettings):
             self.notify(f"Invalid setting ({exc}).", "error")
             return self._snapshot
         self._install(self._problem, cfg)
+        return self._snapshot
+
+    # ------------------------------------------------------------------ keep α, go back
+    def _continue(self, cfg: SolverConfig, reason: str) -> bool:
+        """Continue the current run under ``cfg`` from the current α (see
+        :mod:`gaplab.app.switch`) when ``keep_alpha`` is on and the run has begun; mark the switch
+        on the curves. False when the caller must restart from α⁰ (told why)."""
+        from .switch import CONTINUE_SETTINGS, can_continue, continue_with, describe_change
+        s = self._solver
+        if not self.keep_alpha or s is None or self._problem is None or s.iteration == 0:
+            return False
+        names = [r.strip() for r in reason.split(",")]
+        other = [n for n in names if n not in CONTINUE_SETTINGS]
+        why = f"{', '.join(other)} starts a new run" if other else can_continue(s, cfg)
+        if why:
+            self.notify(f"Settings changed ({reason}): restarted from α⁰ ({why}).", "info")
+            return False
+        with self._lock:
+            label = describe_change(s.config, cfg)
+            try:
+                new = continue_with(s, cfg)
+            except (ValueError, TypeError) as exc:
+                self.notify(f"Settings changed ({reason}): restarted from α⁰ ({exc}).", "warning")
+                return False
+            warm = new.iteration != s.iteration   # a new λ: a warm start, counters from zero
+            prev = self._switches if not warm else []
+            mark = (new.effective_passes, new.wall_time, new.iteration, label)
+            if warm:
+                self._trace = []
+                self._last_check = None
+                self._manual = []
+                self._active_hist = []
+                self._origin = f"α at λ = {s.lam:g}"
+                self._rate = (time.perf_counter(), 0, 0.0)
+            self._solver = new
+            self._applied = self._current_values()
+            self._switches = prev + [mark]
+            self._history.clear()
+            self._history.note(new, force=True)
+            if warm:   # the new solver's step log starts empty
+                self._last_step = None
+            # else the anatomy keeps the last step as it was taken (drawn by the old sampler)
+            self._set_status("paused")
+            self._publish()
+        how = ("a warm start: same α, w scaled by λ_old/λ_new; passes counted anew" if warm
+               else "same α, w and counters")
+        self.notify(f"Settings changed ({reason}): continuing from the current α ({how}). "
+                    "Reset restarts from α⁰.", "info")
+        return True
+
+    def back(self, k: int = 1) -> Snapshot:
+        """Go back ``k`` block steps (pauses a run): the state after step ``iteration − k``,
+        exactly (a checkpoint replayed; see :mod:`gaplab.app.history`). Steps before the last
+        reset or setting switch, or more than the history's depth back, are not reachable: told
+        with a warning, nothing changes."""
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k must be an int >= 1 (block steps back), got {k!r}")
+        if not self._ready("Back"):
+            return self._snapshot
+        if self.running:
+            self._halt("paused")
+        return self.go_to(self._solver.iteration - int(k))
+
+    def go_to(self, iteration: int) -> Snapshot:
+        """Show the state after block step ``iteration`` of this run (earlier or later: later
+        steps are taken, earlier ones replayed from a checkpoint)."""
+        if isinstance(iteration, bool) or not isinstance(iteration, (int, np.integer)):
+            raise TypeError(f"iteration must be an int, got {type(iteration).__name__}")
+        if not self._ready("Back"):
+            return self._snapshot
+        if self.running:
+            self._halt("paused")
+        iteration = int(iteration)
+        with self._lock:
+            s = self._solver
+            first = self._history.earliest
+            if iteration < 0 or first is None or iteration < first:
+                self.notify(f"Back: step {iteration} is not reachable (the history starts at step "
+                            f"{0 if first is None else first}: the last reset or setting switch, "
+                            f"at most {self._history.depth} steps are kept).", "warning")
+                return self._snapshot
+            if iteration == s.iteration:
+                return self._snapshot
+
+            def seen(sv):   # what a single Step records before its draw
+                self._draw_p = (sv.iteration, sv.sampling_probabilities(), np.array(sv.gap_estimates, copy=True))
+
+            new = self._history.reach(iteration, on_last=seen)
+            self._history.note(new, force=True)   # the next Back replays from here, not from afar
+            self._solver = new
+            self._trace = list(new.trace())
+            self._last_check = next((r for r in reversed(self._trace) if r["kind"] == "gap_check"), None)
+            self._manual = [r for r in self._manual if r["oracle_calls"] <= new.oracle_calls]
+            self._active_hist = [h for h in self._active_hist if h[0] <= new.effective_passes]
+            self._switches = [m for m in self._switches if m[2] <= new.iteration]
+            if new.iteration:
+                self._capture_last_step()
+            else:
+                self._last_step = None
+                self._draw_p = None
+            self._set_status("paused" if new.iteration else "idle")
+            self._rate = (time.perf_counter(), new.iteration, 0.0)
+            self._publish()
         return self._snapshot
 
     def load_model(self, make, *, lam: float, settings: dict, busy: str = "", note: str = "",
@@ -706,6 +827,7 @@ class Session(SessionSettings):
         self._restart_if_stopped()
         with self._lock:
             s = self._solver
+            self._history.note(s)
             self._draw_p = (s.iteration, s.sampling_probabilities(), np.array(s.gap_estimates, copy=True))
             s.step()
             self._capture_last_step()
@@ -794,6 +916,7 @@ class Session(SessionSettings):
                    "exact_gap": ex.gap, "primal": ex.primal, "dual": ex.dual,
                    "cache_hits": int(s.step_counts()["cache_hit"]), "test_error": test_err}
             self._manual.append(rec)
+            self._history.note(s, force=True)   # a counted pass changed the state (not a step)
             self._publish()
         return ex
 
@@ -848,6 +971,7 @@ class Session(SessionSettings):
 
     def _start_run(self, target_steps: int | None):
         with self._lock:
+            self._history.note(self._solver)
             self._set_status("running")
             self._rate = (time.perf_counter(), self._solver.iteration, self._rate[2])
             self._publish()
@@ -902,6 +1026,7 @@ class Session(SessionSettings):
                         self._chunk = int(min(max(want, 1), 4 * self._chunk + 1, 200_000))
                     now = time.perf_counter()
                     if now - last_pub >= SNAPSHOT_PERIOD_S or (dt_step > 0 and k * dt_step >= SNAPSHOT_PERIOD_S):
+                        self._history.note(s, running=True)
                         self._capture_last_step()
                         self._publish()
                         last_pub = now
@@ -1102,6 +1227,8 @@ class Session(SessionSettings):
             has_test=self._problem.test is not None, tracks_atoms=track,
             chi_cubed=nonuniformity(gaps) ** 3, comparison=tuple(self._comparison), config=cfg,
             note=self._note if self._status == "loading" else "", origin=self._origin,
+            switches=tuple(self._switches),
+            history_from=-1 if self._history.earliest is None else int(self._history.earliest),
             **self._headline_metric(last))
 
     # ------------------------------------------------------------------ lifetime
@@ -1119,6 +1246,8 @@ class Session(SessionSettings):
             self._trace = []
             self._manual = []
             self._comparison = []
+            self._history.clear()   # its checkpoints are solver copies
+            self._switches = []
             self._status = "closed"
             self._snapshot = _empty_snapshot(self.session_id, self.dataset, "closed", 0, {})
 

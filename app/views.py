@@ -22,7 +22,7 @@ import zlib
 import numpy as np
 import panel as pn
 from bokeh.models import (ColorBar, ColumnDataSource, CustomJSTicker, CustomJSTickFormatter, HoverTool,
-                          Legend, LegendItem, LinearColorMapper, NumeralTickFormatter,
+                          LabelSet, Legend, LegendItem, LinearColorMapper, NumeralTickFormatter,
                           PrintfTickFormatter, Range1d, Span)
 from bokeh.core.properties import value
 from bokeh.palettes import Category10_10, Viridis256
@@ -478,6 +478,13 @@ class GapView(_ComparisonPlot):
         self.now = ColumnDataSource(dict(x=[], y=[]), name=f"{name}_now" if name else None)
         self.fig.scatter("x", "y", source=self.now, marker="star", size=14, color="#d62728",
                          legend_label="heuristic gap now")
+        # settings switched mid-run with α kept (Session.keep_alpha): a vertical line at the
+        # switch, labelled with the new setting
+        self.switches = ColumnDataSource(dict(x=[], label=[]), name=f"{name}_switches" if name else None)
+        self.fig.vspan(x="x", source=self.switches, line_color="#555555", line_dash="dashed", line_width=1.5)
+        self.fig.add_layout(LabelSet(x="x", y=6, y_units="screen", text="label", source=self.switches,
+                                     text_font_size="11px", text_color="#333333", angle=math.pi / 2,
+                                     x_offset=-3))
         self.fig.legend.label_text_font_size = "11px"
         self.fig.add_tools(HoverTool(tooltips=[("x", "@x{0.00}"), ("gap", "@y{0.000e}")]))
         self.note = pn.pane.Markdown(
@@ -496,6 +503,9 @@ class GapView(_ComparisonPlot):
             self._set(self.now, dict(x=[x], y=[max(snap.heuristic_gap, GAP_FLOOR)]))
         else:
             self._set(self.now, dict(x=[], y=[]))
+        marks = getattr(snap, "switches", ())
+        self._set(self.switches, dict(x=[m[0] if self.xkey == "x" else m[1] for m in marks],
+                                      label=[f"→ {m[3]}" for m in marks]))
         ys = [src.data.get("y", []) for slot in self.slots.slots for src in slot.values()]
         _log_range(self, self.fig.y_range, ys + [self.now.data.get("y", [])])
 
@@ -1328,6 +1338,9 @@ class StatusView(_Base):
     RUNNING_MIN_INTERVAL_S = 0.15
     #: the background compile's KernelState while it runs (set by the app), else None
     compiling = None
+    #: the step (1-based) the anatomy on screen describes, when it is drawn less often than this
+    #: line (set by the app; None: no anatomy shown). A lag is said with the numbers.
+    anatomy_step = None
 
     def __init__(self):
         super().__init__()
@@ -1357,10 +1370,18 @@ class StatusView(_Base):
         exact = (f"exact gap <b>{_fmt(snap.exact_gap)}</b> @ {snap.exact_passes:.1f} passes"
                  if math.isfinite(snap.exact_gap) else "exact gap –")
         test = status_test_words(snap)
-        if snap.origin:
-            test += f" · λ = <b>{snap.lam:.4g}</b> <span style='color:#666'>(from the path)</span>"
+        if snap.origin:   # a model picked on the path, or a λ warm start (Session.keep_alpha)
+            src = "from the path" if snap.origin.startswith("path") else "warm start from " + html.escape(snap.origin)
+            test += f" · λ = <b>{snap.lam:.4g}</b> <span style='color:#666'>({src})</span>"
         self.panel.object = (
             f"<div class='gaplab-status'><span style='color:{color};font-weight:bold'>● {status}</span> &nbsp;"
             f"<b>{esc(snap.dataset)}</b> (n = {snap.n:,}) · iteration <b>{snap.iteration:,}</b> · "
             f"<b>{snap.effective_passes:.2f}</b> passes · heuristic gap <b>{_fmt(snap.heuristic_gap)}</b> · "
-            f"{exact}{test}{rate}</div>")
+            f"{exact}{test}{rate}{self._anatomy_lag(snap)}</div>")
+
+    def _anatomy_lag(self, snap) -> str:
+        shown = self.anatomy_step
+        if shown is None or snap.iteration <= shown:
+            return ""
+        return (f" · <span class='gaplab-anatomy-lag' style='color:#666'>anatomy: step #{shown:,}, "
+                f"{snap.iteration - shown:,} steps ago</span>")

@@ -323,13 +323,22 @@ def test_snapshots_are_immutable_and_published_at_most_10_per_second():
 
 
 def test_settings_change_mid_run_stops_and_rebuilds():
+    # keep α on (the default): the run pauses and continues from the current α under the new
+    # sampler (issue 24 item 9); off: the solver is rebuilt at α⁰
     s = _session(max_passes=1e6)
     try:
         s.run()
         time.sleep(0.3)
         s.sampling = "uniform"
-        assert not s.running and s.status == "idle" and s.snapshot.iteration == 0
+        assert not s.running and s.status == "paused" and s.snapshot.iteration > 0
         assert s.solver.config.sampling.name == "UNIFORM"
+        assert "continuing from the current α" in s.messages()[-1][1]
+        s.keep_alpha = False
+        s.run()
+        time.sleep(0.3)
+        s.sampling = "gap"
+        assert not s.running and s.status == "idle" and s.snapshot.iteration == 0
+        assert s.solver.config.sampling.name == "GAP"
         assert "reset" in s.messages()[-1][1]
     finally:
         s.close()

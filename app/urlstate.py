@@ -1,0 +1,231 @@
+"""Bookmarkable states (issue 24 item 11): the page's URL holds the dataset, the settings, the
+seed, the tab, the lesson page and the step count, e.g.
+``?dataset=ocr-small&sampling=gap&tab=lessons&lesson=4&steps=120``; opening it reproduces the same
+screen (the solver is deterministic: the same settings and seed stepped the same number of times
+give the same state).
+
+Every query value is validated against the parameter it names (a Selector's choices, a number's
+bounds, a boolean's spellings); a bad or unknown one is ignored with a notice whose text is
+HTML-escaped (it reaches the page), never an exception. The URL describes a run from α⁰: after a
+setting switch with α kept it holds the settings but no step count (:func:`query_of`).
+No Panel import.
+"""
+from __future__ import annotations
+
+import html
+import math
+import re
+from dataclasses import dataclass, field
+from urllib.parse import parse_qsl, urlencode
+
+import param
+
+__all__ = ["TAB_SLUGS", "MAX_URL_STEPS", "UrlRequest", "parse_query", "query_of", "query_string",
+           "restore", "session_from_query", "url_keys"]
+
+#: the tabs' names in a URL (in the app's tab order)
+TAB_SLUGS = ("step", "convergence", "cache", "path", "toy", "lessons", "sweeps")
+#: the most block steps a URL may ask for (replayed when the page opens)
+MAX_URL_STEPS = 200_000
+_MAX_LEN = 64          # longer query values are refused unread
+_INT = re.compile(r"^[+-]?\d{1,12}$")
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
+
+
+@dataclass
+class UrlRequest:
+    """What a URL asks for: ``settings`` (session parameter -> value, validated; λ applied after
+    the dataset is loaded), ``tab`` (index), ``lesson`` (1-based page), ``steps`` (block steps
+    from α⁰) and ``notices`` (escaped texts of what was refused)."""
+
+    settings: dict = field(default_factory=dict)
+    tab: int | None = None
+    lesson: int | None = None
+    steps: int | None = None
+    notices: list = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.settings or self.tab is not None or self.lesson is not None or self.steps is not None)
+
+
+def url_keys(session) -> tuple:
+    """The session parameters a URL may set: the dataset, the solver settings and the problems'
+    loader options (``session`` an instance or the class)."""
+    from .settings import option_parameters
+    cls = session if isinstance(session, type) else type(session)
+    return ("dataset",) + tuple(cls.CONFIG_SETTINGS) + tuple(option_parameters())
+
+
+def _shown(raw: str) -> str:
+    raw = raw if len(raw) <= 40 else raw[:40] + "…"
+    return html.escape(repr(raw), quote=True)
+
+
+def _value(p: param.Parameter, raw: str):
+    """``raw`` (a query string value) as a value of parameter ``p``; ValueError saying why not."""
+    if isinstance(p, param.Selector):
+        names = getattr(p, "names", None) or {}
+        for k, v in names.items():
+            if raw == str(k) or raw == _fmt(v):
+                return v
+        for v in p.objects:
+            if raw == _fmt(v):
+                return v
+        choices = list(names) if names else [_fmt(v) for v in p.objects]
+        raise ValueError("expected one of " + ", ".join(choices))
+    if isinstance(p, param.Boolean):
+        low = raw.strip().lower()
+        if low in _TRUE:
+            return True
+        if low in _FALSE:
+            return False
+        raise ValueError("expected true or false")
+    if isinstance(p, param.Integer):
+        if not _INT.match(raw.strip()):
+            raise ValueError("expected an integer")
+        v = int(raw)
+    elif isinstance(p, param.Number):
+        try:
+            v = float(raw)
+        except ValueError:
+            raise ValueError("expected a number") from None
+        if not math.isfinite(v):
+            raise ValueError("expected a finite number")
+    else:
+        raise ValueError("not settable from a URL")
+    lo, hi = p.bounds or (None, None)
+    inc_lo, inc_hi = getattr(p, "inclusive_bounds", (True, True))
+    below = lo is not None and (v < lo or (v == lo and not inc_lo))
+    above = hi is not None and (v > hi or (v == hi and not inc_hi))
+    if below or above:
+        raise ValueError(f"expected a value in [{lo:g}, {hi:g}]" if lo is not None and hi is not None
+                         else "out of range")
+    return v
+
+
+def _fmt(v) -> str:
+    """A value as the URL writes it."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return str(int(v)) if v.is_integer() and abs(v) < 1e15 else repr(v)
+    return str(v)
+
+
+def parse_query(query, session) -> UrlRequest:
+    """Validate a URL query (``"?a=1&b=2"`` or a mapping of str to str) for ``session`` (an
+    instance or the Session class): known keys with valid values go into the request, every
+    other key or value into an escaped notice. Never raises on the query's content."""
+    req = UrlRequest()
+    if isinstance(query, str):
+        pairs = parse_qsl(query.lstrip("?"), keep_blank_values=True)
+    else:
+        pairs = [(str(k), str(v)) for k, v in dict(query).items()]
+    from .settings import option_parameters, sync_registry
+    cls = session if isinstance(session, type) else type(session)
+    sync_registry(cls)   # the dataset picker's choices: the installed problems
+    keys = url_keys(cls)
+    seen = set()
+    for key, raw in pairs:
+        if key in seen:
+            req.notices.append(f"URL parameter {_shown(key)} given twice: kept the first value.")
+            continue
+        seen.add(key)
+        if len(raw) > _MAX_LEN:
+            req.notices.append(f"URL parameter {_shown(key)}: value too long ({len(raw)} characters); ignored.")
+            continue
+        try:
+            if key == "tab":
+                low = raw.strip().lower()
+                if low not in TAB_SLUGS:
+                    raise ValueError("expected one of " + ", ".join(TAB_SLUGS))
+                req.tab = TAB_SLUGS.index(low)
+            elif key == "lesson":
+                from .lessons import LESSONS
+                if not _INT.match(raw.strip()) or not 1 <= int(raw) <= len(LESSONS):
+                    raise ValueError(f"expected a page number in [1, {len(LESSONS)}]")
+                req.lesson = int(raw)
+            elif key == "steps":
+                if not _INT.match(raw.strip()) or not 0 <= int(raw) <= MAX_URL_STEPS:
+                    raise ValueError(f"expected a number of steps in [0, {MAX_URL_STEPS:,}]")
+                req.steps = int(raw)
+            elif key in keys and key in cls.param:
+                req.settings[key] = _value(cls.param[key], raw)
+            else:
+                req.notices.append(f"Unknown URL parameter {_shown(key)}: ignored.")
+        except ValueError as exc:
+            req.notices.append(f"URL parameter {_shown(key)} = {_shown(raw)} ignored: "
+                               f"{html.escape(str(exc), quote=True)}.")
+    ds = req.settings.get("dataset", cls.param.dataset.default)
+    opts = option_parameters()
+    for k in [k for k in req.settings if k in opts and opts[k][0] != ds]:
+        # a loader option of another problem than the chosen one means nothing
+        req.notices.append(f"URL parameter {_shown(k)} ignored: it is an option of another dataset.")
+        del req.settings[k]
+    return req
+
+
+def session_from_query(query, **params):
+    """A :class:`~gaplab.app.session.Session` in the state a URL query describes (settings,
+    seed, steps; tab and lesson are the app's), and the parsed request (its notices were sent to
+    the session). Blocks until the dataset is loaded and the steps are taken."""
+    from .session import Session
+    req = parse_query(query, Session)
+    s = Session(**{**{k: v for k, v in req.settings.items() if k != "lam"}, **params})
+    restore(s, req)
+    return s, req
+
+
+def query_of(session, *, tab: int | None = None, lesson: int | None = None) -> dict:
+    """The URL query (str -> str) that reproduces ``session``'s screen: the dataset, the
+    settings that differ from their defaults (λ: from the dataset's default λ), the chosen
+    problem's loader options, the tab, the lesson page (on the Lessons tab) and the step count
+    (left out when the run is not "these settings from α⁰": after a setting switch with α kept,
+    or on a model loaded from the path)."""
+    cls = type(session)
+    q = {"dataset": str(session.dataset)}
+    problem = session.problem
+    default_lam = getattr(problem, "default_lam", None) if problem is not None else None
+    from .settings import option_parameter_name
+    mine = {option_parameter_name(session.dataset, o) for o in session.problem_options()}
+    for k in tuple(cls.CONFIG_SETTINGS) + tuple(sorted(mine)):
+        if k not in cls.param:
+            continue
+        p = cls.param[k]
+        v = getattr(session, k)
+        default = default_lam if k == "lam" and default_lam is not None else p.default
+        if v != default:
+            q[k] = _fmt(v)
+    if tab is not None and 0 <= tab < len(TAB_SLUGS):
+        q["tab"] = TAB_SLUGS[tab]
+        if tab == TAB_SLUGS.index("lessons") and lesson is not None:
+            q["lesson"] = str(int(lesson))
+    snap = session.snapshot
+    if not snap.switches and not snap.origin:
+        q["steps"] = str(int(snap.iteration))
+    # else: the run kept α across a setting switch or started from a loaded model; "steps from
+    # α⁰ with these settings" would be another state, so the URL opens these settings at α⁰
+    return q
+
+
+def query_string(query: dict) -> str:
+    """``"?k=v&…"`` (percent-encoded), or "" for an empty query."""
+    return "?" + urlencode(query) if query else ""
+
+
+def restore(session, req: UrlRequest, *, timeout: float = 120.0) -> None:
+    """Finish what a URL asks of a session made with ``Session(**settings without lam)``: wait for
+    its dataset, set λ, then take ``steps`` block steps from α⁰ (the last one as a single Step,
+    so the anatomy shows it as after a Step). Notices go to ``session.notify``."""
+    for text in req.notices:
+        session.notify(text, "warning")
+    if not session.wait_idle(timeout) or session.solver is None:
+        return
+    lam = req.settings.get("lam")
+    if lam is not None and lam != session.lam:
+        session.lam = lam
+    if req.steps:
+        session.go_to(int(req.steps))
