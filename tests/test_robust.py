@@ -595,7 +595,7 @@ def test_tampered_sweep_store_is_refused_naming_the_file(tmp_path):
     mp.write_text(good)
     f = store.path / "runs" / f"{cfg['run_id']}.parquet"
     f.write_bytes(f.read_bytes()[:40])  # a cut Parquet file
-    with pytest.raises(ValueError, match=f"{cfg['run_id']}.*cannot be read"):
+    with pytest.raises(ValueError, match=f"{cfg['run_id']}.*is not readable Parquet.*run the sweep again"):
         Store(store.path).traces()
 
 
