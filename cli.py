@@ -224,14 +224,34 @@ def _one_line(message) -> str:
     return "\n".join([first] + ["  " + line for line in rest if line.strip()])
 
 
+def _parse_holding_sigint(argv):
+    """Build the parser (it imports numpy and the problem registry) and parse ``argv`` with a
+    Ctrl-C held until the imports are done: a SIGINT inside a C extension's import (numpy's)
+    surfaces as an ImportError traceback instead of a KeyboardInterrupt. The held Ctrl-C is raised
+    as KeyboardInterrupt right after. (core.interrupt.held_sigint does the same for the solver,
+    but importing gaplab.core imports numpy: the very import this protects.)"""
+    import signal
+    held = []
+    try:
+        previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    except ValueError:  # not the main thread: nothing to hold
+        return build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if held:
+        raise KeyboardInterrupt
+    return args
+
+
 def main(argv=None) -> int:
     """Run a command; errors and Ctrl-C give one line on stderr and a non-zero exit: 2 for bad
     input, 1 for a failed system call (a full disk, ...), 130 for Ctrl-C, also while the
     commands are being set up (imports take a moment)."""
     prog = "gaplab"
     try:
-        parser = build_parser()
-        args = parser.parse_args(argv)
+        args = _parse_holding_sigint(argv)
         prog = f"gaplab {args.command}"
         return args.func(args)
     except (ValueError, FileNotFoundError) as exc:

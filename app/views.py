@@ -992,7 +992,7 @@ def status_test_words(snap) -> str:
             return ""
         at = getattr(snap, "test_metric_passes", math.nan)
         when = f" @ {at:.1f} passes" if math.isfinite(at) else ""
-        return f" · test {html.escape(name)} <b>{100 * value:.2f}%</b>{when}"
+        return f" · test {esc(name)} <b>{100 * value:.2f}%</b>{when}"
     if math.isfinite(snap.exact_test_error):
         return f" · test error {100 * snap.exact_test_error:.2f}%"
     return ""
@@ -1371,7 +1371,7 @@ class StatusView(_Base):
                  if math.isfinite(snap.exact_gap) else "exact gap –")
         test = status_test_words(snap)
         if snap.origin:   # a model picked on the path, or a λ warm start (Session.keep_alpha)
-            src = "from the path" if snap.origin.startswith("path") else "warm start from " + html.escape(snap.origin)
+            src = "from the path" if snap.origin.startswith("path") else "warm start from " + esc(snap.origin)
             test += f" · λ = <b>{snap.lam:.4g}</b> <span style='color:#666'>({src})</span>"
         self.panel.object = (
             f"<div class='gaplab-status'><span style='color:{color};font-weight:bold'>● {status}</span> &nbsp;"
