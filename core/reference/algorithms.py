@@ -19,6 +19,7 @@ from .steps import (MAX_ORACLE, Candidate, MaxOracle, RefState, StepInfo, _key, 
 __all__ = ["STEP_KINDS", "bcfw_step", "bcfw_cache_step", "bcpfw_step", "bcafw_step", "combined_step",
            "batch_fw_step", "block_step", "solve"]
 
+#: The step kinds of :func:`block_step`.
 STEP_KINDS = ("fw", "pairwise", "away", "combined")
 
 
