@@ -24,7 +24,7 @@ class Lesson:
     views: tuple            # keys of live views ("anatomy", "blocks", "gap", "primal_dual", "cache", "toy", "path", "simplex")
     setup: dict = field(default_factory=dict)   # Session settings applied by "Set up this page"
     try_this: str = ""
-    code: tuple = ()        # names of gaplab.core.reference functions shown next to the text
+    code: tuple = ()        # gaplab.core.reference functions shown next to the text: drivers first
 
 
 LESSONS = (
@@ -83,7 +83,7 @@ improvement" the anatomy shows is a lower bound there.
 """,
         views=("anatomy",),
         setup={"dataset": "ocr-small", "sampling": "uniform", "step_kind": "fw", "cache": False},
-        code=("fw_candidate", "block_gap", "line_search", "apply_step"),
+        code=("bcfw_step", "fw_candidate", "block_gap", "line_search", "apply_step"),
         try_this="Press **Step** a few times. The anatomy shows the word image, its ground truth and "
                  "the FW corner $y^*$ (red letters differ from the truth), γ and the block gap "
                  "before and after the step.",
@@ -141,7 +141,7 @@ Theorem 2 covers $p = 1$ with exact gaps: other values are an experiment, with n
 """,
         views=("blocks",),
         setup={"sampling": "gap", "gap_power": 1.0, "step_kind": "fw", "cache": False},
-        code=("gap_sampling_probabilities", "sample_block", "max_oracle_corner"),
+        code=("solve", "sample_block", "gap_sampling_probabilities", "record_oracle_call"),
         try_this="Run with gap sampling, **Add run to comparison**, switch to uniform sampling and "
                  "run again: the Convergence tab overlays both. Try the gap check 'never (Gap Inf)' "
                  "(it also turns the cache of page 6 off: a cache hit needs a full gap $g^{(k_0)}$).",
@@ -170,7 +170,8 @@ large enough λ.
 """,
         views=("simplex", "anatomy", "cache"),
         setup={"step_kind": "pairwise", "cache": False},
-        code=("away_corner", "pairwise_candidate", "away_candidate", "choose_step", "apply_step"),
+        code=("bcpfw_step", "bcafw_step", "away_corner", "pairwise_candidate", "away_candidate",
+              "apply_step"),
         try_this="The triangle is one block's simplex (three labellings): the black dot is "
                  "$\\alpha_i$, the circle the FW corner, the square the away corner, the arrow the "
                  "next step and the cross $\\gamma_{\\max}$. Press **Step this block** with each step "
@@ -207,7 +208,7 @@ only; pairwise steps and gap sampling with a cache are not covered.
         views=("cache",),
         setup={"cache": True, "cache_factor": 0.25, "cache_nu": 0.01, "gap_check": 10.0,
                "sampling": "gap", "step_kind": "fw"},
-        code=("fw_corner", "cache_corner", "cache_hit_rule", "trim_cache"),
+        code=("bcfw_cache_step", "fw_corner", "cache_corner", "cache_hit_rule", "trim_cache"),
         try_this="Run with the cache on: the hit rate is 0 until the first exact gap pass (pass 10), "
                  "then jumps. Raise F to 2 (hits become rare) or lower both F and ν to 1e-3 (almost "
                  "always hits once $g^{(k_0)}$ is known).",

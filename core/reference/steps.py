@@ -1,7 +1,7 @@
-"""A readable reference solver for the structured SVM dual: plain numpy, one short function per
-algorithm of Osokin et al., "Minding the Gaps for Block Frank-Wolfe Optimization of Structured
-SVMs" (ICML 2016). It is the text a student reads next to the paper, and the tests' oracle of
-truth for the fast solver (:class:`gaplab.core.Solver`) on small problems.
+"""The step functions of the reference solver: the state, corners and gaps, the max oracle and
+the cache rule, the FW / away / pairwise step candidates, the update of a block and of its
+active set, the exact gap pass and block sampling. The drivers in
+:mod:`gaplab.core.reference.algorithms` put them together, one per algorithm of the paper.
 
 Storage is the classic BCFW one (Paper: Alg. 1): per block a dense ``w_i`` in R^d and a scalar
 ``ℓ_i``, with ``w = Σ_i w_i`` and ``ℓ = Σ_i ℓ_i``; when a step kind or the cache needs them, per
@@ -22,16 +22,6 @@ over the active set, the cache corner maximizes it over the cached labellings.
 
 Only the :class:`~gaplab.core.models.protocol.StructuredModel` interface is used: ``n``, ``d``,
 ``ground_truth``, ``loss``, ``joint_feature``, ``max_oracle`` and ``bounds``.
-
-Typical use::
-
-    from gaplab.core import ChainModel, load_ocr
-    from gaplab.core import reference as ref
-    train, _ = load_ocr("small")
-    state = ref.init_state(ChainModel(train.subset(range(20))), lam=0.01, atoms=True)
-    for i in [0, 5, 3]:
-        info = ref.block_step(state, i, "pairwise")
-    print(ref.exact_gap(state).gap)
 """
 from __future__ import annotations
 
@@ -40,21 +30,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .models.protocol import check_labelling
+from ..models.protocol import check_labelling
 
 __all__ = [
-    "RefState", "StepInfo", "GapPass", "Candidate",
+    "RefState", "StepInfo", "GapPass", "Candidate", "MaxOracle", "MAX_ORACLE",
     "init_state", "truncate", "corner", "scaled_H", "block_gap", "line_search",
-    "max_oracle_corner", "cache_hit_rule", "cache_corner", "fw_corner", "away_corner",
-    "fw_candidate", "away_candidate", "pairwise_candidate", "choose_step", "apply_step",
-    "purge_small_atoms", "trim_cache", "block_step",
-    "exact_gap", "primal_objective", "dual_objective", "batch_fw_step",
-    "gap_sampling_probabilities", "sample_block", "solve",
+    "max_oracle_corner", "cache_corner", "away_corner", "record_oracle_call", "cache_hit_rule",
+    "fw_corner", "fw_candidate", "away_candidate", "pairwise_candidate", "choose_step", "apply_step",
+    "purge_small_atoms", "trim_cache", "finish_step",
+    "exact_gap", "primal_objective", "dual_objective",
+    "gap_sampling_probabilities", "sample_block",
 ]
 
-STEP_KINDS = ("fw", "pairwise", "away", "combined")
-#: Two labellings whose H_i(y; w) differ by at most this are tied (see ``block_step(prefer=...)``).
-TIE_TOL = 1e-10
 
 
 # ============================================================================ state
@@ -279,34 +266,55 @@ def line_search(g: float, direction, lam: float, gamma_max: float) -> tuple[floa
 
 # ============================================================================ finding corners
 
-def _tied(state: RefState, i: int, y, z) -> bool:
-    """Whether labellings y and z of block i have the same H_i(·; w) up to round-off (1e-10)."""
-    return abs(scaled_H(state, i, y) - scaled_H(state, i, z)) * state.n <= TIE_TOL
+def max_oracle_corner(state: RefState, i: int) -> np.ndarray:
+    """The max oracle's answer y* = argmax_y H_i(y; w), int64 (L_i,) (Paper: Eq. (2), Alg. 1 line 4)."""
+    return check_labelling(state.model, i, state.model.max_oracle(i, state.w), "max oracle answer")
 
 
-def _break_tie(state: RefState, i: int, best, prefer, candidates=None):
-    """``prefer`` instead of ``best`` when it is a candidate tied with it (the tests follow the
-    fast solver through exact ties, which round-off decides), else ``best``."""
-    if prefer is None:
-        return best
-    prefer = _key(prefer)
-    if candidates is not None and prefer not in candidates:
-        return best
-    return prefer if prefer != _key(best) and _tied(state, i, best, prefer) else best
+def cache_corner(state: RefState, i: int) -> np.ndarray:
+    """The cache corner y^c = argmax over the cached labellings C_i of H_i(y; w), int64 (L_i,)
+    (Paper: Alg. 5 line 6)."""
+    return np.array(max(state.atoms[i], key=lambda y: scaled_H(state, i, y)), dtype=np.int64)
 
 
-def max_oracle_corner(state: RefState, i: int, prefer=None) -> np.ndarray:
-    """Call the max oracle y* = argmax_y H_i(y; w) (Paper: Eq. (2), Alg. 1 line 4), remember the
-    block gap g_i^(k) it gives and k_i = k (Alg. 2 lines 5-8), and add y* to the cache / active set
-    store with α = 0 (Alg. 5 line 16). Returns y*, int64 (L_i,)."""
-    y = check_labelling(state.model, i, state.model.max_oracle(i, state.w), "max oracle answer")
-    y = np.array(_break_tie(state, i, y, prefer), dtype=np.int64)
+def away_corner(state: RefState, i: int) -> np.ndarray:
+    """The away corner y^a = argmin over the active set S_i = {y : α_i(y) > 0} of H_i(y; w)
+    (Paper: Alg. 3 line 8, Alg. 4 line 8). Returns y^a, int64 (L_i,)."""
+    active = [y for y, a in state.atoms[i].items() if a > 0.0]
+    return np.array(min(active, key=lambda y: scaled_H(state, i, y)), dtype=np.int64)
+
+
+class MaxOracle:
+    """The three searches a block step makes (Paper: Eq. (2); Alg. 1 line 4, Alg. 3 line 8,
+    Alg. 5 line 6): ``argmax`` over all labellings (the model's max oracle), ``argmax_cache``
+    over the cached labellings C_i and ``argmin_active`` over the active set S_i, each of
+    H_i(y; w), each returning a labelling, int64 (L_i,). The drivers take one as ``oracle``
+    (default :data:`MAX_ORACLE`); a subclass may return another labelling among maximizers that
+    tie exactly (the tests follow the fast solver through such ties, which round-off decides)."""
+
+    def argmax(self, state: RefState, i: int):
+        return max_oracle_corner(state, i)
+
+    def argmax_cache(self, state: RefState, i: int):
+        return cache_corner(state, i)
+
+    def argmin_active(self, state: RefState, i: int):
+        return away_corner(state, i)
+
+
+#: The plain max oracle: the default ``oracle`` of every driver.
+MAX_ORACLE = MaxOracle()
+
+
+def record_oracle_call(state: RefState, i: int, y) -> None:
+    """After a max-oracle call on block i answered y: remember the block gap g_i^(k_i) it gives
+    and k_i = k (Paper: Alg. 2 lines 6, 8; Alg. 5 lines 14-15), and add y to the cache / active
+    set store with α = 0 (Alg. 5 line 16, Alg. 3 line 16)."""
     state.gap_estimates[i] = block_gap(state, i, y)
     state.gap_iteration[i] = state.k
     if state.atoms is not None:
         state.atoms[i].setdefault(_key(y), 0.0)
         state.last_used[i][_key(y)] = state.k
-    return y
 
 
 def cache_hit_rule(cache_gap: float, block_gap_estimate: float, global_gap: float,
@@ -315,20 +323,12 @@ def cache_hit_rule(cache_gap: float, block_gap_estimate: float, global_gap: floa
     return cache_gap >= max(F * block_gap_estimate, nu / n * global_gap)
 
 
-def cache_corner(state: RefState, i: int, prefer=None):
-    """The cache corner y^c = argmax over the cached labellings of H_i(y; w) and its cache gap
-    ĝ_i (Paper: Alg. 5 lines 6-8). Returns (y^c as a tuple, ĝ_i)."""
-    best = max(state.atoms[i], key=lambda y: scaled_H(state, i, y))
-    best = _break_tie(state, i, best, prefer, state.atoms[i])
-    return best, block_gap(state, i, best)
+def fw_corner(state: RefState, i: int, oracle: MaxOracle = MAX_ORACLE) -> tuple[np.ndarray, bool]:
+    """The FW corner of block i: the cache corner on a cache hit, else the max oracle's answer
+    (Paper: Alg. 5 lines 6-17; without a cache Alg. 1 line 4).
 
-
-def fw_corner(state: RefState, i: int, prefer=None) -> tuple[np.ndarray, bool]:
-    """The FW corner of block i: the cache corner on a cache hit, else the max oracle's answer.
-
-    A hit needs a block whose gap was computed before (k_i known) and a first exact gap pass
-    (g^(k_0) < +inf): before that the threshold is +inf (Paper: Alg. 5 lines 2, 6-16).
-    ``prefer``: a labelling to take instead of a tied maximizer (see :func:`block_step`).
+    A hit needs a block whose gap was computed before (k_i known) and a first exact gap pass:
+    before that the threshold max(F·g_i^(k_i), ν/n·g^(k_0)) is +inf (Alg. 5 lines 2-3).
 
     Returns
     -------
@@ -336,20 +336,15 @@ def fw_corner(state: RefState, i: int, prefer=None) -> tuple[np.ndarray, bool]:
     cache_hit : bool
     """
     if state.cache and state.gap_iteration[i] >= 0 and state.global_gap < math.inf:
-        y_c, g_c = cache_corner(state, i, prefer)
+        y_c = oracle.argmax_cache(state, i)                            # Alg. 5 line 6
+        g_c = block_gap(state, i, y_c)                                 # lines 7-8: ĝ_i
         if cache_hit_rule(g_c, state.gap_estimates[i], state.global_gap, state.cache_factor,
-                          state.cache_nu, state.n):
-            state.last_used[i][y_c] = state.k
-            return np.array(y_c, dtype=np.int64), True
-    return max_oracle_corner(state, i, prefer), False
-
-
-def away_corner(state: RefState, i: int, prefer=None) -> np.ndarray:
-    """The away corner y^a = argmin over the active set S_i = {y : α_i(y) > 0} of H_i(y; w)
-    (Paper: Alg. 3 line 8, Alg. 4 line 8). Returns y^a, int64 (L_i,)."""
-    active = [y for y, a in state.atoms[i].items() if a > 0.0]
-    best = min(active, key=lambda y: scaled_H(state, i, y))
-    return np.array(_break_tie(state, i, best, prefer, active), dtype=np.int64)
+                          state.cache_nu, state.n):                    # line 9: a hit
+            state.last_used[i][_key(y_c)] = state.k
+            return y_c, True                                           # line 10
+    y_s = oracle.argmax(state, i)                                      # line 12: a miss
+    record_oracle_call(state, i, y_s)                                  # lines 14-16
+    return y_s, False
 
 
 # ============================================================================ the step candidates
@@ -502,48 +497,11 @@ def trim_cache(state: RefState, i: int) -> None:
         del alpha[y], used[y]
 
 
-# ============================================================================ one block step
-
-def block_step(state: RefState, i: int, kind: str = "fw", *, prefer=(None, None)) -> StepInfo:
-    """One block step on block i of the given kind: FW corner (cache or max oracle), away corner,
-    candidates, the chosen step, then the active-set upkeep.
-
-    Paper: Alg. 1 (kind "fw"), Alg. 3 ("pairwise"), Alg. 4 ("away"), App. G "combined" (FW, away
-    or pairwise, whichever improves f most), Alg. 5 (the cache, when the state has one).
-
-    Parameters
-    ----------
-    state : RefState
-        Changed in place.
-    i : int
-        The block, in [0, n).
-    kind : str
-        "fw", "pairwise", "away" or "combined".
-    prefer : (labelling or None, labelling or None)
-        FW and away corners to take when they tie with the reference's own choice (the same
-        H_i up to round-off). Two labellings often tie exactly: a pairwise step that stops inside
-        the segment equalizes H_i at its two corners. Which one is "first" is then decided by
-        round-off, so the tests pass the fast solver's corners here to follow it.
-
-    Returns
-    -------
-    StepInfo
-    """
-    if kind not in STEP_KINDS:
-        raise ValueError(f"kind must be one of {STEP_KINDS}, got {kind!r}")
-    if not 0 <= i < state.n:
-        raise IndexError(f"block {i} out of range [0, {state.n})")
-    if kind != "fw" and state.atoms is None:
-        raise ValueError(f"a {kind} step needs the active sets: init_state(..., atoms=True)")
-    y_s, hit = fw_corner(state, i, prefer[0])
-    fw = fw_candidate(state, i, y_s)
-    y_a = away = pairwise = None
-    if kind != "fw":
-        y_a = away_corner(state, i, prefer[1])
-        away = away_candidate(state, i, y_a) if kind in ("away", "combined") else None
-        pairwise = pairwise_candidate(state, i, y_s, y_a) if kind in ("pairwise", "combined") else None
-    step = choose_step(kind, fw, away, pairwise)
-    drop = apply_step(state, i, step, y_s, y_a)
+def finish_step(state: RefState, i: int, step: Candidate, y_s, y_a=None, *, hit: bool = False,
+                drop: bool = False) -> StepInfo:
+    """End a block step: purge the atoms whose α fell to round-off after a FW or away step, trim
+    the cache, count the step (k += 1) and return what it did (y_s, y_a: its FW and away
+    corners; hit: the FW corner came from the cache; drop: the away corner left S_i)."""
     if state.atoms is not None:
         if step.kind != "pairwise" and step.gamma > 0.0 and state.drop_tol > 0.0:
             purge_small_atoms(state, i)
@@ -604,28 +562,7 @@ def exact_gap(state: RefState, count: bool = True) -> GapPass:
                    block_gaps=block_gaps, corners=corners)
 
 
-def batch_fw_step(state: RefState, corners, gap: float) -> float:
-    """A batch FW step on all blocks at once towards the FW corners of an exact gap pass:
-    v_s = Σ_i w_s,i, γ = g / (λ‖v − v_s‖²) clipped to [0, 1], every block moved by γ
-    (Paper: Alg. 8 lines 5-11; the authors' ``do_batch_step``). Returns γ."""
-    n = state.n
-    targets = [corner(state, i, y) for i, y in enumerate(corners)]
-    v_s = sum(w_s for w_s, _ in targets)
-    gamma, _ = line_search(gap, v_s - state.v, state.lam, 1.0)
-    if gamma <= 0.0:
-        return 0.0
-    for i in range(n):
-        step = Candidate("fw", gamma, 1.0, 0.0, 0.0, targets[i][0] - state.w_i[i], targets[i][1] - state.ell_i[i])
-        if state.atoms is not None:
-            state.atoms[i].setdefault(_key(corners[i]), 0.0)
-            state.last_used[i].setdefault(_key(corners[i]), state.k)
-        apply_step(state, i, step, corners[i])
-        if state.atoms is not None:
-            trim_cache(state, i)
-    return float(gamma)
-
-
-# ============================================================================ sampling and a driver
+# ============================================================================ sampling
 
 def gap_sampling_probabilities(state: RefState, power: float = 1.0) -> np.ndarray:
     """p_i ∝ (g_i^(k_i))^p over the blocks (Paper: Alg. 2 line 4, p = 1); while some blocks were
@@ -646,32 +583,3 @@ def sample_block(state: RefState, rng: np.random.Generator, sampling: str = "gap
     if sampling == "gap":
         return int(rng.choice(state.n, p=gap_sampling_probabilities(state)))
     raise ValueError(f"sampling must be 'uniform' or 'gap', got {sampling!r}")
-
-
-def solve(model, lam: float, *, passes: int = 10, kind: str = "fw", sampling: str = "gap",
-          gap_check: int = 1, batch: bool = False, seed: int = 0, **state_options):
-    """Run the reference solver: ``passes`` passes of n block steps, an exact gap pass every
-    ``gap_check`` passes (optionally followed by a batch FW step). Slow, for small problems.
-
-    Paper: Alg. 1-5 (block steps, gap sampling, cache), Alg. 8 (batch step).
-
-    Returns
-    -------
-    state : RefState
-    gaps : list of float
-        The duality gap of each exact gap pass.
-    """
-    if kind != "fw":
-        state_options.setdefault("atoms", True)
-    state = init_state(model, lam, **state_options)
-    rng = np.random.default_rng(seed)
-    gaps = []
-    for p in range(1, passes + 1):
-        for _ in range(state.n):
-            block_step(state, sample_block(state, rng, sampling), kind)
-        if p % gap_check == 0:
-            res = exact_gap(state)
-            gaps.append(res.gap)
-            if batch and res.gap > 0:
-                batch_fw_step(state, res.corners, res.gap)
-    return state, gaps
