@@ -41,13 +41,6 @@ def _header() -> str:
     return " ".join(h.strip().rjust(len(h)) for h in HEADER)
 
 
-def _float_or_inf(text):
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-
-
 def _lams(text):
     """--lams: comma-separated numbers (2^k allowed); ValueError naming the bad one (one line)."""
     if text is None:
@@ -64,16 +57,6 @@ def _lams(text):
             raise ValueError(f"--lams: λ = {t.strip()} is too large for a float (the solver takes λ in "
                              "[1e-100, 1e100])") from None
     return vals
-
-
-def _positive_int(text):
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return v
 
 
 #: one breakpoint's w from this size on (d >= 2^20: CoNLL-2000's d is in the millions) makes a
@@ -196,11 +179,13 @@ def eval_pow(token: str) -> float:
 
 
 def _common(p):
-    p.add_argument("--eps", type=_float_or_inf, default=0.1, help="ε: target duality gap (default 0.1)")
-    p.add_argument("--time-limit", type=_float_or_inf, default=math.inf, help="budget in seconds (default none)")
-    p.add_argument("--check-every", type=_float_or_inf, default=1.0,
+    from gaplab.core import validate
+    from gaplab.core.validate import arg_type
+    p.add_argument("--eps", type=arg_type(validate.positive, "--eps"), default=0.1, help="ε: target duality gap (default 0.1)")
+    p.add_argument("--time-limit", type=arg_type(validate.positive, "--time-limit", allow_inf=True), default=math.inf, help="budget in seconds (default none)")
+    p.add_argument("--check-every", type=arg_type(validate.positive, "--check-every"), default=1.0,
                    help="passes between looks at the stale gap sum (default 1)")
-    p.add_argument("--check-factor", type=float, default=0.8,
+    p.add_argument("--check-factor", type=arg_type(validate.positive, "--check-factor"), default=0.8,
                    help="run the exact gap pass once the stale gap sum is <= this factor times the target "
                         "(default 0.8, the authors' choice; 1: at the target)")
     p.add_argument("--no-test-error", dest="test_error", action="store_false", default=True,
@@ -216,25 +201,28 @@ def _common(p):
                    help="keep every point's w in memory and write --out even when w is large (by default a path "
                         "whose w takes >= 8 MB, e.g. CoNLL-2000, streams to a path store: --out's name with .store)")
     p.add_argument("--json", default=None, help="write the summary and the rows as JSON here")
-    p.add_argument("--every", type=_positive_int, default=1, help="print every N-th row (default 1)")
+    p.add_argument("--every", type=arg_type(validate.int_at_least, "--every", 1, parse=int), default=1, help="print every N-th row (default 1)")
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--progress", action="store_true", help="show the progress bar even without a terminal")
 
 
 def add_commands(sub) -> None:
+    from gaplab.core import validate
+    from gaplab.core.validate import arg_type
     p = sub.add_parser("path", help="ε-approximate (or heuristic) regularization path (Alg. 6-7)")
     add_solver_arguments(p)
     _common(p)
-    p.add_argument("--kappa", type=_float_or_inf, default=None,
+    p.add_argument("--kappa", type=arg_type(validate.positive, "--kappa"), default=None,
                    help="κ in (0,1): solve to κε at each breakpoint (default 0.9; 0.7 with --heuristic)")
-    p.add_argument("--lam-min", type=_float_or_inf, default=2.0 ** -15, help="smallest λ to cover (default 2^-15)")
+    p.add_argument("--lam-min", type=arg_type(validate.positive, "--lam-min"), default=2.0 ** -15, help="smallest λ to cover (default 2^-15)")
     p.add_argument("--heuristic", action="store_true", help="stop the solver on stale gaps (heuristic path)")
     p.add_argument("--true-gaps", action="store_true",
                    help="also compute exact gaps where the algorithm does not need them (untimed)")
     p.add_argument("--breakpoint-batch-step", action="store_true",
                    help="free batch FW step at each new breakpoint (oracle answers of the last gap pass)")
-    p.add_argument("--max-passes-per-breakpoint", type=_float_or_inf, default=1000.0)
-    p.add_argument("--checkpoint-every", type=int, default=0, metavar="N",
+    p.add_argument("--max-passes-per-breakpoint",
+                   type=arg_type(validate.positive, "--max-passes-per-breakpoint", allow_inf=True), default=1000.0)
+    p.add_argument("--checkpoint-every", type=arg_type(validate.int_at_least, "--checkpoint-every", 0, parse=int), default=0, metavar="N",
                    help="save the path so far with its solver state to --out every N breakpoints "
                         "(resumable with --resume; default 0: only on Ctrl-C)")
     p.add_argument("--resume", default=None, metavar="FILE",
@@ -249,7 +237,8 @@ def add_commands(sub) -> None:
                    help="decreasing comma-separated λ values (2^k allowed); default 2^15,...,2^-15")
     p.add_argument("--warm-start", default="primal", choices=["none", "primal", "dual"],
                    help="none | primal (keep w, rescale α: Prop. 1) | dual (keep α) (default primal)")
-    p.add_argument("--max-passes-per-point", type=_float_or_inf, default=1000.0)
+    p.add_argument("--max-passes-per-point",
+                   type=arg_type(validate.positive, "--max-passes-per-point", allow_inf=True), default=1000.0)
     p.add_argument("--batch-step-warm", action="store_true",
                    help="free batch FW step after each keep-primal warm start")
     p.set_defaults(func=cmd_grid)
@@ -350,8 +339,6 @@ def cmd_path(args) -> int:
     from gaplab.core.interrupt import Interrupted
     from gaplab.core.regpath import PathConfig, regularization_path
 
-    if args.checkpoint_every < 0:
-        raise ValueError(f"--checkpoint-every must be >= 0, got {args.checkpoint_every}")
     if args.checkpoint_every and not (args.out or args.store or args.resume):
         raise ValueError("--checkpoint-every needs --out or --store (where the checkpoints go)")
     if args.resume:

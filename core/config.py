@@ -8,6 +8,8 @@ import enum
 import math
 from dataclasses import dataclass, field, replace
 
+from . import validate
+
 __all__ = ["Sampling", "StepKind", "Status", "CacheConfig", "SolverConfig", "Setting", "settings_schema",
            "check_run_ends", "get_setting", "config_from_settings", "config_kwargs", "SAMPLING_CHOICES", "STEP_CHOICES", "GAP_CHECK_PRESETS"]
 
@@ -136,15 +138,7 @@ def _meta(help: str, *, key: str | None = None, flag: str | None = None, group: 
 
 
 def _check_positive(name, value, *, allow_inf=False, integer=False):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    v = float(value)
-    if math.isnan(v) or v <= 0 or (math.isinf(v) and not allow_inf):
-        rng = "(0, inf]" if allow_inf else "(0, inf)"
-        raise ValueError(f"{name} must be in {rng}, got {value!r}")
-    if integer and not math.isinf(v) and v != int(v):
-        raise ValueError(f"{name} must be a whole number, got {value!r}")
-    return v
+    return validate.number(name, value, lo=0.0, allow_inf=allow_inf, integer=integer)
 
 
 #: the λ range the float64 solver handles: w = (1/(λn)) Σ_i ψ-differences, so ‖w‖² grows like
@@ -301,16 +295,12 @@ class SolverConfig:
         object.__setattr__(self, "sampling", Sampling.parse(self.sampling))
         object.__setattr__(self, "step", StepKind.parse(self.step))
         object.__setattr__(self, "gap_power", _check_positive("gap_power (p)", self.gap_power))
-        object.__setattr__(self, "gap_check",
-                           _check_positive("gap_check", self.gap_check, allow_inf=True, integer=True))
-        if self.gap_check < 1:
-            raise ValueError(f"gap_check must be >= 1 (or inf), got {self.gap_check!r}")
+        object.__setattr__(self, "gap_check", validate.number("gap_check", self.gap_check, lo=1, lo_open=False,
+                                                              allow_inf=True, integer=True))
         if not isinstance(self.cache, CacheConfig):
             raise TypeError(f"cache must be a CacheConfig, got {type(self.cache).__name__}")
-        gt = float(self.gap_threshold)
-        if math.isnan(gt) or gt < 0:
-            raise ValueError(f"gap_threshold must be >= 0, got {self.gap_threshold!r}")
-        object.__setattr__(self, "gap_threshold", gt)
+        object.__setattr__(self, "gap_threshold",
+                           validate.nonnegative("gap_threshold", self.gap_threshold, allow_inf=True))
         object.__setattr__(self, "max_passes", _check_positive("max_passes", self.max_passes, allow_inf=True))
         object.__setattr__(self, "time_limit", _check_positive("time_limit", self.time_limit, allow_inf=True))
         object.__setattr__(self, "seed", _check_seed(self.seed))

@@ -67,6 +67,7 @@ from numba import njit
 
 from . import kernels as kr
 from . import pathstore as pst
+from . import validate
 from .atomic import atomic_write, npz_path
 from .config import LAM_MAX, LAM_MIN, CacheConfig, SolverConfig, Status
 from .interrupt import Interrupted, held_sigint
@@ -103,15 +104,6 @@ def default_grid(hi: int = 15, lo: int = -15) -> np.ndarray:
 
 
 # ============================================================================ configuration
-def _finite_positive(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise ValueError(f"{name} must be a number > 0, got {value!r}")
-    v = float(value)
-    if not (math.isfinite(v) and v > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return v
-
-
 @dataclass(frozen=True)
 class PathConfig:
     """Settings of a regularization path (Paper: Alg. 7, App. K).
@@ -168,33 +160,19 @@ class PathConfig:
     batch_step: bool = False
 
     def __post_init__(self):
-        object.__setattr__(self, "eps", _finite_positive("eps", self.eps))
-        k = self.kappa
-        if isinstance(k, bool) or not isinstance(k, (int, float, np.floating)) or not (0.0 < float(k) < 1.0):
-            raise ValueError(f"kappa must be in (0, 1), got {k!r}")
-        object.__setattr__(self, "kappa", float(k))
-        object.__setattr__(self, "lam_min", _finite_positive("lam_min", self.lam_min))
-        if self.lam_min < LAM_MIN:
-            raise ValueError(f"lam_min must be >= {LAM_MIN:g} (the smallest λ the solver accepts), got {self.lam_min!r}")
+        object.__setattr__(self, "eps", validate.positive("eps", self.eps))
+        object.__setattr__(self, "kappa", validate.number("kappa", self.kappa, lo=0.0, hi=1.0, hi_open=True))
+        object.__setattr__(self, "lam_min", validate.number("lam_min", self.lam_min, lo=LAM_MIN, lo_open=False))
         for name in ("heuristic", "true_gaps", "verify_heuristic_gap", "batch_step"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        mp = self.max_passes_per_breakpoint
-        if isinstance(mp, bool) or not isinstance(mp, (int, float)) or math.isnan(mp) or mp <= 0:
-            raise ValueError(f"max_passes_per_breakpoint must be > 0, got {mp!r}")
-        tl = self.time_limit
-        if isinstance(tl, bool) or not isinstance(tl, (int, float)) or math.isnan(tl) or tl <= 0:
-            raise ValueError(f"time_limit must be > 0 (inf for none), got {tl!r}")
-        ce = self.check_every
-        if isinstance(ce, bool) or not isinstance(ce, (int, float)) or not (0 < ce <= 1e6):
-            raise ValueError(f"check_every must be > 0 (passes), got {ce!r}")
-        cf = self.check_factor
-        if isinstance(cf, bool) or not isinstance(cf, (int, float, np.floating)) or not (0.0 < float(cf) <= 1.0):
-            raise ValueError(f"check_factor must be in (0, 1], got {cf!r}")
-        object.__setattr__(self, "check_factor", float(cf))
-        mb = self.max_breakpoints
-        if isinstance(mb, bool) or not isinstance(mb, int) or mb < 1:
-            raise ValueError(f"max_breakpoints must be an int >= 1, got {mb!r}")
+        object.__setattr__(self, "max_passes_per_breakpoint",
+                           validate.positive("max_passes_per_breakpoint", self.max_passes_per_breakpoint,
+                                             allow_inf=True))
+        object.__setattr__(self, "time_limit", validate.positive("time_limit", self.time_limit, allow_inf=True))
+        object.__setattr__(self, "check_every", validate.number("check_every", self.check_every, lo=0.0, hi=1e6))
+        object.__setattr__(self, "check_factor", validate.number("check_factor", self.check_factor, lo=0.0, hi=1.0))
+        object.__setattr__(self, "max_breakpoints", validate.int_at_least("max_breakpoints", self.max_breakpoints, 1))
 
     def replace(self, **changes) -> "PathConfig":
         from dataclasses import replace
@@ -426,7 +404,7 @@ def init_reg_path(model, eps: float = 0.1, kappa: float = 0.9) -> PathInit:
 
     When ψ̃ = 0 (w = 0 is optimal for every λ) λ_∞ is set to 1 with a zero gap bound.
     """
-    eps = _finite_positive("eps", eps)
+    eps = validate.positive("eps", eps)
     PathConfig(eps=eps, kappa=kappa)  # validates kappa
     t0 = time.perf_counter()
     M = model.arrays
@@ -881,7 +859,7 @@ class RegPath:
     def piece_at(self, lam: float) -> tuple[int, float]:
         """(j, scale) with w_at(lam) = scale · W[j] (Paper: Sec. 4: (λ_1/λ)·w_1 above the first
         breakpoint, then piecewise constant)."""
-        lam = _finite_positive("lam", lam)
+        lam = validate.positive("lam", lam)
         if not self._rows:
             raise ValueError("the path is empty")
         lams = self.lams
@@ -1485,8 +1463,7 @@ def regularization_path(model, config: PathConfig | None = None, solver_config: 
 
 
 def _check_checkpoint(every, file) -> int:
-    if isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 0:
-        raise ValueError(f"checkpoint_every must be an int >= 0 (0: no checkpoints), got {every!r}")
+    every = validate.int_at_least("checkpoint_every", every, 0)
     if every and file is None:
         raise ValueError("checkpoint_every needs a checkpoint_file")
     return int(every)
@@ -1532,14 +1509,13 @@ def iter_grid(model, lams=None, *, eps: float = 0.1, warm_start: str = "primal",
     _check_model(model)
     tests = _as_tests(test_data, test_metric)
     lams = _check_grid(lams)
-    eps = _finite_positive("eps", eps)
+    eps = validate.positive("eps", eps)
     key = str(warm_start).strip().lower() if warm_start is not None else "none"
     if key not in _WARM:
         raise ValueError(f"warm_start must be 'none', 'primal' or 'dual', got {warm_start!r}")
     mode = _WARM[key]
-    max_passes_per_point = _finite_positive("max_passes_per_point", max_passes_per_point)
-    if isinstance(time_limit, bool) or math.isnan(float(time_limit)) or float(time_limit) <= 0:
-        raise ValueError(f"time_limit must be > 0 (inf for none), got {time_limit!r}")
+    max_passes_per_point = validate.positive("max_passes_per_point", max_passes_per_point)
+    time_limit = validate.positive("time_limit", time_limit, allow_inf=True)
     checked = PathConfig(check_every=check_every, check_factor=check_factor)
     scfg = _as_solver_config(solver_config)
     return _grid_points(model, lams, eps, mode, scfg, tests, max_passes_per_point, float(time_limit),

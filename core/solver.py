@@ -19,6 +19,7 @@ import numba.core.event
 import numpy as np
 
 from . import kernels as kr
+from . import validate
 from .config import CacheConfig, Sampling, SolverConfig, Status, StepKind, check_run_ends
 from .models.protocol import check_arrays, check_interface, check_labelling
 from .interrupt import Interrupted, deferred_sigint
@@ -596,9 +597,7 @@ class Solver:
         """
         if gap is None or not getattr(self, "_corners_valid", False):
             gap = self.exact_gap(count=True, store_corners=True).gap
-        gap = float(gap)
-        if not gap >= 0:
-            raise ValueError(f"gap must be >= 0, got {gap!r}")
+        gap = validate.nonnegative("gap", gap, allow_inf=True)
         with self._timed():
             gam = kr.batch_fw_step(self._M, self.S, self._ci, self._cf, gap)
             if gam < 0:
@@ -743,15 +742,12 @@ class Solver:
             :attr:`fresh_exact_gap`). A second Ctrl-C raises KeyboardInterrupt at once.
         """
         cfg = self.config
-        max_passes = cfg.max_passes if max_passes is None else float(max_passes)
-        time_limit = cfg.time_limit if time_limit is None else float(time_limit)
-        thr = cfg.gap_threshold if gap_threshold is None else float(gap_threshold)
-        if math.isnan(max_passes) or max_passes <= 0:
-            raise ValueError(f"max_passes must be > 0, got {max_passes!r}")
-        if math.isnan(time_limit) or time_limit <= 0:
-            raise ValueError(f"time_limit must be > 0, got {time_limit!r}")
-        if math.isnan(thr) or thr < 0:
-            raise ValueError(f"gap_threshold must be >= 0, got {thr!r}")
+        max_passes = cfg.max_passes if max_passes is None else validate.positive("max_passes", max_passes,
+                                                                                  allow_inf=True)
+        time_limit = cfg.time_limit if time_limit is None else validate.positive("time_limit", time_limit,
+                                                                                  allow_inf=True)
+        thr = cfg.gap_threshold if gap_threshold is None else validate.nonnegative("gap_threshold", gap_threshold,
+                                                                                    allow_inf=True)
         if callback is None and should_stop is None:  # else the caller may end the run
             try:
                 check_run_ends(max_passes, time_limit, thr, cfg.gap_check, cfg.stop_on_heuristic_gap)

@@ -76,6 +76,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import validate
 from .atomic import atomic_path
 
 __all__ = ["SweepSpec", "load_spec", "expand_runs", "run_id", "execute_run", "Store", "run_sweep",
@@ -238,16 +239,11 @@ def load_dataset(ref, data_home=None, verify=True):
 
 # ============================================================================ the spec
 def _num(field_name, v, *, positive=True, allow_inf=False, integer=False, allow_zero=False):
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise _err(field_name, f"expected a number, got {v!r}")
-    f = float(v)
-    if math.isnan(f) or (math.isinf(f) and not allow_inf):
-        raise _err(field_name, f"expected a finite number, got {v!r}")
-    if positive and not (f > 0 or (allow_zero and f == 0)):
-        raise _err(field_name, f"expected a number {'>= 0' if allow_zero else '> 0'}, got {v!r}")
-    if integer and math.isfinite(f) and f != int(f):
-        raise _err(field_name, f"expected a whole number, got {v!r}")
-    return f
+    try:
+        return validate.number(field_name, v, lo=0.0 if positive else None, lo_open=not allow_zero,
+                               allow_inf=allow_inf, integer=integer)
+    except ValueError as exc:
+        raise _err(field_name, str(exc)) from None
 
 
 def _per_dataset(field_name, value, datasets, check):
@@ -274,9 +270,7 @@ def _check_lams(field_name, v):
         if isinstance(lam, str):
             raise _err(f"{field_name}[{j}]", f"λ must be a number > 0, '1/n' or 'default' (the problem's own λ), "
                                              f"got {lam!r}")
-        if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not (float(lam) > 0) or math.isinf(lam):
-            raise _err(f"{field_name}[{j}]", f"λ must be a finite number > 0, got {lam!r}")
-        out.append(float(lam))
+        out.append(_num(f"{field_name}[{j}]", lam))
     return out
 
 
