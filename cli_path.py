@@ -14,7 +14,6 @@ writes the summary and the rows.
 """
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
@@ -180,14 +179,19 @@ def eval_pow(token: str) -> float:
 
 def _common(p):
     from gaplab.core import validate
+    from gaplab.core.regpath import path_defaults
     from gaplab.core.validate import arg_type
-    p.add_argument("--eps", type=arg_type(validate.positive, "--eps"), default=0.1, help="ε: target duality gap (default 0.1)")
-    p.add_argument("--time-limit", type=arg_type(validate.positive, "--time-limit", allow_inf=True), default=math.inf, help="budget in seconds (default none)")
-    p.add_argument("--check-every", type=arg_type(validate.positive, "--check-every"), default=1.0,
-                   help="passes between looks at the stale gap sum (default 1)")
-    p.add_argument("--check-factor", type=arg_type(validate.positive, "--check-factor"), default=0.8,
+
+    d = path_defaults()
+    p.add_argument("--eps", type=arg_type(validate.positive, "--eps"), default=d["eps"],
+                   help=f"ε: target duality gap (default {d['eps']:g})")
+    p.add_argument("--time-limit", type=arg_type(validate.positive, "--time-limit", allow_inf=True),
+                   default=d["time_limit"], help="budget in seconds (default none)")
+    p.add_argument("--check-every", type=arg_type(validate.positive, "--check-every"), default=d["check_every"],
+                   help=f"passes between looks at the stale gap sum (default {d['check_every']:g})")
+    p.add_argument("--check-factor", type=arg_type(validate.positive, "--check-factor"), default=d["check_factor"],
                    help="run the exact gap pass once the stale gap sum is <= this factor times the target "
-                        "(default 0.8, the authors' choice; 1: at the target)")
+                        f"(default {d['check_factor']:g}, the authors' choice; 1: at the target)")
     p.add_argument("--no-test-error", dest="test_error", action="store_false", default=True,
                    help="skip the test error of each point")
     p.add_argument("--out", default=None, help="save the path/grid here (.npz, no pickle)")
@@ -208,20 +212,26 @@ def _common(p):
 
 def add_commands(sub) -> None:
     from gaplab.core import validate
+    from gaplab.core.regpath import HEURISTIC_KAPPA, path_defaults
     from gaplab.core.validate import arg_type
+
+    d = path_defaults()
     p = sub.add_parser("path", help="ε-approximate (or heuristic) regularization path (Alg. 6-7)")
     add_solver_arguments(p)
     _common(p)
     p.add_argument("--kappa", type=arg_type(validate.positive, "--kappa"), default=None,
-                   help="κ in (0,1): solve to κε at each breakpoint (default 0.9; 0.7 with --heuristic)")
-    p.add_argument("--lam-min", type=arg_type(validate.positive, "--lam-min"), default=2.0 ** -15, help="smallest λ to cover (default 2^-15)")
+                   help=f"κ in (0,1): solve to κε at each breakpoint (default {d['kappa']:g}; {HEURISTIC_KAPPA:g} with "
+                        "--heuristic)")
+    p.add_argument("--lam-min", type=arg_type(validate.positive, "--lam-min"), default=d["lam_min"],
+                   help=f"smallest λ to cover (default {d['lam_min']:g})")
     p.add_argument("--heuristic", action="store_true", help="stop the solver on stale gaps (heuristic path)")
     p.add_argument("--true-gaps", action="store_true",
                    help="also compute exact gaps where the algorithm does not need them (untimed)")
     p.add_argument("--breakpoint-batch-step", action="store_true",
                    help="free batch FW step at each new breakpoint (oracle answers of the last gap pass)")
     p.add_argument("--max-passes-per-breakpoint",
-                   type=arg_type(validate.positive, "--max-passes-per-breakpoint", allow_inf=True), default=1000.0)
+                   type=arg_type(validate.positive, "--max-passes-per-breakpoint", allow_inf=True),
+                   default=d["max_passes_per_breakpoint"])
     p.add_argument("--checkpoint-every", type=arg_type(validate.int_at_least, "--checkpoint-every", 0, parse=int), default=0, metavar="N",
                    help="save the path so far with its solver state to --out every N breakpoints "
                         "(resumable with --resume; default 0: only on Ctrl-C)")
@@ -238,7 +248,8 @@ def add_commands(sub) -> None:
     p.add_argument("--warm-start", default="primal", choices=["none", "primal", "dual"],
                    help="none | primal (keep w, rescale α: Prop. 1) | dual (keep α) (default primal)")
     p.add_argument("--max-passes-per-point",
-                   type=arg_type(validate.positive, "--max-passes-per-point", allow_inf=True), default=1000.0)
+                   type=arg_type(validate.positive, "--max-passes-per-point", allow_inf=True),
+                   default=d["max_passes_per_breakpoint"])
     p.add_argument("--batch-step-warm", action="store_true",
                    help="free batch FW step after each keep-primal warm start")
     p.set_defaults(func=cmd_grid)
@@ -337,14 +348,15 @@ def _load_model(args):
 
 def cmd_path(args) -> int:
     from gaplab.core.interrupt import Interrupted
-    from gaplab.core.regpath import PathConfig, regularization_path
+    from gaplab.core.regpath import HEURISTIC_KAPPA, PathConfig, path_defaults, regularization_path
 
     if args.checkpoint_every and not (args.out or args.store or args.resume):
         raise ValueError("--checkpoint-every needs --out or --store (where the checkpoints go)")
     if args.resume:
         return _resume(args)
     _check_outputs(args)
-    kappa = args.kappa if args.kappa is not None else (0.7 if args.heuristic else 0.9)
+    kappa = args.kappa if args.kappa is not None else (HEURISTIC_KAPPA if args.heuristic
+                                                       else path_defaults()["kappa"])
     cfg = PathConfig(eps=args.eps, kappa=kappa, lam_min=args.lam_min, heuristic=args.heuristic,
                      max_passes_per_breakpoint=args.max_passes_per_breakpoint, time_limit=args.time_limit,
                      true_gaps=args.true_gaps, check_every=args.check_every, check_factor=args.check_factor,

@@ -11,7 +11,6 @@ their errors); re-running the same command skips finished runs and re-runs faile
 """
 from __future__ import annotations
 
-import argparse
 import sys
 
 __all__ = ["add_commands", "cmd_sweep", "cmd_figure"]

@@ -75,7 +75,7 @@ from .models.protocol import check_labelling
 from .solver import ExactGap, Solver
 
 __all__ = [
-    "PathConfig", "PathInit", "PathPoint", "RegPath",
+    "PathConfig", "HEURISTIC_KAPPA", "path_defaults", "PathInit", "PathPoint", "RegPath",
     "init_reg_path", "block_deltas", "prop1_warm_start", "induction_step",
     "iter_path", "regularization_path", "iter_grid", "grid_search", "default_grid",
     "resume_path", "PathFileError", "PathStoreError", "PathMetric",
@@ -181,6 +181,15 @@ class PathConfig:
     def to_dict(self) -> dict:
         return _json_safe(asdict(self))
 
+
+#: κ of the heuristic path (Paper: App. K); the ε-path's κ is PathConfig's default
+HEURISTIC_KAPPA = 0.7
+
+
+def path_defaults() -> dict:
+    """PathConfig's field defaults by name: the one place the command line, the sweep spec and the
+    app read the path's defaults from."""
+    return {f.name: f.default for f in fields(PathConfig)}
 
 def _json_safe(obj):
     if isinstance(obj, float):

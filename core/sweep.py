@@ -320,23 +320,26 @@ def _check_method(name, m):
         if not isinstance(bs, bool):
             raise _err(f"{f}.batch_step", f"expected true/false, got {bs!r}")
         out["batch_step"] = bs
+    from .regpath import path_defaults
+    pd = path_defaults()
     if kind == "path":
-        out["eps"] = _num(f"{f}.eps", m.get("eps", 0.1))
-        kappa = _num(f"{f}.kappa", m.get("kappa", 0.9))
+        out["eps"] = _num(f"{f}.eps", m.get("eps", pd["eps"]))
+        kappa = _num(f"{f}.kappa", m.get("kappa", pd["kappa"]))
         if not kappa < 1:
             raise _err(f"{f}.kappa", f"κ must be in (0, 1), got {kappa!r}")
         out["kappa"] = kappa
-        out["lam_min"] = _num(f"{f}.lam_min", m.get("lam_min", 2.0 ** -15))
+        out["lam_min"] = _num(f"{f}.lam_min", m.get("lam_min", pd["lam_min"]))
         for b in ("heuristic", "true_gaps"):
             v = m.get(b, False)
             if not isinstance(v, bool):
                 raise _err(f"{f}.{b}", f"expected true/false, got {v!r}")
             out[b] = v
         out["max_passes_per_breakpoint"] = _num(f"{f}.max_passes_per_breakpoint",
-                                                m.get("max_passes_per_breakpoint", 1000.0), allow_inf=True)
-        out["check_factor"] = _num(f"{f}.check_factor", m.get("check_factor", 0.8))
+                                                m.get("max_passes_per_breakpoint", pd["max_passes_per_breakpoint"]),
+                                                allow_inf=True)
+        out["check_factor"] = _num(f"{f}.check_factor", m.get("check_factor", pd["check_factor"]))
     if kind == "grid":
-        out["eps"] = _num(f"{f}.eps", m.get("eps", 0.1))
+        out["eps"] = _num(f"{f}.eps", m.get("eps", pd["eps"]))
         ws = m.get("warm_start", "primal")
         if ws not in ("none", "primal", "dual"):
             raise _err(f"{f}.warm_start", f"expected 'none', 'primal' or 'dual', got {ws!r}")
@@ -348,9 +351,9 @@ def _check_method(name, m):
         if not hi > lo:
             raise _err(f"{f}.grid_hi", f"needs grid_hi > grid_lo, got {hi} and {lo}")
         out["grid_hi"], out["grid_lo"] = hi, lo
-        out["max_passes_per_point"] = _num(f"{f}.max_passes_per_point", m.get("max_passes_per_point", 1000.0),
+        out["max_passes_per_point"] = _num(f"{f}.max_passes_per_point", m.get("max_passes_per_point", pd["max_passes_per_breakpoint"]),
                                            allow_inf=True)
-        out["check_factor"] = _num(f"{f}.check_factor", m.get("check_factor", 0.8))
+        out["check_factor"] = _num(f"{f}.check_factor", m.get("check_factor", pd["check_factor"]))
     if kind in TEST_KINDS:
         out["marker"] = str(m.get("marker", ""))
         out["message"] = str(m.get("message", "test failure"))
