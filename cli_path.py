@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from gaplab.cli import _clean, _json_default, add_solver_arguments, solver_config_from_args
+from gaplab.cli import add_solver_arguments, solver_config_from_args
 
 __all__ = ["add_commands", "cmd_path", "cmd_grid"]
 

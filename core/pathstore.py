@@ -57,6 +57,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
+from . import jsonsafe
 from .atomic import atomic_write
 from .interrupt import held_sigint
 
@@ -184,7 +185,7 @@ def read_manifest(store) -> dict:
         raise PathStoreError(f"path store {str(root)!r}: {MANIFEST} cannot be read ({type(exc).__name__}: "
                              f"{exc})") from None
     try:
-        man = json.loads(text)
+        man = jsonsafe.decode(json.loads(text))
     except json.JSONDecodeError as exc:
         raise PathStoreError(f"path store {str(root)!r}: {MANIFEST} is not valid JSON ({exc})") from None
     except RecursionError:
@@ -295,7 +296,7 @@ def read_weights(store, j: int, entry: dict, d: int, lam: float) -> np.ndarray:
     try:
         check_npz_members(f, {"header": _HEADER_CAP, "w": 8 * d, "val": 8 * d, "idx_delta": 8 * d})
         with np.load(f, allow_pickle=False) as z:
-            head = json.loads(str(z["header"]))
+            head = jsonsafe.decode(json.loads(str(z["header"])))
             enc = head.get("encoding")
             if head.get("index") != j or head.get("lam") != lam or head.get("d") != d:
                 raise bad(f"its header (index {head.get('index')}, λ = {head.get('lam')}, d = {head.get('d')}) does "
@@ -327,7 +328,7 @@ def read_weights(store, j: int, entry: dict, d: int, lam: float) -> np.ndarray:
 
 # ============================================================================ writer
 def _json_dumps(obj) -> str:
-    return json.dumps(obj, allow_nan=True, separators=(",", ":"))
+    return json.dumps(jsonsafe.encode(obj), allow_nan=False, separators=(",", ":"))
 
 
 class PathStoreWriter:

@@ -67,7 +67,7 @@ from numba import njit
 
 from . import kernels as kr
 from . import pathstore as pst
-from . import validate
+from . import jsonsafe, validate
 from .atomic import atomic_write, npz_path
 from .config import LAM_MAX, LAM_MIN, CacheConfig, SolverConfig, Status
 from .interrupt import Interrupted, held_sigint
@@ -191,20 +191,8 @@ def path_defaults() -> dict:
     app read the path's defaults from."""
     return {f.name: f.default for f in fields(PathConfig)}
 
-def _json_safe(obj):
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else str(obj)
-    if isinstance(obj, dict):
-        return {str(k): _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_json_safe(v) for v in obj]
-    if hasattr(obj, "name") and hasattr(obj, "value"):  # enums
-        return obj.name.lower()
-    if isinstance(obj, (np.floating,)):
-        return _json_safe(float(obj))
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    return obj
+
+_json_safe = jsonsafe.encode  # (also used by benchmark scripts)
 
 
 def _solver_config_dict(cfg: SolverConfig) -> dict:
@@ -1012,7 +1000,7 @@ class RegPath:
         if missing:
             raise bad(f"missing arrays {', '.join(missing)}")
         try:
-            meta = json.loads(str(z["meta_json"]))
+            meta = jsonsafe.decode(json.loads(str(z["meta_json"])))
         except (json.JSONDecodeError, ValueError) as exc:
             raise bad(f"the metadata is not valid JSON ({exc})") from None
         if not isinstance(meta, dict):

@@ -76,7 +76,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import validate
+from . import jsonsafe, validate
 from .atomic import atomic_path
 
 __all__ = ["SweepSpec", "load_spec", "expand_runs", "run_id", "execute_run", "Store", "run_sweep",
@@ -530,15 +530,7 @@ def load_spec(spec, *, budget: str | None = None) -> SweepSpec:
 
 
 def _canonical(obj) -> str:
-    def fix(o):
-        if isinstance(o, float):
-            return o if math.isfinite(o) else ("inf" if o > 0 else "-inf")
-        if isinstance(o, dict):
-            return {k: fix(v) for k, v in o.items()}
-        if isinstance(o, (list, tuple)):
-            return [fix(v) for v in o]
-        return o
-    return json.dumps(fix(obj), sort_keys=True, separators=(",", ":"))
+    return json.dumps(jsonsafe.encode(obj), sort_keys=True, separators=(",", ":"))
 
 
 _NOT_KEYED = ("label", "run_id", "data_home", "verify")
@@ -740,28 +732,6 @@ def _atomic_write(path: Path, write: Callable[[str], None]):
         write(tmp)
 
 
-def _json_safe(o):
-    if isinstance(o, float):
-        return o if math.isfinite(o) else ("NaN" if math.isnan(o) else ("Infinity" if o > 0 else "-Infinity"))
-    if isinstance(o, dict):
-        return {k: _json_safe(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_json_safe(v) for v in o]
-    if hasattr(o, "item"):
-        return _json_safe(o.item())
-    return o
-
-
-def _json_load(o):
-    if isinstance(o, str) and o in ("NaN", "Infinity", "-Infinity"):
-        return float(o.lower().replace("infinity", "inf"))
-    if isinstance(o, dict):
-        return {k: _json_load(v) for k, v in o.items()}
-    if isinstance(o, list):
-        return [_json_load(v) for v in o]
-    return o
-
-
 class Store:
     """A results store directory: ``manifest.json`` + ``runs/<run_id>.parquet``.
 
@@ -786,7 +756,7 @@ class Store:
         if not mp.is_file():
             raise ValueError(f"store {str(self.path)!r} has no {self.MANIFEST} (not a gaplab sweep store)")
         try:
-            self.manifest = _json_load(json.loads(mp.read_text()))
+            self.manifest = jsonsafe.decode(json.loads(mp.read_text()))
         except json.JSONDecodeError as exc:
             raise ValueError(f"store manifest {str(mp)!r} is not valid JSON: {exc}") from None
         except RecursionError:
@@ -838,7 +808,7 @@ class Store:
                         "runs": {}}
             try:  # an unwritable --store is refused here, before any run
                 (p / "runs").mkdir(parents=True, exist_ok=True)
-                _atomic_write(p / cls.MANIFEST, lambda t: Path(t).write_text(json.dumps(_json_safe(manifest), indent=1)))
+                _atomic_write(p / cls.MANIFEST, lambda t: Path(t).write_text(json.dumps(jsonsafe.encode(manifest), indent=1)))
             except OSError as exc:
                 raise ValueError(f"--store {str(p)!r}: cannot create the store there "
                                  f"({exc.strerror or exc}); give a writable directory") from None
@@ -855,7 +825,7 @@ class Store:
     # -------------------------------------------------------------- writing
     def _write_manifest(self):
         _atomic_write(self.path / self.MANIFEST,
-                      lambda t: Path(t).write_text(json.dumps(_json_safe(self.manifest), indent=1)))
+                      lambda t: Path(t).write_text(json.dumps(jsonsafe.encode(self.manifest), indent=1)))
 
     def record_done(self, cfg: dict, out: dict, attempts: int, errors: list):
         """Write a finished run's Parquet file, then its manifest entry (both atomically)."""
