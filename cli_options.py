@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 
-__all__ = ["check_out_arg", "add_problem_arguments", "add_setting_arguments", "config_from_args", "positive_float",
+__all__ = ["check_out_arg", "add_problem_arguments", "add_setting_arguments", "config_from_args",
            "problem_options_from_args", "load_problem_from_args", "settings_from_args"]
 
 
@@ -19,12 +19,6 @@ def check_out_arg(value, flag: str = "--out"):
     if not str(value).strip():
         raise ValueError(f"{flag} must name a file, got an empty string")
     return check_output_path(value, flag)
-
-
-def positive_float(text, name: str = "value"):
-    """argparse type: a number > 0 (``inf`` allowed); ArgumentTypeError naming ``name``."""
-    from gaplab.core import validate
-    return validate.arg_type(validate.positive, name, allow_inf=True)(text)
 
 
 def add_problem_arguments(p: argparse.ArgumentParser, default: str = "ocr-small") -> None:

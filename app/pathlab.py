@@ -256,11 +256,6 @@ class PathLab(param.Parameterized):
         with self._lock:
             return None if self._path is None else self._path.snapshot()
 
-    @property
-    def checkpoint_indices(self) -> tuple:
-        with self._lock:
-            return tuple(sorted(self._ck))
-
     def wait(self, timeout: float = 60.0) -> bool:
         t = self._thread
         if t is not None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from . import validate
 
 __all__ = ["Sampling", "StepKind", "Status", "CacheConfig", "SolverConfig", "Setting", "settings_schema",
-           "check_run_ends", "get_setting", "config_from_settings", "config_kwargs", "SAMPLING_CHOICES", "STEP_CHOICES", "GAP_CHECK_PRESETS"]
+           "check_run_ends", "config_from_settings", "config_kwargs", "SAMPLING_CHOICES", "STEP_CHOICES", "GAP_CHECK_PRESETS"]
 
 
 class Sampling(enum.IntEnum):
@@ -435,14 +435,6 @@ def settings_schema(group: str | tuple | None = None) -> tuple:
         return _SCHEMA
     groups = (group,) if isinstance(group, str) else tuple(group)
     return tuple(s for s in _SCHEMA if s.group in groups)
-
-
-def get_setting(key: str) -> Setting:
-    """The :class:`Setting` with this flat key (``"cache_factor"``); ValueError listing the keys."""
-    for s in settings_schema():
-        if s.key == key:
-            return s
-    raise ValueError(f"unknown setting {key!r}; expected one of: {', '.join(s.key for s in settings_schema())}")
 
 
 def config_kwargs(values: dict, **fixed) -> dict:

@@ -61,7 +61,7 @@ from . import jsonsafe
 from .atomic import atomic_write
 from .interrupt import held_sigint
 
-__all__ = ["PathStoreError", "PathStoreWarning", "PathStoreWriter", "read_manifest", "read_weights", "is_store",
+__all__ = ["PathStoreError", "PathStoreWarning", "PathStoreWriter", "read_manifest", "read_weights",
            "STORE_FORMAT", "STORE_VERSION", "MANIFEST", "encode_weights"]
 
 STORE_FORMAT = "gaplab-path-store"
@@ -85,11 +85,6 @@ class PathStoreError(ValueError):
 
 def bp_name(j: int) -> str:
     return f"bp_{j:06d}.npz"
-
-
-def is_store(path) -> bool:
-    """True if ``path`` is a directory (a path store, or meant to be one)."""
-    return Path(os.fspath(path)).is_dir()
 
 
 # ============================================================================ encoding
@@ -158,10 +153,6 @@ def _write_npz(fh, arrays: dict, compress: set) -> None:
 
 
 # ============================================================================ manifest
-def _manifest_path(store) -> Path:
-    return Path(os.fspath(store)) / MANIFEST
-
-
 def read_manifest(store) -> dict:
     """The store's manifest (checked: format, version, rows and files consistent).
 
