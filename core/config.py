@@ -137,17 +137,13 @@ def _meta(help: str, *, key: str | None = None, flag: str | None = None, group: 
                            ui_step=ui_step, expose=expose)}
 
 
-def _check_positive(name, value, *, allow_inf=False, integer=False):
-    return validate.number(name, value, lo=0.0, allow_inf=allow_inf, integer=integer)
-
-
 #: the λ range the float64 solver handles: w = (1/(λn)) Σ_i ψ-differences, so ‖w‖² grows like
 #: 1/λ² and overflows (NaN primal, dual and gap) long before 1/λ does; λ·n must stay finite too
 LAM_MIN, LAM_MAX = 1e-100, 1e100
 
 
 def _check_lam(value):
-    v = _check_positive("lam", value)
+    v = validate.positive("lam", value)
     if not (LAM_MIN <= v <= LAM_MAX):
         raise ValueError(
             f"lam must be in [{LAM_MIN:g}, {LAM_MAX:g}], got {value!r}: outside it 1/λ, λ·n or the objective "
@@ -206,8 +202,8 @@ class CacheConfig:
     def __post_init__(self):
         if not isinstance(self.enabled, bool):
             raise TypeError(f"cache enabled must be bool, got {type(self.enabled).__name__}")
-        _check_positive("cache factor F", self.factor)
-        _check_positive("cache nu", self.nu)
+        validate.positive("cache factor F", self.factor)
+        validate.positive("cache nu", self.nu)
         if isinstance(self.size, bool) or not isinstance(self.size, int) or not 1 <= self.size <= MAX_CACHE_SIZE:
             raise ValueError(f"cache size must be an int in [1, {MAX_CACHE_SIZE}] (labellings per block), "
                              f"got {self.size!r}")
@@ -294,15 +290,15 @@ class SolverConfig:
         object.__setattr__(self, "lam", _check_lam(self.lam))
         object.__setattr__(self, "sampling", Sampling.parse(self.sampling))
         object.__setattr__(self, "step", StepKind.parse(self.step))
-        object.__setattr__(self, "gap_power", _check_positive("gap_power (p)", self.gap_power))
+        object.__setattr__(self, "gap_power", validate.positive("gap_power (p)", self.gap_power))
         object.__setattr__(self, "gap_check", validate.number("gap_check", self.gap_check, lo=1, lo_open=False,
                                                               allow_inf=True, integer=True))
         if not isinstance(self.cache, CacheConfig):
             raise TypeError(f"cache must be a CacheConfig, got {type(self.cache).__name__}")
         object.__setattr__(self, "gap_threshold",
                            validate.nonnegative("gap_threshold", self.gap_threshold, allow_inf=True))
-        object.__setattr__(self, "max_passes", _check_positive("max_passes", self.max_passes, allow_inf=True))
-        object.__setattr__(self, "time_limit", _check_positive("time_limit", self.time_limit, allow_inf=True))
+        object.__setattr__(self, "max_passes", validate.positive("max_passes", self.max_passes, allow_inf=True))
+        object.__setattr__(self, "time_limit", validate.positive("time_limit", self.time_limit, allow_inf=True))
         object.__setattr__(self, "seed", _check_seed(self.seed))
         if math.isinf(self.max_passes) and math.isinf(self.time_limit) and self.gap_threshold == 0:
             raise ValueError("set at least one of max_passes, time_limit or gap_threshold: the run would never stop")
