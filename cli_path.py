@@ -347,7 +347,6 @@ def _load_model(args):
 
 
 def cmd_path(args) -> int:
-    from gaplab.core.interrupt import Interrupted
     from gaplab.core.regpath import HEURISTIC_KAPPA, PathConfig, path_defaults, regularization_path
 
     if args.checkpoint_every and not (args.out or args.store or args.resume):
@@ -370,30 +369,38 @@ def cmd_path(args) -> int:
               f"λ_min={cfg.lam_min:.3g}; solver {args.sampling} sampling, {args.step} steps"
               f"{', cache' if args.cache else ''}")
     printer = _Printer(args, cfg.lam_min)
+    return _run_and_finish(args, "path", printer, lambda: regularization_path(
+        model, cfg, scfg, test_data=test if args.test_error else None, callback=printer,
+        meta={"dataset": args.dataset, "options": options}, checkpoint_every=args.checkpoint_every,
+        checkpoint_file=args.out if args.checkpoint_every else None, store=args.store, overwrite=args.overwrite,
+        store_compress=args.store_compress, test_metric=metric), {"dataset": args.dataset, "load_time_s": load_s},
+        args.store)
+
+
+def _run_and_finish(args, what: str, printer, run, summary: dict, store) -> int:
+    """Run the path or grid (``run()``), close the progress display whatever happens, then write
+    the outputs: Ctrl-C saves what was computed (exit 130), a failed write names the file
+    (``store``: the path store written to, or None)."""
+    from gaplab.core.interrupt import Interrupted
+
     try:
-        path = regularization_path(model, cfg, scfg, test_data=test if args.test_error else None,
-                                   callback=printer, meta={"dataset": args.dataset, "options": options},
-                                   checkpoint_every=args.checkpoint_every,
-                                   checkpoint_file=args.out if args.checkpoint_every else None,
-                                   store=args.store, overwrite=args.overwrite,
-                                   store_compress=args.store_compress, test_metric=metric)
+        result = run()
     except Interrupted as exc:
         printer.close()
-        return _interrupted(args, "path", exc)
+        return _interrupted(args, what, exc)
     except OSError as exc:
         printer.close()
-        return _write_failed(args, "path", exc, args.store)
+        return _write_failed(args, what, exc, store)
     finally:
         printer.close()
     try:
-        return _finish(args, path, "gaplab path", {"dataset": args.dataset, "load_time_s": load_s})
+        return _finish(args, result, f"gaplab {what}", summary)
     except OSError as exc:
-        return _write_failed(args, "path", exc, args.store)
+        return _write_failed(args, what, exc, store)
 
 
 def _resume(args) -> int:
     """``gaplab path --resume FILE``: continue a saved path with the settings saved in FILE."""
-    from gaplab.core.interrupt import Interrupted
     from gaplab.core.problems import get_problem, problem_names
     from gaplab.core.regpath import RegPath, resume_path
 
@@ -432,29 +439,19 @@ def _resume(args) -> int:
               f"on {dataset}")
     lam_min = float(saved.meta.get("path_config", {}).get("lam_min", args.lam_min))
     printer = _Printer(args, lam_min)
-    try:
+
+    def run():
         with warnings.catch_warnings():  # said above
             warnings.simplefilter("ignore", PathStoreWarning)
-            path = resume_path(args.resume, model, test_data=test if args.test_error else None, callback=printer,
-                               test_metric=metric,
-                               checkpoint_every=args.checkpoint_every,
+            return resume_path(args.resume, model, test_data=test if args.test_error else None, callback=printer,
+                               test_metric=metric, checkpoint_every=args.checkpoint_every,
                                checkpoint_file=(args.out or args.resume) if args.checkpoint_every else None)
-    except Interrupted as exc:
-        printer.close()
-        return _interrupted(args, "path", exc)
-    except OSError as exc:
-        printer.close()
-        return _write_failed(args, "path", exc, args.resume if streamed else None)
-    finally:
-        printer.close()
-    try:
-        return _finish(args, path, "gaplab path", {"dataset": dataset, "resumed_from": str(args.resume)})
-    except OSError as exc:
-        return _write_failed(args, "path", exc, args.resume if streamed else None)
+
+    return _run_and_finish(args, "path", printer, run, {"dataset": dataset, "resumed_from": str(args.resume)},
+                           store=args.resume if streamed else None)
 
 
 def cmd_grid(args) -> int:
-    from gaplab.core.interrupt import Interrupted
     from gaplab.core.regpath import _check_grid, grid_search
 
     _check_outputs(args)
@@ -469,24 +466,10 @@ def cmd_grid(args) -> int:
               f"{lams[0]:.4g} -> {lams[-1]:.4g}, ε={args.eps}, warm start: {args.warm_start}; solver "
               f"{args.sampling} sampling, {args.step} steps{', cache' if args.cache else ''}")
     printer = _Printer(args, float(lams[-1]))
-    try:
-        grid = grid_search(model, lams, eps=args.eps, warm_start=args.warm_start, solver_config=scfg,
-                           test_data=test if args.test_error else None,
-                           max_passes_per_point=args.max_passes_per_point, time_limit=args.time_limit,
-                           check_every=args.check_every, check_factor=args.check_factor,
-                           batch_step=args.batch_step_warm, callback=printer,
-                           meta={"dataset": args.dataset, "options": options}, store=args.store, overwrite=args.overwrite,
-                           store_compress=args.store_compress, test_metric=metric)
-    except Interrupted as exc:
-        printer.close()
-        return _interrupted(args, "grid", exc)
-    except OSError as exc:
-        printer.close()
-        return _write_failed(args, "grid", exc, args.store)
-    finally:
-        printer.close()
-    try:
-        return _finish(args, grid, "gaplab grid", {"dataset": args.dataset, "load_time_s": load_s,
-                                                   "warm_start": args.warm_start})
-    except OSError as exc:
-        return _write_failed(args, "grid", exc, args.store)
+    return _run_and_finish(args, "grid", printer, lambda: grid_search(
+        model, lams, eps=args.eps, warm_start=args.warm_start, solver_config=scfg,
+        test_data=test if args.test_error else None, max_passes_per_point=args.max_passes_per_point,
+        time_limit=args.time_limit, check_every=args.check_every, check_factor=args.check_factor,
+        batch_step=args.batch_step_warm, callback=printer, meta={"dataset": args.dataset, "options": options},
+        store=args.store, overwrite=args.overwrite, store_compress=args.store_compress, test_metric=metric),
+        {"dataset": args.dataset, "load_time_s": load_s, "warm_start": args.warm_start}, args.store)
