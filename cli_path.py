@@ -456,8 +456,6 @@ def cmd_grid(args) -> int:
 
     _check_outputs(args)
     lams = _check_grid(_lams(args.lams))
-    if not (args.eps > 0 and math.isfinite(args.eps)):
-        raise ValueError(f"eps must be a finite number > 0, got {args.eps}")
     scfg = solver_config_from_args(args, lam=1.0)
     model, test, load_s, metric, options = _load_model(args)
     _stream_large(args, int(model.d))

@@ -289,10 +289,8 @@ class Solver:
             if own is not None:
                 lb, ub = own
         lb, ub = _check_bounds(lb, ub, model.arrays.d)
-        if isinstance(log_size, bool) or not isinstance(log_size, int) or log_size < 1:
-            raise ValueError(f"log_size must be an int >= 1, got {log_size!r}")
-        if isinstance(trace_limit, bool) or not isinstance(trace_limit, int) or trace_limit < 16:
-            raise ValueError(f"trace_limit must be an int >= 16, got {trace_limit!r}")
+        log_size = validate.int_at_least("log_size", log_size, 1)
+        trace_limit = validate.int_at_least("trace_limit", trace_limit, 16)
         n = model.arrays.n
         if config.sampling == Sampling.WEIGHTS:
             if sampling_weights is None:
@@ -653,8 +651,7 @@ class Solver:
     def steps(self, k: int) -> int:
         """Run k block steps (gap checks happen at pass boundaries exactly as in ``run``).
         Returns the number of steps done."""
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
-            raise ValueError(f"k must be an int >= 0, got {k!r}")
+        k = validate.int_at_least("k", k, 0)
         done = 0
         while done < k:
             done += self._advance(int(k - done))
@@ -841,8 +838,7 @@ class Solver:
         given). Records are numbered in the order they are made and ``since`` is such a number,
         so ``trace(since=n_trace_records)`` taken earlier gives the new ones. Past ``trace_limit``
         records, older ones are thinned (see :class:`Solver`), never the newest half."""
-        if isinstance(since, bool) or not isinstance(since, (int, np.integer)) or since < 0:
-            raise ValueError(f"since must be an int >= 0, got {since!r}")
+        since = validate.int_at_least("since", since, 0)
         return [dict(r) for r in self._records_since(int(since))]
 
     @property

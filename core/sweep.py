@@ -238,10 +238,10 @@ def load_dataset(ref, data_home=None, verify=True):
 
 
 # ============================================================================ the spec
-def _num(field_name, v, *, positive=True, allow_inf=False, integer=False, allow_zero=False):
+def _num(field_name, v, *, positive=True, allow_inf=False, integer=False, allow_zero=False, below_one=False):
     try:
         return validate.number(field_name, v, lo=0.0 if positive else None, lo_open=not allow_zero,
-                               allow_inf=allow_inf, integer=integer)
+                               hi=1.0 if below_one else None, hi_open=True, allow_inf=allow_inf, integer=integer)
     except ValueError as exc:
         raise _err(field_name, str(exc)) from None
 
@@ -324,10 +324,7 @@ def _check_method(name, m):
     pd = path_defaults()
     if kind == "path":
         out["eps"] = _num(f"{f}.eps", m.get("eps", pd["eps"]))
-        kappa = _num(f"{f}.kappa", m.get("kappa", pd["kappa"]))
-        if not kappa < 1:
-            raise _err(f"{f}.kappa", f"κ must be in (0, 1), got {kappa!r}")
-        out["kappa"] = kappa
+        out["kappa"] = _num(f"{f}.kappa", m.get("kappa", pd["kappa"]), below_one=True)
         out["lam_min"] = _num(f"{f}.lam_min", m.get("lam_min", pd["lam_min"]))
         for b in ("heuristic", "true_gaps"):
             v = m.get(b, False)
@@ -417,8 +414,10 @@ class SweepSpec:
         if not isinstance(name, str) or not name.strip():
             raise _err("name", f"expected a non-empty string, got {name!r}")
         version = d.get("version", 1)
-        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-            raise _err("version", f"expected an integer >= 1, got {version!r}")
+        try:
+            version = validate.int_at_least("version", version, 1)
+        except ValueError as exc:
+            raise _err("version", str(exc)) from None
         ds = d.get("datasets")
         if isinstance(ds, str):
             ds = [ds]
@@ -1045,17 +1044,14 @@ def run_sweep(spec, store, *, workers: int | None = None, scheduler: str | None 
         its address), or the store cannot be written (e.g. disk full: the runs recorded so far
         are kept, a re-run continues).
     """
-    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-        raise ValueError(f"retries must be an int >= 0, got {retries!r}")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 0):
-        raise ValueError(f"workers must be an int >= 0, got {workers!r}")
+    retries = validate.int_at_least("retries", retries, 0)
+    if workers is not None:
+        workers = validate.int_at_least("workers", workers, 0)
     if dashboard_address is not None and not (isinstance(dashboard_address, str)
                                               and re.fullmatch(r"[^\s:]*:\d{1,5}", dashboard_address)):
         raise ValueError(f"dashboard_address must be 'HOST:PORT' (e.g. '127.0.0.1:8787') or None, "
                          f"got {dashboard_address!r}")
-    if isinstance(connect_timeout, bool) or not isinstance(connect_timeout, (int, float)) \
-            or not (0 < connect_timeout < math.inf):
-        raise ValueError(f"connect_timeout must be a finite number of seconds > 0, got {connect_timeout!r}")
+    connect_timeout = validate.positive("connect_timeout (seconds)", connect_timeout)
     spec = load_spec(spec, budget=budget)
     st = Store.open_for(store, spec)
     runs = expand_runs(spec)
