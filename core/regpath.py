@@ -179,7 +179,7 @@ class PathConfig:
         return replace(self, **changes)
 
     def to_dict(self) -> dict:
-        return _json_safe(asdict(self))
+        return jsonsafe.encode(asdict(self))
 
 
 #: κ of the heuristic path (Paper: App. K); the ε-path's κ is PathConfig's default
@@ -192,13 +192,13 @@ def path_defaults() -> dict:
     return {f.name: f.default for f in fields(PathConfig)}
 
 
-_json_safe = jsonsafe.encode  # (also used by benchmark scripts)
+_json_safe = jsonsafe.encode  # the old name, still imported by benchmark scripts
 
 
 def _solver_config_dict(cfg: SolverConfig) -> dict:
     d = asdict(cfg)
     d.pop("lam", None)
-    return _json_safe(d)
+    return jsonsafe.encode(d)
 
 
 def _as_solver_config(solver_config) -> SolverConfig:
@@ -732,7 +732,7 @@ class RegPath:
         if self._writer is not None:  # streamed to the store: nothing of w stays in memory
             # the writer owns the rows (self._rows is its list): the row is listed in memory only
             # once it is on disk, so no copy can fall out of step with the store
-            self._writer.append(row, point.w, meta=_json_safe(self.meta))
+            self._writer.append(row, point.w, meta=jsonsafe.encode(self.meta))
             self._W.append(None)
             return
         self._rows.append(row)
@@ -742,7 +742,7 @@ class RegPath:
         """Rewrite the store's manifest after a change of the metadata or of the last row (the
         rows are the writer's own)."""
         if self._writer is not None:
-            self._writer.update(meta=_json_safe(self.meta))
+            self._writer.update(meta=jsonsafe.encode(self.meta))
 
     def _w(self, j: int) -> np.ndarray:
         """w_j (read from the store when the path is backed by one; do not modify)."""
@@ -947,7 +947,7 @@ class RegPath:
             info["point"] = len(self) - 1
             meta["resume_state"] = info
             arrays.update(state)
-        arrays["meta_json"] = np.array(json.dumps(_json_safe(meta)))
+        arrays["meta_json"] = np.array(json.dumps(jsonsafe.encode(meta), allow_nan=False))
         if hasattr(file, "write"):
             np.savez(file, **arrays)
             return None
@@ -1145,7 +1145,7 @@ class RegPath:
         info, arrays = _solver_state(solver)
         info["point"] = len(self) - 1
         self._writer.write_resume_state(info, {k[len(_STATE_PREFIX):]: v for k, v in arrays.items()},
-                                        meta=_json_safe(self.meta))
+                                        meta=jsonsafe.encode(self.meta))
 
     @property
     def io_stats(self) -> dict:
@@ -1171,7 +1171,7 @@ class RegPath:
         """Stream the points appended from now on to the store ``store`` (a directory)."""
         if len(self) and mode == "new":
             raise ValueError("attach a store before the first point")
-        writer = pst.PathStoreWriter(store, self.kind, _json_safe(self.meta), mode=mode, overwrite=overwrite,
+        writer = pst.PathStoreWriter(store, self.kind, jsonsafe.encode(self.meta), mode=mode, overwrite=overwrite,
                                      compress_values=compress_values)
         if mode == "new":
             self._rows, self._files = writer.man["rows"], writer.man["files"]
@@ -1189,7 +1189,7 @@ class RegPath:
     def summary(self) -> dict:
         stale = (np.array([r["status"] == "converged_heuristic" for r in self._rows], dtype=bool)
                  if len(self) else np.zeros(0, dtype=bool))
-        return _json_safe({
+        return jsonsafe.encode({
             "kind": self.kind, "points": len(self), "lam_first": self.lams[0] if len(self) else None,
             "lam_last": self.lams[-1] if len(self) else None, "lam_end": self.lam_end,
             "end": self.end_reason, "total_passes": self.total_passes, "total_time_s": self.total_time_s,
@@ -1666,7 +1666,7 @@ def _solver_state(solver: Solver):
     """(JSON info, arrays) of everything a solver needs to continue exactly (state arrays with
     the RNG, counters, the last exact gap pass, the configuration)."""
     info = {
-        "config": _json_safe(asdict(solver.config)),
+        "config": jsonsafe.encode(asdict(solver.config)),
         "wall_time": float(solver.wall_time),
         "passes_since_check": int(solver.passes_since_check),
         "last_exact_iter": int(solver._last_exact_iter),

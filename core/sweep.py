@@ -731,6 +731,10 @@ def _atomic_write(path: Path, write: Callable[[str], None]):
         write(tmp)
 
 
+def _manifest_text(manifest: dict) -> str:
+    return json.dumps(jsonsafe.encode(manifest), indent=1, allow_nan=False)
+
+
 class Store:
     """A results store directory: ``manifest.json`` + ``runs/<run_id>.parquet``.
 
@@ -807,7 +811,7 @@ class Store:
                         "runs": {}}
             try:  # an unwritable --store is refused here, before any run
                 (p / "runs").mkdir(parents=True, exist_ok=True)
-                _atomic_write(p / cls.MANIFEST, lambda t: Path(t).write_text(json.dumps(jsonsafe.encode(manifest), indent=1)))
+                _atomic_write(p / cls.MANIFEST, lambda t: Path(t).write_text(_manifest_text(manifest)))
             except OSError as exc:
                 raise ValueError(f"--store {str(p)!r}: cannot create the store there "
                                  f"({exc.strerror or exc}); give a writable directory") from None
@@ -824,7 +828,7 @@ class Store:
     # -------------------------------------------------------------- writing
     def _write_manifest(self):
         _atomic_write(self.path / self.MANIFEST,
-                      lambda t: Path(t).write_text(json.dumps(jsonsafe.encode(self.manifest), indent=1)))
+                      lambda t: Path(t).write_text(_manifest_text(self.manifest)))
 
     def record_done(self, cfg: dict, out: dict, attempts: int, errors: list):
         """Write a finished run's Parquet file, then its manifest entry (both atomically)."""
