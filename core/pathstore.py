@@ -57,7 +57,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from . import jsonsafe
+from . import jsonsafe, validate
 from .atomic import atomic_write
 from .interrupt import held_sigint
 
@@ -176,7 +176,7 @@ def read_manifest(store) -> dict:
         raise PathStoreError(f"path store {str(root)!r}: {MANIFEST} cannot be read ({type(exc).__name__}: "
                              f"{exc})") from None
     try:
-        man = jsonsafe.decode(json.loads(text))
+        man = json.loads(text)
     except json.JSONDecodeError as exc:
         raise PathStoreError(f"path store {str(root)!r}: {MANIFEST} is not valid JSON ({exc})") from None
     except RecursionError:
@@ -187,6 +187,9 @@ def read_manifest(store) -> dict:
     if man.get("format_version") != STORE_VERSION:
         raise PathStoreError(f"path store {str(root)!r}: unsupported format version "
                              f"{man.get('format_version')!r} (expected {STORE_VERSION})")
+    # the rows' numbers: "inf"/"nan" (bare Infinity/NaN in stores written before jsonsafe); the metadata
+    # keeps its strings, as the in-memory path's does
+    man["rows"] = jsonsafe.decode(man.get("rows"))
     rows, files = man.get("rows"), man.get("files")
     if not isinstance(rows, list) or not isinstance(files, list) or len(rows) != len(files):
         raise PathStoreError(f"path store {str(root)!r}: {MANIFEST} has {len(rows or [])} rows but "
@@ -197,9 +200,11 @@ def read_manifest(store) -> dict:
         raise PathStoreError(f"path store {str(root)!r}: {MANIFEST} lacks the metadata or d")
     for j, r in enumerate(rows):
         lam = r.get("lam") if isinstance(r, dict) else None
-        if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not (math.isfinite(lam) and lam > 0):
-            raise PathStoreError(f"path store {str(root)!r}, breakpoint {j}: λ must be a finite number > 0, "
-                                 f"got {lam!r}" + ("" if isinstance(r, dict) else f" (row {r!r} is not a mapping)"))
+        try:
+            validate.positive("λ", lam)
+        except ValueError as exc:
+            raise PathStoreError(f"path store {str(root)!r}, breakpoint {j}: {exc}"
+                                 + ("" if isinstance(r, dict) else f" (row {r!r} is not a mapping)")) from None
     lams = [r["lam"] for r in rows]
     for j in range(1, len(lams)):
         if not lams[j] < lams[j - 1]:

@@ -1000,7 +1000,7 @@ class RegPath:
         if missing:
             raise bad(f"missing arrays {', '.join(missing)}")
         try:
-            meta = jsonsafe.decode(json.loads(str(z["meta_json"])))
+            meta = json.loads(str(z["meta_json"]))
         except (json.JSONDecodeError, ValueError) as exc:
             raise bad(f"the metadata is not valid JSON ({exc})") from None
         if not isinstance(meta, dict):

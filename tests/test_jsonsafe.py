@@ -61,19 +61,23 @@ def test_path_store_writes_strict_json_and_old_bare_tokens_still_load(small_path
     path, root = small_path
     mp = root / "s" / "manifest.json"
     new = _strict(mp.read_text())
-    assert new["meta"]["path_config"]["time_limit"] == "inf"
-    old = json.dumps(jsonsafe.decode(new), allow_nan=True)   # the format before: bare Infinity / NaN
-    assert "Infinity" in old
+    assert new["meta"]["path_config"]["time_limit"] == "inf" and new["rows"][0]["primal"] == "nan"
+    rows = jsonsafe.decode(new["rows"])
+    old = json.dumps({**new, "rows": rows}, allow_nan=True)   # the format before: bare NaN in the rows
+    assert "NaN" in old
     mp.write_text(old)
     again = RegPath.open(root / "s")
-    assert again.meta["path_config"]["time_limit"] == math.inf
+    assert math.isnan(again.rows()[0]["primal"]) and again.meta == path.meta
     np.testing.assert_array_equal(again.lams, path.lams)
+    same = lambda a, b: a == b or (isinstance(a, float) and isinstance(b, float) and a != a and b != b)  # noqa: E731
+    for r, s in zip(again.rows(), path.rows(), strict=True):
+        assert r.keys() == s.keys() and all(same(r[k], s[k]) for k in r), (r, s)
 
 
-def test_path_npz_meta_decodes_to_floats(small_path, tmp_path):
+def test_path_npz_round_trip_keeps_meta_and_rows(small_path, tmp_path):
     from gaplab.core.regpath import RegPath
     path, _ = small_path
     f = path.save(tmp_path / "p.npz") or tmp_path / "p.npz"
     back = RegPath.load(f)
-    assert back.meta["path_config"]["time_limit"] == math.inf
+    assert back.meta["path_config"]["time_limit"] == "inf" and back.meta == path.meta
     np.testing.assert_array_equal(back.lams, path.lams)
