@@ -13,28 +13,6 @@ import time
 
 __all__ = ["main"]
 
-def _json_default(o):
-    import numpy as np
-    if isinstance(o, (np.integer,)):
-        return int(o)
-    if isinstance(o, (np.floating,)):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(type(o))
-
-
-def _clean(obj):
-    """JSON-safe: NaN/inf -> None."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    return obj
-
-
 def add_solver_arguments(p: argparse.ArgumentParser) -> None:
     """Options shared by train / path / grid: the registered problems (--dataset) and the
     "method" settings of SolverConfig (generated: gaplab.cli_options)."""
@@ -134,9 +112,10 @@ def cmd_train(args) -> int:
 
 
 def _write_json(path, obj) -> None:
-    """JSON (NaN/inf as null) written atomically: a failed write leaves the old file intact."""
+    """JSON (inf/-inf/NaN as "inf"/"-inf"/"nan": :mod:`gaplab.core.jsonsafe`) written atomically: a failed write leaves the old file intact."""
     from gaplab.core.atomic import write_text_atomic
-    text = json.dumps(_clean(obj), indent=1, default=_json_default)
+    from gaplab.core.jsonsafe import encode
+    text = json.dumps(encode(obj), indent=1, allow_nan=False)
     try:
         write_text_atomic(path, text)
     except OSError as exc:  # a full disk, a lost permission: name the file and the cause (main prints it)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 
-__all__ = ["check_out_arg", "add_problem_arguments", "add_setting_arguments", "config_from_args", "positive_float",
+__all__ = ["check_out_arg", "add_problem_arguments", "add_setting_arguments", "config_from_args",
            "problem_options_from_args", "load_problem_from_args", "settings_from_args"]
 
 
@@ -19,24 +19,6 @@ def check_out_arg(value, flag: str = "--out"):
     if not str(value).strip():
         raise ValueError(f"{flag} must name a file, got an empty string")
     return check_output_path(value, flag)
-
-
-def positive_float(text):
-    """argparse type: a number > 0 (``inf`` allowed)."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
-    return v
-
-
-def _float(text):
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
 
 
 def add_problem_arguments(p: argparse.ArgumentParser, default: str = "ocr-small") -> None:
@@ -89,7 +71,9 @@ def add_setting_arguments(p: argparse.ArgumentParser, groups=("method",), defaul
         elif s.type is int:
             kw["type"] = int
         else:
-            kw["type"] = positive_float if s.positive else _float
+            from gaplab.core import validate
+            kw["type"] = (validate.arg_type(validate.positive, s.flag, allow_inf=True) if s.positive
+                          else validate.arg_type(validate.number, s.flag, allow_inf=True))
         shown = (default if not (isinstance(default, float) and math.isinf(default)) else "none") \
             if default is not None else "the problem's own λ (see --dataset)"
         p.add_argument(s.flag, help=f"{s.help} (default {shown})", **kw)

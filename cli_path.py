@@ -14,14 +14,13 @@ writes the summary and the rows.
 """
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
 
 import numpy as np
 
-from gaplab.cli import _clean, _json_default, add_solver_arguments, solver_config_from_args
+from gaplab.cli import add_solver_arguments, solver_config_from_args
 
 __all__ = ["add_commands", "cmd_path", "cmd_grid"]
 
@@ -41,13 +40,6 @@ def _header() -> str:
     return " ".join(h.strip().rjust(len(h)) for h in HEADER)
 
 
-def _float_or_inf(text):
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-
-
 def _lams(text):
     """--lams: comma-separated numbers (2^k allowed); ValueError naming the bad one (one line)."""
     if text is None:
@@ -64,16 +56,6 @@ def _lams(text):
             raise ValueError(f"--lams: λ = {t.strip()} is too large for a float (the solver takes λ in "
                              "[1e-100, 1e100])") from None
     return vals
-
-
-def _positive_int(text):
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return v
 
 
 #: one breakpoint's w from this size on (d >= 2^20: CoNLL-2000's d is in the millions) makes a
@@ -196,13 +178,20 @@ def eval_pow(token: str) -> float:
 
 
 def _common(p):
-    p.add_argument("--eps", type=_float_or_inf, default=0.1, help="ε: target duality gap (default 0.1)")
-    p.add_argument("--time-limit", type=_float_or_inf, default=math.inf, help="budget in seconds (default none)")
-    p.add_argument("--check-every", type=_float_or_inf, default=1.0,
-                   help="passes between looks at the stale gap sum (default 1)")
-    p.add_argument("--check-factor", type=float, default=0.8,
+    from gaplab.core import validate
+    from gaplab.core.regpath import path_defaults
+    from gaplab.core.validate import arg_type
+
+    d = path_defaults()
+    p.add_argument("--eps", type=arg_type(validate.positive, "--eps"), default=d["eps"],
+                   help=f"ε: target duality gap (default {d['eps']:g})")
+    p.add_argument("--time-limit", type=arg_type(validate.positive, "--time-limit", allow_inf=True),
+                   default=d["time_limit"], help="budget in seconds (default none)")
+    p.add_argument("--check-every", type=arg_type(validate.positive, "--check-every"), default=d["check_every"],
+                   help=f"passes between looks at the stale gap sum (default {d['check_every']:g})")
+    p.add_argument("--check-factor", type=arg_type(validate.positive, "--check-factor"), default=d["check_factor"],
                    help="run the exact gap pass once the stale gap sum is <= this factor times the target "
-                        "(default 0.8, the authors' choice; 1: at the target)")
+                        f"(default {d['check_factor']:g}, the authors' choice; 1: at the target)")
     p.add_argument("--no-test-error", dest="test_error", action="store_false", default=True,
                    help="skip the test error of each point")
     p.add_argument("--out", default=None, help="save the path/grid here (.npz, no pickle)")
@@ -216,25 +205,34 @@ def _common(p):
                    help="keep every point's w in memory and write --out even when w is large (by default a path "
                         "whose w takes >= 8 MB, e.g. CoNLL-2000, streams to a path store: --out's name with .store)")
     p.add_argument("--json", default=None, help="write the summary and the rows as JSON here")
-    p.add_argument("--every", type=_positive_int, default=1, help="print every N-th row (default 1)")
+    p.add_argument("--every", type=arg_type(validate.int_at_least, "--every", 1, parse=int), default=1, help="print every N-th row (default 1)")
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--progress", action="store_true", help="show the progress bar even without a terminal")
 
 
 def add_commands(sub) -> None:
+    from gaplab.core import validate
+    from gaplab.core.regpath import HEURISTIC_KAPPA, path_defaults
+    from gaplab.core.validate import arg_type
+
+    d = path_defaults()
     p = sub.add_parser("path", help="ε-approximate (or heuristic) regularization path (Alg. 6-7)")
     add_solver_arguments(p)
     _common(p)
-    p.add_argument("--kappa", type=_float_or_inf, default=None,
-                   help="κ in (0,1): solve to κε at each breakpoint (default 0.9; 0.7 with --heuristic)")
-    p.add_argument("--lam-min", type=_float_or_inf, default=2.0 ** -15, help="smallest λ to cover (default 2^-15)")
+    p.add_argument("--kappa", type=arg_type(validate.positive, "--kappa"), default=None,
+                   help=f"κ in (0,1): solve to κε at each breakpoint (default {d['kappa']:g}; {HEURISTIC_KAPPA:g} with "
+                        "--heuristic)")
+    p.add_argument("--lam-min", type=arg_type(validate.positive, "--lam-min"), default=d["lam_min"],
+                   help=f"smallest λ to cover (default {d['lam_min']:g})")
     p.add_argument("--heuristic", action="store_true", help="stop the solver on stale gaps (heuristic path)")
     p.add_argument("--true-gaps", action="store_true",
                    help="also compute exact gaps where the algorithm does not need them (untimed)")
     p.add_argument("--breakpoint-batch-step", action="store_true",
                    help="free batch FW step at each new breakpoint (oracle answers of the last gap pass)")
-    p.add_argument("--max-passes-per-breakpoint", type=_float_or_inf, default=1000.0)
-    p.add_argument("--checkpoint-every", type=int, default=0, metavar="N",
+    p.add_argument("--max-passes-per-breakpoint",
+                   type=arg_type(validate.positive, "--max-passes-per-breakpoint", allow_inf=True),
+                   default=d["max_passes_per_breakpoint"])
+    p.add_argument("--checkpoint-every", type=arg_type(validate.int_at_least, "--checkpoint-every", 0, parse=int), default=0, metavar="N",
                    help="save the path so far with its solver state to --out every N breakpoints "
                         "(resumable with --resume; default 0: only on Ctrl-C)")
     p.add_argument("--resume", default=None, metavar="FILE",
@@ -249,7 +247,9 @@ def add_commands(sub) -> None:
                    help="decreasing comma-separated λ values (2^k allowed); default 2^15,...,2^-15")
     p.add_argument("--warm-start", default="primal", choices=["none", "primal", "dual"],
                    help="none | primal (keep w, rescale α: Prop. 1) | dual (keep α) (default primal)")
-    p.add_argument("--max-passes-per-point", type=_float_or_inf, default=1000.0)
+    p.add_argument("--max-passes-per-point",
+                   type=arg_type(validate.positive, "--max-passes-per-point", allow_inf=True),
+                   default=d["max_passes_per_breakpoint"])
     p.add_argument("--batch-step-warm", action="store_true",
                    help="free batch FW step after each keep-primal warm start")
     p.set_defaults(func=cmd_grid)
@@ -347,17 +347,15 @@ def _load_model(args):
 
 
 def cmd_path(args) -> int:
-    from gaplab.core.interrupt import Interrupted
-    from gaplab.core.regpath import PathConfig, regularization_path
+    from gaplab.core.regpath import HEURISTIC_KAPPA, PathConfig, path_defaults, regularization_path
 
-    if args.checkpoint_every < 0:
-        raise ValueError(f"--checkpoint-every must be >= 0, got {args.checkpoint_every}")
     if args.checkpoint_every and not (args.out or args.store or args.resume):
         raise ValueError("--checkpoint-every needs --out or --store (where the checkpoints go)")
     if args.resume:
         return _resume(args)
     _check_outputs(args)
-    kappa = args.kappa if args.kappa is not None else (0.7 if args.heuristic else 0.9)
+    kappa = args.kappa if args.kappa is not None else (HEURISTIC_KAPPA if args.heuristic
+                                                       else path_defaults()["kappa"])
     cfg = PathConfig(eps=args.eps, kappa=kappa, lam_min=args.lam_min, heuristic=args.heuristic,
                      max_passes_per_breakpoint=args.max_passes_per_breakpoint, time_limit=args.time_limit,
                      true_gaps=args.true_gaps, check_every=args.check_every, check_factor=args.check_factor,
@@ -371,30 +369,38 @@ def cmd_path(args) -> int:
               f"λ_min={cfg.lam_min:.3g}; solver {args.sampling} sampling, {args.step} steps"
               f"{', cache' if args.cache else ''}")
     printer = _Printer(args, cfg.lam_min)
+    return _run_and_finish(args, "path", printer, lambda: regularization_path(
+        model, cfg, scfg, test_data=test if args.test_error else None, callback=printer,
+        meta={"dataset": args.dataset, "options": options}, checkpoint_every=args.checkpoint_every,
+        checkpoint_file=args.out if args.checkpoint_every else None, store=args.store, overwrite=args.overwrite,
+        store_compress=args.store_compress, test_metric=metric), {"dataset": args.dataset, "load_time_s": load_s},
+        args.store)
+
+
+def _run_and_finish(args, what: str, printer, run, summary: dict, store) -> int:
+    """Run the path or grid (``run()``), close the progress display whatever happens, then write
+    the outputs: Ctrl-C saves what was computed (exit 130), a failed write names the file
+    (``store``: the path store written to, or None)."""
+    from gaplab.core.interrupt import Interrupted
+
     try:
-        path = regularization_path(model, cfg, scfg, test_data=test if args.test_error else None,
-                                   callback=printer, meta={"dataset": args.dataset, "options": options},
-                                   checkpoint_every=args.checkpoint_every,
-                                   checkpoint_file=args.out if args.checkpoint_every else None,
-                                   store=args.store, overwrite=args.overwrite,
-                                   store_compress=args.store_compress, test_metric=metric)
+        result = run()
     except Interrupted as exc:
         printer.close()
-        return _interrupted(args, "path", exc)
+        return _interrupted(args, what, exc)
     except OSError as exc:
         printer.close()
-        return _write_failed(args, "path", exc, args.store)
+        return _write_failed(args, what, exc, store)
     finally:
         printer.close()
     try:
-        return _finish(args, path, "gaplab path", {"dataset": args.dataset, "load_time_s": load_s})
+        return _finish(args, result, f"gaplab {what}", summary)
     except OSError as exc:
-        return _write_failed(args, "path", exc, args.store)
+        return _write_failed(args, what, exc, store)
 
 
 def _resume(args) -> int:
     """``gaplab path --resume FILE``: continue a saved path with the settings saved in FILE."""
-    from gaplab.core.interrupt import Interrupted
     from gaplab.core.problems import get_problem, problem_names
     from gaplab.core.regpath import RegPath, resume_path
 
@@ -433,35 +439,23 @@ def _resume(args) -> int:
               f"on {dataset}")
     lam_min = float(saved.meta.get("path_config", {}).get("lam_min", args.lam_min))
     printer = _Printer(args, lam_min)
-    try:
+
+    def run():
         with warnings.catch_warnings():  # said above
             warnings.simplefilter("ignore", PathStoreWarning)
-            path = resume_path(args.resume, model, test_data=test if args.test_error else None, callback=printer,
-                               test_metric=metric,
-                               checkpoint_every=args.checkpoint_every,
+            return resume_path(args.resume, model, test_data=test if args.test_error else None, callback=printer,
+                               test_metric=metric, checkpoint_every=args.checkpoint_every,
                                checkpoint_file=(args.out or args.resume) if args.checkpoint_every else None)
-    except Interrupted as exc:
-        printer.close()
-        return _interrupted(args, "path", exc)
-    except OSError as exc:
-        printer.close()
-        return _write_failed(args, "path", exc, args.resume if streamed else None)
-    finally:
-        printer.close()
-    try:
-        return _finish(args, path, "gaplab path", {"dataset": dataset, "resumed_from": str(args.resume)})
-    except OSError as exc:
-        return _write_failed(args, "path", exc, args.resume if streamed else None)
+
+    return _run_and_finish(args, "path", printer, run, {"dataset": dataset, "resumed_from": str(args.resume)},
+                           store=args.resume if streamed else None)
 
 
 def cmd_grid(args) -> int:
-    from gaplab.core.interrupt import Interrupted
     from gaplab.core.regpath import _check_grid, grid_search
 
     _check_outputs(args)
     lams = _check_grid(_lams(args.lams))
-    if not (args.eps > 0 and math.isfinite(args.eps)):
-        raise ValueError(f"eps must be a finite number > 0, got {args.eps}")
     scfg = solver_config_from_args(args, lam=1.0)
     model, test, load_s, metric, options = _load_model(args)
     _stream_large(args, int(model.d))
@@ -470,24 +464,10 @@ def cmd_grid(args) -> int:
               f"{lams[0]:.4g} -> {lams[-1]:.4g}, ε={args.eps}, warm start: {args.warm_start}; solver "
               f"{args.sampling} sampling, {args.step} steps{', cache' if args.cache else ''}")
     printer = _Printer(args, float(lams[-1]))
-    try:
-        grid = grid_search(model, lams, eps=args.eps, warm_start=args.warm_start, solver_config=scfg,
-                           test_data=test if args.test_error else None,
-                           max_passes_per_point=args.max_passes_per_point, time_limit=args.time_limit,
-                           check_every=args.check_every, check_factor=args.check_factor,
-                           batch_step=args.batch_step_warm, callback=printer,
-                           meta={"dataset": args.dataset, "options": options}, store=args.store, overwrite=args.overwrite,
-                           store_compress=args.store_compress, test_metric=metric)
-    except Interrupted as exc:
-        printer.close()
-        return _interrupted(args, "grid", exc)
-    except OSError as exc:
-        printer.close()
-        return _write_failed(args, "grid", exc, args.store)
-    finally:
-        printer.close()
-    try:
-        return _finish(args, grid, "gaplab grid", {"dataset": args.dataset, "load_time_s": load_s,
-                                                   "warm_start": args.warm_start})
-    except OSError as exc:
-        return _write_failed(args, "grid", exc, args.store)
+    return _run_and_finish(args, "grid", printer, lambda: grid_search(
+        model, lams, eps=args.eps, warm_start=args.warm_start, solver_config=scfg,
+        test_data=test if args.test_error else None, max_passes_per_point=args.max_passes_per_point,
+        time_limit=args.time_limit, check_every=args.check_every, check_factor=args.check_factor,
+        batch_step=args.batch_step_warm, callback=printer, meta={"dataset": args.dataset, "options": options},
+        store=args.store, overwrite=args.overwrite, store_compress=args.store_compress, test_metric=metric),
+        {"dataset": args.dataset, "load_time_s": load_s, "warm_start": args.warm_start}, args.store)

@@ -11,30 +11,9 @@ their errors); re-running the same command skips finished runs and re-runs faile
 """
 from __future__ import annotations
 
-import argparse
 import sys
 
 __all__ = ["add_commands", "cmd_sweep", "cmd_figure"]
-
-
-def _nonneg_int(text):
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return v
-
-
-def _positive_seconds(text):
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not 0 < v < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a finite number of seconds > 0, got {text!r}")
-    return v
 
 
 def cmd_sweep(args) -> int:
@@ -111,21 +90,23 @@ def cmd_figure(args) -> int:
 
 
 def add_commands(sub) -> None:
+    from gaplab.core import validate
+    from gaplab.core.validate import arg_type
     p = sub.add_parser("sweep", help="run an experiment spec (TOML) on Dask into a resumable store")
     p.add_argument("spec", help="the spec file (TOML; see benchmarks/specs/)")
     p.add_argument("--store", required=True, help="store directory (created; re-running resumes)")
     p.add_argument("--budget", default=None, help="which [budgets.NAME] of the spec (default: laptop)")
-    p.add_argument("--workers", type=_nonneg_int, default=None,
+    p.add_argument("--workers", type=arg_type(validate.int_at_least, "--workers", 0, parse=int), default=None,
                    help="worker processes of the local cluster (default: CPU count; 0: serial, in this process)")
     p.add_argument("--scheduler", default=None,
                    help="address of a running Dask scheduler (tcp://host:port, or tls://host:port with "
                         "distributed's TLS settings; see the README)")
-    p.add_argument("--connect-timeout", type=_positive_seconds, default=30.0, metavar="SECONDS",
+    p.add_argument("--connect-timeout", type=arg_type(validate.positive, "--connect-timeout"), default=30.0, metavar="SECONDS",
                    help="how long to wait for --scheduler (default 30)")
     p.add_argument("--dashboard-address", default="127.0.0.1:0", metavar="HOST:PORT",
                    help="where the local cluster's Dask dashboard listens (default 127.0.0.1:0: this machine "
                         "only, any free port; 0.0.0.0:8787 exposes it to the network; none: no dashboard)")
-    p.add_argument("--retries", type=_nonneg_int, default=1, help="extra attempts of a failed run (default 1)")
+    p.add_argument("--retries", type=arg_type(validate.int_at_least, "--retries", 0, parse=int), default=1, help="extra attempts of a failed run (default 1)")
     p.add_argument("--dry-run", action="store_true", help="list the runs still to do and exit")
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--progress", action="store_true", help="show the progress bar even without a terminal")

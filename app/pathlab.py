@@ -65,8 +65,8 @@ from pathlib import Path
 import numpy as np
 import param
 
-from gaplab.core.regpath import (PathConfig, PathFileError, PathStoreError, RegPath, induction_step, iter_grid,
-                                 iter_path, prop1_warm_start)
+from gaplab.core.regpath import (HEURISTIC_KAPPA, PathConfig, PathFileError, PathStoreError, RegPath, induction_step,
+                                 iter_grid, iter_path, path_defaults, prop1_warm_start)
 
 __all__ = ["PathLab", "PathSnapshot", "CHECKPOINT_BUDGET_BYTES", "W_BUDGET_BYTES", "REPLAY_AUTO_S"]
 
@@ -74,6 +74,7 @@ CHECKPOINT_BUDGET_BYTES = 256 * 2**20   # solver copies kept for picking λ (per
 W_BUDGET_BYTES = 256 * 2**20            # (unused since issue 19: W goes to an on-disk store)
 MAX_BREAKPOINTS = 2000
 MAX_PASSES_PER_BREAKPOINT = 200.0
+_PATH_DEFAULTS = path_defaults()  # ε, κ and λ_min start at PathConfig's defaults
 PUBLISH_PERIOD_S = 0.1
 #: a pick loads the dual point into the session's solver by itself only when replaying from the
 #: nearest checkpoint is expected to take at most this long (the breakpoints' own solve times);
@@ -183,13 +184,14 @@ class PathLab(param.Parameterized):
     check, seed) at the time of Start; the path's own settings are below.
     """
 
-    eps = param.Number(default=0.1, bounds=(1e-4, 10.0), label="ε (path accuracy)",
+    eps = param.Number(default=_PATH_DEFAULTS["eps"], bounds=(1e-4, 10.0), label="ε (path accuracy)",
                        doc="Every λ on the path gets a w with duality gap <= ε (Paper: Sec. 4)")
-    kappa = param.Number(default=0.9, bounds=(0.05, 0.99), step=0.05, label="κ (solve to κε)",
-                         doc="The solver runs to κε at each breakpoint (0.9; heuristic path 0.7)")
+    kappa = param.Number(default=_PATH_DEFAULTS["kappa"], bounds=(0.05, 0.99), step=0.05, label="κ (solve to κε)",
+                         doc=f"The solver runs to κε at each breakpoint ({_PATH_DEFAULTS['kappa']:g}; "
+                             f"heuristic path {HEURISTIC_KAPPA:g})")
     heuristic = param.Boolean(default=False, label="Heuristic path (App. K)",
-                              doc="Stop on the stale gap estimates (no exact gap pass); κ = 0.7")
-    lam_min = param.Number(default=1e-4, bounds=(1e-9, 1e6), label="λ_min",
+                              doc=f"Stop on the stale gap estimates (no exact gap pass); κ = {HEURISTIC_KAPPA:g}")
+    lam_min = param.Number(default=_PATH_DEFAULTS["lam_min"], bounds=(1e-9, 1e6), label="λ_min",
                            doc="The path stops once it covers λ_min")
     grid = param.Boolean(default=False, label="Compare: warm-started grid 2^k",
                          doc="After the path, a grid search over λ = 2^k (keep-primal warm starts)")
@@ -236,7 +238,7 @@ class PathLab(param.Parameterized):
             shutil.rmtree(tmp, ignore_errors=True)
 
     def _on_heuristic(self, event):
-        self.kappa = 0.7 if event.new else 0.9
+        self.kappa = HEURISTIC_KAPPA if event.new else _PATH_DEFAULTS["kappa"]
 
     # ------------------------------------------------------------------ state
     @property
@@ -253,11 +255,6 @@ class PathLab(param.Parameterized):
         """A consistent copy of the path computed so far (None before any Start)."""
         with self._lock:
             return None if self._path is None else self._path.snapshot()
-
-    @property
-    def checkpoint_indices(self) -> tuple:
-        with self._lock:
-            return tuple(sorted(self._ck))
 
     def wait(self, timeout: float = 60.0) -> bool:
         t = self._thread

@@ -19,7 +19,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["OutputPathError", "atomic_write", "atomic_path", "write_text_atomic", "write_bytes_atomic", "save_figure",
+__all__ = ["OutputPathError", "atomic_write", "atomic_path", "write_text_atomic", "save_figure",
            "check_output_path", "npz_path"]
 
 
@@ -149,13 +149,6 @@ def write_text_atomic(file, text: str, encoding: str = "utf-8") -> Path:
     """Write ``text`` to ``file`` atomically (see :func:`atomic_write`); returns the path."""
     with atomic_write(file, "w", encoding=encoding) as fh:
         fh.write(text)
-    return Path(os.fspath(file))
-
-
-def write_bytes_atomic(file, data: bytes) -> Path:
-    """Write ``data`` to ``file`` atomically (see :func:`atomic_write`); returns the path."""
-    with atomic_write(file, "wb") as fh:
-        fh.write(data)
     return Path(os.fspath(file))
 
 

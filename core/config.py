@@ -8,8 +8,10 @@ import enum
 import math
 from dataclasses import dataclass, field, replace
 
+from . import validate
+
 __all__ = ["Sampling", "StepKind", "Status", "CacheConfig", "SolverConfig", "Setting", "settings_schema",
-           "check_run_ends", "get_setting", "config_from_settings", "config_kwargs", "SAMPLING_CHOICES", "STEP_CHOICES", "GAP_CHECK_PRESETS"]
+           "check_run_ends", "config_from_settings", "config_kwargs", "SAMPLING_CHOICES", "STEP_CHOICES", "GAP_CHECK_PRESETS"]
 
 
 class Sampling(enum.IntEnum):
@@ -135,25 +137,13 @@ def _meta(help: str, *, key: str | None = None, flag: str | None = None, group: 
                            ui_step=ui_step, expose=expose)}
 
 
-def _check_positive(name, value, *, allow_inf=False, integer=False):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    v = float(value)
-    if math.isnan(v) or v <= 0 or (math.isinf(v) and not allow_inf):
-        rng = "(0, inf]" if allow_inf else "(0, inf)"
-        raise ValueError(f"{name} must be in {rng}, got {value!r}")
-    if integer and not math.isinf(v) and v != int(v):
-        raise ValueError(f"{name} must be a whole number, got {value!r}")
-    return v
-
-
 #: the λ range the float64 solver handles: w = (1/(λn)) Σ_i ψ-differences, so ‖w‖² grows like
 #: 1/λ² and overflows (NaN primal, dual and gap) long before 1/λ does; λ·n must stay finite too
 LAM_MIN, LAM_MAX = 1e-100, 1e100
 
 
 def _check_lam(value):
-    v = _check_positive("lam", value)
+    v = validate.positive("lam", value)
     if not (LAM_MIN <= v <= LAM_MAX):
         raise ValueError(
             f"lam must be in [{LAM_MIN:g}, {LAM_MAX:g}], got {value!r}: outside it 1/λ, λ·n or the objective "
@@ -212,8 +202,8 @@ class CacheConfig:
     def __post_init__(self):
         if not isinstance(self.enabled, bool):
             raise TypeError(f"cache enabled must be bool, got {type(self.enabled).__name__}")
-        _check_positive("cache factor F", self.factor)
-        _check_positive("cache nu", self.nu)
+        validate.positive("cache factor F", self.factor)
+        validate.positive("cache nu", self.nu)
         if isinstance(self.size, bool) or not isinstance(self.size, int) or not 1 <= self.size <= MAX_CACHE_SIZE:
             raise ValueError(f"cache size must be an int in [1, {MAX_CACHE_SIZE}] (labellings per block), "
                              f"got {self.size!r}")
@@ -300,19 +290,15 @@ class SolverConfig:
         object.__setattr__(self, "lam", _check_lam(self.lam))
         object.__setattr__(self, "sampling", Sampling.parse(self.sampling))
         object.__setattr__(self, "step", StepKind.parse(self.step))
-        object.__setattr__(self, "gap_power", _check_positive("gap_power (p)", self.gap_power))
-        object.__setattr__(self, "gap_check",
-                           _check_positive("gap_check", self.gap_check, allow_inf=True, integer=True))
-        if self.gap_check < 1:
-            raise ValueError(f"gap_check must be >= 1 (or inf), got {self.gap_check!r}")
+        object.__setattr__(self, "gap_power", validate.positive("gap_power (p)", self.gap_power))
+        object.__setattr__(self, "gap_check", validate.number("gap_check", self.gap_check, lo=1, lo_open=False,
+                                                              allow_inf=True, integer=True))
         if not isinstance(self.cache, CacheConfig):
             raise TypeError(f"cache must be a CacheConfig, got {type(self.cache).__name__}")
-        gt = float(self.gap_threshold)
-        if math.isnan(gt) or gt < 0:
-            raise ValueError(f"gap_threshold must be >= 0, got {self.gap_threshold!r}")
-        object.__setattr__(self, "gap_threshold", gt)
-        object.__setattr__(self, "max_passes", _check_positive("max_passes", self.max_passes, allow_inf=True))
-        object.__setattr__(self, "time_limit", _check_positive("time_limit", self.time_limit, allow_inf=True))
+        object.__setattr__(self, "gap_threshold",
+                           validate.nonnegative("gap_threshold", self.gap_threshold, allow_inf=True))
+        object.__setattr__(self, "max_passes", validate.positive("max_passes", self.max_passes, allow_inf=True))
+        object.__setattr__(self, "time_limit", validate.positive("time_limit", self.time_limit, allow_inf=True))
         object.__setattr__(self, "seed", _check_seed(self.seed))
         if math.isinf(self.max_passes) and math.isinf(self.time_limit) and self.gap_threshold == 0:
             raise ValueError("set at least one of max_passes, time_limit or gap_threshold: the run would never stop")
@@ -445,14 +431,6 @@ def settings_schema(group: str | tuple | None = None) -> tuple:
         return _SCHEMA
     groups = (group,) if isinstance(group, str) else tuple(group)
     return tuple(s for s in _SCHEMA if s.group in groups)
-
-
-def get_setting(key: str) -> Setting:
-    """The :class:`Setting` with this flat key (``"cache_factor"``); ValueError listing the keys."""
-    for s in settings_schema():
-        if s.key == key:
-            return s
-    raise ValueError(f"unknown setting {key!r}; expected one of: {', '.join(s.key for s in settings_schema())}")
 
 
 def config_kwargs(values: dict, **fixed) -> dict:

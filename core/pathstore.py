@@ -57,10 +57,11 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
+from . import jsonsafe, validate
 from .atomic import atomic_write
 from .interrupt import held_sigint
 
-__all__ = ["PathStoreError", "PathStoreWarning", "PathStoreWriter", "read_manifest", "read_weights", "is_store",
+__all__ = ["PathStoreError", "PathStoreWarning", "PathStoreWriter", "read_manifest", "read_weights",
            "STORE_FORMAT", "STORE_VERSION", "MANIFEST", "encode_weights"]
 
 STORE_FORMAT = "gaplab-path-store"
@@ -84,11 +85,6 @@ class PathStoreError(ValueError):
 
 def bp_name(j: int) -> str:
     return f"bp_{j:06d}.npz"
-
-
-def is_store(path) -> bool:
-    """True if ``path`` is a directory (a path store, or meant to be one)."""
-    return Path(os.fspath(path)).is_dir()
 
 
 # ============================================================================ encoding
@@ -157,10 +153,6 @@ def _write_npz(fh, arrays: dict, compress: set) -> None:
 
 
 # ============================================================================ manifest
-def _manifest_path(store) -> Path:
-    return Path(os.fspath(store)) / MANIFEST
-
-
 def read_manifest(store) -> dict:
     """The store's manifest (checked: format, version, rows and files consistent).
 
@@ -195,6 +187,9 @@ def read_manifest(store) -> dict:
     if man.get("format_version") != STORE_VERSION:
         raise PathStoreError(f"path store {str(root)!r}: unsupported format version "
                              f"{man.get('format_version')!r} (expected {STORE_VERSION})")
+    # the rows' numbers: "inf"/"nan" (bare Infinity/NaN in stores written before jsonsafe); the metadata
+    # keeps its strings, as the in-memory path's does
+    man["rows"] = jsonsafe.decode(man.get("rows"))
     rows, files = man.get("rows"), man.get("files")
     if not isinstance(rows, list) or not isinstance(files, list) or len(rows) != len(files):
         raise PathStoreError(f"path store {str(root)!r}: {MANIFEST} has {len(rows or [])} rows but "
@@ -205,9 +200,11 @@ def read_manifest(store) -> dict:
         raise PathStoreError(f"path store {str(root)!r}: {MANIFEST} lacks the metadata or d")
     for j, r in enumerate(rows):
         lam = r.get("lam") if isinstance(r, dict) else None
-        if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not (math.isfinite(lam) and lam > 0):
-            raise PathStoreError(f"path store {str(root)!r}, breakpoint {j}: λ must be a finite number > 0, "
-                                 f"got {lam!r}" + ("" if isinstance(r, dict) else f" (row {r!r} is not a mapping)"))
+        try:
+            validate.positive("λ", lam)
+        except ValueError as exc:
+            raise PathStoreError(f"path store {str(root)!r}, breakpoint {j}: {exc}"
+                                 + ("" if isinstance(r, dict) else f" (row {r!r} is not a mapping)")) from None
     lams = [r["lam"] for r in rows]
     for j in range(1, len(lams)):
         if not lams[j] < lams[j - 1]:
@@ -295,7 +292,7 @@ def read_weights(store, j: int, entry: dict, d: int, lam: float) -> np.ndarray:
     try:
         check_npz_members(f, {"header": _HEADER_CAP, "w": 8 * d, "val": 8 * d, "idx_delta": 8 * d})
         with np.load(f, allow_pickle=False) as z:
-            head = json.loads(str(z["header"]))
+            head = jsonsafe.decode(json.loads(str(z["header"])))
             enc = head.get("encoding")
             if head.get("index") != j or head.get("lam") != lam or head.get("d") != d:
                 raise bad(f"its header (index {head.get('index')}, λ = {head.get('lam')}, d = {head.get('d')}) does "
@@ -327,7 +324,7 @@ def read_weights(store, j: int, entry: dict, d: int, lam: float) -> np.ndarray:
 
 # ============================================================================ writer
 def _json_dumps(obj) -> str:
-    return json.dumps(obj, allow_nan=True, separators=(",", ":"))
+    return json.dumps(jsonsafe.encode(obj), allow_nan=False, separators=(",", ":"))
 
 
 class PathStoreWriter:

@@ -31,6 +31,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from . import validate
+
 __all__ = ["ProblemSpec", "ProblemOption", "Problem", "register_problem", "unregister_problem",
            "get_problem", "problem_names", "load_problem", "warmup_plan", "WarmupJob", "model_box"]
 
@@ -358,8 +360,7 @@ def register_problem(name: str, loader: Callable, model_factory: Callable | None
                        evaluate=evaluate or _default_evaluate, warmup=warmup, options=options,
                        quick=bool(quick))
     lam = spec.lam()  # validates default_lam (at the default options)
-    if not (math.isfinite(lam) and lam > 0):
-        raise ValueError(f"register_problem({name!r}): default_lam must be a finite number > 0, got {lam!r}")
+    validate.positive(f"register_problem({name!r}): default_lam", lam)
     _REGISTRY[name] = spec
     return spec
 

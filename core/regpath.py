@@ -67,6 +67,7 @@ from numba import njit
 
 from . import kernels as kr
 from . import pathstore as pst
+from . import jsonsafe, validate
 from .atomic import atomic_write, npz_path
 from .config import LAM_MAX, LAM_MIN, CacheConfig, SolverConfig, Status
 from .interrupt import Interrupted, held_sigint
@@ -74,7 +75,7 @@ from .models.protocol import check_labelling
 from .solver import ExactGap, Solver
 
 __all__ = [
-    "PathConfig", "PathInit", "PathPoint", "RegPath",
+    "PathConfig", "HEURISTIC_KAPPA", "path_defaults", "PathInit", "PathPoint", "RegPath",
     "init_reg_path", "block_deltas", "prop1_warm_start", "induction_step",
     "iter_path", "regularization_path", "iter_grid", "grid_search", "default_grid",
     "resume_path", "PathFileError", "PathStoreError", "PathMetric",
@@ -103,15 +104,6 @@ def default_grid(hi: int = 15, lo: int = -15) -> np.ndarray:
 
 
 # ============================================================================ configuration
-def _finite_positive(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise ValueError(f"{name} must be a number > 0, got {value!r}")
-    v = float(value)
-    if not (math.isfinite(v) and v > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return v
-
-
 @dataclass(frozen=True)
 class PathConfig:
     """Settings of a regularization path (Paper: Alg. 7, App. K).
@@ -168,62 +160,45 @@ class PathConfig:
     batch_step: bool = False
 
     def __post_init__(self):
-        object.__setattr__(self, "eps", _finite_positive("eps", self.eps))
-        k = self.kappa
-        if isinstance(k, bool) or not isinstance(k, (int, float, np.floating)) or not (0.0 < float(k) < 1.0):
-            raise ValueError(f"kappa must be in (0, 1), got {k!r}")
-        object.__setattr__(self, "kappa", float(k))
-        object.__setattr__(self, "lam_min", _finite_positive("lam_min", self.lam_min))
-        if self.lam_min < LAM_MIN:
-            raise ValueError(f"lam_min must be >= {LAM_MIN:g} (the smallest λ the solver accepts), got {self.lam_min!r}")
+        object.__setattr__(self, "eps", validate.positive("eps", self.eps))
+        object.__setattr__(self, "kappa", validate.number("kappa", self.kappa, lo=0.0, hi=1.0, hi_open=True))
+        object.__setattr__(self, "lam_min", validate.number("lam_min", self.lam_min, lo=LAM_MIN, lo_open=False))
         for name in ("heuristic", "true_gaps", "verify_heuristic_gap", "batch_step"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        mp = self.max_passes_per_breakpoint
-        if isinstance(mp, bool) or not isinstance(mp, (int, float)) or math.isnan(mp) or mp <= 0:
-            raise ValueError(f"max_passes_per_breakpoint must be > 0, got {mp!r}")
-        tl = self.time_limit
-        if isinstance(tl, bool) or not isinstance(tl, (int, float)) or math.isnan(tl) or tl <= 0:
-            raise ValueError(f"time_limit must be > 0 (inf for none), got {tl!r}")
-        ce = self.check_every
-        if isinstance(ce, bool) or not isinstance(ce, (int, float)) or not (0 < ce <= 1e6):
-            raise ValueError(f"check_every must be > 0 (passes), got {ce!r}")
-        cf = self.check_factor
-        if isinstance(cf, bool) or not isinstance(cf, (int, float, np.floating)) or not (0.0 < float(cf) <= 1.0):
-            raise ValueError(f"check_factor must be in (0, 1], got {cf!r}")
-        object.__setattr__(self, "check_factor", float(cf))
-        mb = self.max_breakpoints
-        if isinstance(mb, bool) or not isinstance(mb, int) or mb < 1:
-            raise ValueError(f"max_breakpoints must be an int >= 1, got {mb!r}")
+        object.__setattr__(self, "max_passes_per_breakpoint",
+                           validate.positive("max_passes_per_breakpoint", self.max_passes_per_breakpoint,
+                                             allow_inf=True))
+        object.__setattr__(self, "time_limit", validate.positive("time_limit", self.time_limit, allow_inf=True))
+        object.__setattr__(self, "check_every", validate.number("check_every", self.check_every, lo=0.0, hi=1e6))
+        object.__setattr__(self, "check_factor", validate.number("check_factor", self.check_factor, lo=0.0, hi=1.0))
+        object.__setattr__(self, "max_breakpoints", validate.int_at_least("max_breakpoints", self.max_breakpoints, 1))
 
     def replace(self, **changes) -> "PathConfig":
         from dataclasses import replace
         return replace(self, **changes)
 
     def to_dict(self) -> dict:
-        return _json_safe(asdict(self))
+        return jsonsafe.encode(asdict(self))
 
 
-def _json_safe(obj):
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else str(obj)
-    if isinstance(obj, dict):
-        return {str(k): _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_json_safe(v) for v in obj]
-    if hasattr(obj, "name") and hasattr(obj, "value"):  # enums
-        return obj.name.lower()
-    if isinstance(obj, (np.floating,)):
-        return _json_safe(float(obj))
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    return obj
+#: κ of the heuristic path (Paper: App. K); the ε-path's κ is PathConfig's default
+HEURISTIC_KAPPA = 0.7
+
+
+def path_defaults() -> dict:
+    """PathConfig's field defaults by name: the one place the command line, the sweep spec and the
+    app read the path's defaults from."""
+    return {f.name: f.default for f in fields(PathConfig)}
+
+
+_json_safe = jsonsafe.encode  # the old name, still imported by benchmark scripts
 
 
 def _solver_config_dict(cfg: SolverConfig) -> dict:
     d = asdict(cfg)
     d.pop("lam", None)
-    return _json_safe(d)
+    return jsonsafe.encode(d)
 
 
 def _as_solver_config(solver_config) -> SolverConfig:
@@ -426,7 +401,7 @@ def init_reg_path(model, eps: float = 0.1, kappa: float = 0.9) -> PathInit:
 
     When ψ̃ = 0 (w = 0 is optimal for every λ) λ_∞ is set to 1 with a zero gap bound.
     """
-    eps = _finite_positive("eps", eps)
+    eps = validate.positive("eps", eps)
     PathConfig(eps=eps, kappa=kappa)  # validates kappa
     t0 = time.perf_counter()
     M = model.arrays
@@ -757,7 +732,7 @@ class RegPath:
         if self._writer is not None:  # streamed to the store: nothing of w stays in memory
             # the writer owns the rows (self._rows is its list): the row is listed in memory only
             # once it is on disk, so no copy can fall out of step with the store
-            self._writer.append(row, point.w, meta=_json_safe(self.meta))
+            self._writer.append(row, point.w, meta=jsonsafe.encode(self.meta))
             self._W.append(None)
             return
         self._rows.append(row)
@@ -767,7 +742,7 @@ class RegPath:
         """Rewrite the store's manifest after a change of the metadata or of the last row (the
         rows are the writer's own)."""
         if self._writer is not None:
-            self._writer.update(meta=_json_safe(self.meta))
+            self._writer.update(meta=jsonsafe.encode(self.meta))
 
     def _w(self, j: int) -> np.ndarray:
         """w_j (read from the store when the path is backed by one; do not modify)."""
@@ -881,7 +856,7 @@ class RegPath:
     def piece_at(self, lam: float) -> tuple[int, float]:
         """(j, scale) with w_at(lam) = scale · W[j] (Paper: Sec. 4: (λ_1/λ)·w_1 above the first
         breakpoint, then piecewise constant)."""
-        lam = _finite_positive("lam", lam)
+        lam = validate.positive("lam", lam)
         if not self._rows:
             raise ValueError("the path is empty")
         lams = self.lams
@@ -972,7 +947,7 @@ class RegPath:
             info["point"] = len(self) - 1
             meta["resume_state"] = info
             arrays.update(state)
-        arrays["meta_json"] = np.array(json.dumps(_json_safe(meta)))
+        arrays["meta_json"] = np.array(json.dumps(jsonsafe.encode(meta), allow_nan=False))
         if hasattr(file, "write"):
             np.savez(file, **arrays)
             return None
@@ -1170,7 +1145,7 @@ class RegPath:
         info, arrays = _solver_state(solver)
         info["point"] = len(self) - 1
         self._writer.write_resume_state(info, {k[len(_STATE_PREFIX):]: v for k, v in arrays.items()},
-                                        meta=_json_safe(self.meta))
+                                        meta=jsonsafe.encode(self.meta))
 
     @property
     def io_stats(self) -> dict:
@@ -1196,7 +1171,7 @@ class RegPath:
         """Stream the points appended from now on to the store ``store`` (a directory)."""
         if len(self) and mode == "new":
             raise ValueError("attach a store before the first point")
-        writer = pst.PathStoreWriter(store, self.kind, _json_safe(self.meta), mode=mode, overwrite=overwrite,
+        writer = pst.PathStoreWriter(store, self.kind, jsonsafe.encode(self.meta), mode=mode, overwrite=overwrite,
                                      compress_values=compress_values)
         if mode == "new":
             self._rows, self._files = writer.man["rows"], writer.man["files"]
@@ -1214,7 +1189,7 @@ class RegPath:
     def summary(self) -> dict:
         stale = (np.array([r["status"] == "converged_heuristic" for r in self._rows], dtype=bool)
                  if len(self) else np.zeros(0, dtype=bool))
-        return _json_safe({
+        return jsonsafe.encode({
             "kind": self.kind, "points": len(self), "lam_first": self.lams[0] if len(self) else None,
             "lam_last": self.lams[-1] if len(self) else None, "lam_end": self.lam_end,
             "end": self.end_reason, "total_passes": self.total_passes, "total_time_s": self.total_time_s,
@@ -1485,8 +1460,7 @@ def regularization_path(model, config: PathConfig | None = None, solver_config: 
 
 
 def _check_checkpoint(every, file) -> int:
-    if isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 0:
-        raise ValueError(f"checkpoint_every must be an int >= 0 (0: no checkpoints), got {every!r}")
+    every = validate.int_at_least("checkpoint_every", every, 0)
     if every and file is None:
         raise ValueError("checkpoint_every needs a checkpoint_file")
     return int(every)
@@ -1532,14 +1506,13 @@ def iter_grid(model, lams=None, *, eps: float = 0.1, warm_start: str = "primal",
     _check_model(model)
     tests = _as_tests(test_data, test_metric)
     lams = _check_grid(lams)
-    eps = _finite_positive("eps", eps)
+    eps = validate.positive("eps", eps)
     key = str(warm_start).strip().lower() if warm_start is not None else "none"
     if key not in _WARM:
         raise ValueError(f"warm_start must be 'none', 'primal' or 'dual', got {warm_start!r}")
     mode = _WARM[key]
-    max_passes_per_point = _finite_positive("max_passes_per_point", max_passes_per_point)
-    if isinstance(time_limit, bool) or math.isnan(float(time_limit)) or float(time_limit) <= 0:
-        raise ValueError(f"time_limit must be > 0 (inf for none), got {time_limit!r}")
+    max_passes_per_point = validate.positive("max_passes_per_point", max_passes_per_point)
+    time_limit = validate.positive("time_limit", time_limit, allow_inf=True)
     checked = PathConfig(check_every=check_every, check_factor=check_factor)
     scfg = _as_solver_config(solver_config)
     return _grid_points(model, lams, eps, mode, scfg, tests, max_passes_per_point, float(time_limit),
@@ -1693,7 +1666,7 @@ def _solver_state(solver: Solver):
     """(JSON info, arrays) of everything a solver needs to continue exactly (state arrays with
     the RNG, counters, the last exact gap pass, the configuration)."""
     info = {
-        "config": _json_safe(asdict(solver.config)),
+        "config": jsonsafe.encode(asdict(solver.config)),
         "wall_time": float(solver.wall_time),
         "passes_since_check": int(solver.passes_since_check),
         "last_exact_iter": int(solver._last_exact_iter),

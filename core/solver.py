@@ -19,6 +19,7 @@ import numba.core.event
 import numpy as np
 
 from . import kernels as kr
+from . import validate
 from .config import CacheConfig, Sampling, SolverConfig, Status, StepKind, check_run_ends
 from .models.protocol import check_arrays, check_interface, check_labelling
 from .interrupt import Interrupted, deferred_sigint
@@ -288,10 +289,8 @@ class Solver:
             if own is not None:
                 lb, ub = own
         lb, ub = _check_bounds(lb, ub, model.arrays.d)
-        if isinstance(log_size, bool) or not isinstance(log_size, int) or log_size < 1:
-            raise ValueError(f"log_size must be an int >= 1, got {log_size!r}")
-        if isinstance(trace_limit, bool) or not isinstance(trace_limit, int) or trace_limit < 16:
-            raise ValueError(f"trace_limit must be an int >= 16, got {trace_limit!r}")
+        log_size = validate.int_at_least("log_size", log_size, 1)
+        trace_limit = validate.int_at_least("trace_limit", trace_limit, 16)
         n = model.arrays.n
         if config.sampling == Sampling.WEIGHTS:
             if sampling_weights is None:
@@ -596,9 +595,7 @@ class Solver:
         """
         if gap is None or not getattr(self, "_corners_valid", False):
             gap = self.exact_gap(count=True, store_corners=True).gap
-        gap = float(gap)
-        if not gap >= 0:
-            raise ValueError(f"gap must be >= 0, got {gap!r}")
+        gap = validate.nonnegative("gap", gap, allow_inf=True)
         with self._timed():
             gam = kr.batch_fw_step(self._M, self.S, self._ci, self._cf, gap)
             if gam < 0:
@@ -654,8 +651,7 @@ class Solver:
     def steps(self, k: int) -> int:
         """Run k block steps (gap checks happen at pass boundaries exactly as in ``run``).
         Returns the number of steps done."""
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
-            raise ValueError(f"k must be an int >= 0, got {k!r}")
+        k = validate.int_at_least("k", k, 0)
         done = 0
         while done < k:
             done += self._advance(int(k - done))
@@ -743,15 +739,12 @@ class Solver:
             :attr:`fresh_exact_gap`). A second Ctrl-C raises KeyboardInterrupt at once.
         """
         cfg = self.config
-        max_passes = cfg.max_passes if max_passes is None else float(max_passes)
-        time_limit = cfg.time_limit if time_limit is None else float(time_limit)
-        thr = cfg.gap_threshold if gap_threshold is None else float(gap_threshold)
-        if math.isnan(max_passes) or max_passes <= 0:
-            raise ValueError(f"max_passes must be > 0, got {max_passes!r}")
-        if math.isnan(time_limit) or time_limit <= 0:
-            raise ValueError(f"time_limit must be > 0, got {time_limit!r}")
-        if math.isnan(thr) or thr < 0:
-            raise ValueError(f"gap_threshold must be >= 0, got {thr!r}")
+        max_passes = cfg.max_passes if max_passes is None else validate.positive("max_passes", max_passes,
+                                                                                  allow_inf=True)
+        time_limit = cfg.time_limit if time_limit is None else validate.positive("time_limit", time_limit,
+                                                                                  allow_inf=True)
+        thr = cfg.gap_threshold if gap_threshold is None else validate.nonnegative("gap_threshold", gap_threshold,
+                                                                                    allow_inf=True)
         if callback is None and should_stop is None:  # else the caller may end the run
             try:
                 check_run_ends(max_passes, time_limit, thr, cfg.gap_check, cfg.stop_on_heuristic_gap)
@@ -845,8 +838,7 @@ class Solver:
         given). Records are numbered in the order they are made and ``since`` is such a number,
         so ``trace(since=n_trace_records)`` taken earlier gives the new ones. Past ``trace_limit``
         records, older ones are thinned (see :class:`Solver`), never the newest half."""
-        if isinstance(since, bool) or not isinstance(since, (int, np.integer)) or since < 0:
-            raise ValueError(f"since must be an int >= 0, got {since!r}")
+        since = validate.int_at_least("since", since, 0)
         return [dict(r) for r in self._records_since(int(since))]
 
     @property

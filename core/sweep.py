@@ -76,6 +76,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import jsonsafe, validate
 from .atomic import atomic_path
 
 __all__ = ["SweepSpec", "load_spec", "expand_runs", "run_id", "execute_run", "Store", "run_sweep",
@@ -237,17 +238,12 @@ def load_dataset(ref, data_home=None, verify=True):
 
 
 # ============================================================================ the spec
-def _num(field_name, v, *, positive=True, allow_inf=False, integer=False, allow_zero=False):
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise _err(field_name, f"expected a number, got {v!r}")
-    f = float(v)
-    if math.isnan(f) or (math.isinf(f) and not allow_inf):
-        raise _err(field_name, f"expected a finite number, got {v!r}")
-    if positive and not (f > 0 or (allow_zero and f == 0)):
-        raise _err(field_name, f"expected a number {'>= 0' if allow_zero else '> 0'}, got {v!r}")
-    if integer and math.isfinite(f) and f != int(f):
-        raise _err(field_name, f"expected a whole number, got {v!r}")
-    return f
+def _num(field_name, v, *, positive=True, allow_inf=False, integer=False, allow_zero=False, below_one=False):
+    try:
+        return validate.number(field_name, v, lo=0.0 if positive else None, lo_open=not allow_zero,
+                               hi=1.0 if below_one else None, hi_open=True, allow_inf=allow_inf, integer=integer)
+    except ValueError as exc:
+        raise _err(field_name, str(exc)) from None
 
 
 def _per_dataset(field_name, value, datasets, check):
@@ -274,9 +270,7 @@ def _check_lams(field_name, v):
         if isinstance(lam, str):
             raise _err(f"{field_name}[{j}]", f"λ must be a number > 0, '1/n' or 'default' (the problem's own λ), "
                                              f"got {lam!r}")
-        if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not (float(lam) > 0) or math.isinf(lam):
-            raise _err(f"{field_name}[{j}]", f"λ must be a finite number > 0, got {lam!r}")
-        out.append(float(lam))
+        out.append(_num(f"{field_name}[{j}]", lam))
     return out
 
 
@@ -326,23 +320,23 @@ def _check_method(name, m):
         if not isinstance(bs, bool):
             raise _err(f"{f}.batch_step", f"expected true/false, got {bs!r}")
         out["batch_step"] = bs
+    from .regpath import path_defaults
+    pd = path_defaults()
     if kind == "path":
-        out["eps"] = _num(f"{f}.eps", m.get("eps", 0.1))
-        kappa = _num(f"{f}.kappa", m.get("kappa", 0.9))
-        if not kappa < 1:
-            raise _err(f"{f}.kappa", f"κ must be in (0, 1), got {kappa!r}")
-        out["kappa"] = kappa
-        out["lam_min"] = _num(f"{f}.lam_min", m.get("lam_min", 2.0 ** -15))
+        out["eps"] = _num(f"{f}.eps", m.get("eps", pd["eps"]))
+        out["kappa"] = _num(f"{f}.kappa", m.get("kappa", pd["kappa"]), below_one=True)
+        out["lam_min"] = _num(f"{f}.lam_min", m.get("lam_min", pd["lam_min"]))
         for b in ("heuristic", "true_gaps"):
             v = m.get(b, False)
             if not isinstance(v, bool):
                 raise _err(f"{f}.{b}", f"expected true/false, got {v!r}")
             out[b] = v
         out["max_passes_per_breakpoint"] = _num(f"{f}.max_passes_per_breakpoint",
-                                                m.get("max_passes_per_breakpoint", 1000.0), allow_inf=True)
-        out["check_factor"] = _num(f"{f}.check_factor", m.get("check_factor", 0.8))
+                                                m.get("max_passes_per_breakpoint", pd["max_passes_per_breakpoint"]),
+                                                allow_inf=True)
+        out["check_factor"] = _num(f"{f}.check_factor", m.get("check_factor", pd["check_factor"]))
     if kind == "grid":
-        out["eps"] = _num(f"{f}.eps", m.get("eps", 0.1))
+        out["eps"] = _num(f"{f}.eps", m.get("eps", pd["eps"]))
         ws = m.get("warm_start", "primal")
         if ws not in ("none", "primal", "dual"):
             raise _err(f"{f}.warm_start", f"expected 'none', 'primal' or 'dual', got {ws!r}")
@@ -354,9 +348,9 @@ def _check_method(name, m):
         if not hi > lo:
             raise _err(f"{f}.grid_hi", f"needs grid_hi > grid_lo, got {hi} and {lo}")
         out["grid_hi"], out["grid_lo"] = hi, lo
-        out["max_passes_per_point"] = _num(f"{f}.max_passes_per_point", m.get("max_passes_per_point", 1000.0),
+        out["max_passes_per_point"] = _num(f"{f}.max_passes_per_point", m.get("max_passes_per_point", pd["max_passes_per_breakpoint"]),
                                            allow_inf=True)
-        out["check_factor"] = _num(f"{f}.check_factor", m.get("check_factor", 0.8))
+        out["check_factor"] = _num(f"{f}.check_factor", m.get("check_factor", pd["check_factor"]))
     if kind in TEST_KINDS:
         out["marker"] = str(m.get("marker", ""))
         out["message"] = str(m.get("message", "test failure"))
@@ -420,8 +414,10 @@ class SweepSpec:
         if not isinstance(name, str) or not name.strip():
             raise _err("name", f"expected a non-empty string, got {name!r}")
         version = d.get("version", 1)
-        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-            raise _err("version", f"expected an integer >= 1, got {version!r}")
+        try:
+            version = validate.int_at_least("version", version, 1)
+        except ValueError as exc:
+            raise _err("version", str(exc)) from None
         ds = d.get("datasets")
         if isinstance(ds, str):
             ds = [ds]
@@ -533,15 +529,7 @@ def load_spec(spec, *, budget: str | None = None) -> SweepSpec:
 
 
 def _canonical(obj) -> str:
-    def fix(o):
-        if isinstance(o, float):
-            return o if math.isfinite(o) else ("inf" if o > 0 else "-inf")
-        if isinstance(o, dict):
-            return {k: fix(v) for k, v in o.items()}
-        if isinstance(o, (list, tuple)):
-            return [fix(v) for v in o]
-        return o
-    return json.dumps(fix(obj), sort_keys=True, separators=(",", ":"))
+    return json.dumps(jsonsafe.encode(obj), sort_keys=True, separators=(",", ":"))
 
 
 _NOT_KEYED = ("label", "run_id", "data_home", "verify")
@@ -743,26 +731,8 @@ def _atomic_write(path: Path, write: Callable[[str], None]):
         write(tmp)
 
 
-def _json_safe(o):
-    if isinstance(o, float):
-        return o if math.isfinite(o) else ("NaN" if math.isnan(o) else ("Infinity" if o > 0 else "-Infinity"))
-    if isinstance(o, dict):
-        return {k: _json_safe(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_json_safe(v) for v in o]
-    if hasattr(o, "item"):
-        return _json_safe(o.item())
-    return o
-
-
-def _json_load(o):
-    if isinstance(o, str) and o in ("NaN", "Infinity", "-Infinity"):
-        return float(o.lower().replace("infinity", "inf"))
-    if isinstance(o, dict):
-        return {k: _json_load(v) for k, v in o.items()}
-    if isinstance(o, list):
-        return [_json_load(v) for v in o]
-    return o
+def _manifest_text(manifest: dict) -> str:
+    return json.dumps(jsonsafe.encode(manifest), indent=1, allow_nan=False)
 
 
 class Store:
@@ -789,7 +759,7 @@ class Store:
         if not mp.is_file():
             raise ValueError(f"store {str(self.path)!r} has no {self.MANIFEST} (not a gaplab sweep store)")
         try:
-            self.manifest = _json_load(json.loads(mp.read_text()))
+            self.manifest = jsonsafe.decode(json.loads(mp.read_text()))
         except json.JSONDecodeError as exc:
             raise ValueError(f"store manifest {str(mp)!r} is not valid JSON: {exc}") from None
         except RecursionError:
@@ -841,7 +811,7 @@ class Store:
                         "runs": {}}
             try:  # an unwritable --store is refused here, before any run
                 (p / "runs").mkdir(parents=True, exist_ok=True)
-                _atomic_write(p / cls.MANIFEST, lambda t: Path(t).write_text(json.dumps(_json_safe(manifest), indent=1)))
+                _atomic_write(p / cls.MANIFEST, lambda t: Path(t).write_text(_manifest_text(manifest)))
             except OSError as exc:
                 raise ValueError(f"--store {str(p)!r}: cannot create the store there "
                                  f"({exc.strerror or exc}); give a writable directory") from None
@@ -858,7 +828,7 @@ class Store:
     # -------------------------------------------------------------- writing
     def _write_manifest(self):
         _atomic_write(self.path / self.MANIFEST,
-                      lambda t: Path(t).write_text(json.dumps(_json_safe(self.manifest), indent=1)))
+                      lambda t: Path(t).write_text(_manifest_text(self.manifest)))
 
     def record_done(self, cfg: dict, out: dict, attempts: int, errors: list):
         """Write a finished run's Parquet file, then its manifest entry (both atomically)."""
@@ -1078,17 +1048,14 @@ def run_sweep(spec, store, *, workers: int | None = None, scheduler: str | None 
         its address), or the store cannot be written (e.g. disk full: the runs recorded so far
         are kept, a re-run continues).
     """
-    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-        raise ValueError(f"retries must be an int >= 0, got {retries!r}")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 0):
-        raise ValueError(f"workers must be an int >= 0, got {workers!r}")
+    retries = validate.int_at_least("retries", retries, 0)
+    if workers is not None:
+        workers = validate.int_at_least("workers", workers, 0)
     if dashboard_address is not None and not (isinstance(dashboard_address, str)
                                               and re.fullmatch(r"[^\s:]*:\d{1,5}", dashboard_address)):
         raise ValueError(f"dashboard_address must be 'HOST:PORT' (e.g. '127.0.0.1:8787') or None, "
                          f"got {dashboard_address!r}")
-    if isinstance(connect_timeout, bool) or not isinstance(connect_timeout, (int, float)) \
-            or not (0 < connect_timeout < math.inf):
-        raise ValueError(f"connect_timeout must be a finite number of seconds > 0, got {connect_timeout!r}")
+    connect_timeout = validate.positive("connect_timeout (seconds)", connect_timeout)
     spec = load_spec(spec, budget=budget)
     st = Store.open_for(store, spec)
     runs = expand_runs(spec)
