@@ -17,7 +17,7 @@ def check_out_arg(value, flag: str = "--out"):
         return None
     from gaplab.core.atomic import check_output_path
     if not str(value).strip():
-        raise ValueError(f"{flag} must name a file, got an empty string")
+        raise ValueError(f"{flag} must name a path, got an empty string")
     return check_output_path(value, flag)
 
 

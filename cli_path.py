@@ -90,8 +90,13 @@ def _stream_large(args, d: int) -> None:
 
 
 def _check_outputs(args) -> None:
-    """Refuse unwritable --out / --json before any work (exit 2 through the ValueError)."""
+    """Refuse empty or unwritable --out / --store / --json before any work (exit 2 through the
+    ValueError)."""
+    from gaplab.cli_options import check_out_arg
     from gaplab.core.atomic import check_output_path, npz_path
+    for flag in ("out", "store", "json"):  # "" would write nothing and still exit 0
+        if getattr(args, flag, None) is not None and not str(getattr(args, flag)).strip():
+            check_out_arg(getattr(args, flag), f"--{flag}")
     if args.out:
         check_output_path(npz_path(args.out), "--out")
     store = getattr(args, "store", None)

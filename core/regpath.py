@@ -439,7 +439,7 @@ def init_reg_path(model, eps: float = 0.1, kappa: float = 0.9) -> PathInit:
         if not LAM_MIN <= lam_inf <= LAM_MAX:
             raise ValueError(f"eps = {eps!r} gives λ_∞ = (‖ψ̃‖² + mean θ_i) / (κ·eps) = {lam_inf:.3g}, "
                              f"outside the solver's λ range [{LAM_MIN:g}, {LAM_MAX:g}]: for this model and κ = {kappa:g}, eps "
-                             f"must lie in [{num / (kappa * LAM_MAX):.3g}, {num / (kappa * LAM_MIN):.3g}]")
+                             f"must lie in [{num / kappa / LAM_MAX:.3g}, {num / kappa / LAM_MIN:.3g}]")
     else:
         lam_inf, bound = 1.0, 0.0
     block_bounds = (theta + dots) / (n * lam_inf)

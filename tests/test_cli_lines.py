@@ -56,6 +56,25 @@ def test_an_empty_out_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize("argv", [
+    ["path", "--out", ""], ["path", "--store", ""], ["path", "--json", ""],
+    ["grid", "--lams", "1,0.1", "--out", ""], ["grid", "--lams", "1,0.1", "--json", ""]])
+def test_an_empty_path_or_grid_output_is_refused_before_any_work(tmp_path, capsys, monkeypatch, argv):
+    monkeypatch.chdir(tmp_path)
+    code = main(argv[:1] + ["--dataset", "toy", "--quiet"] + argv[1:])
+    line = _one_line(capsys.readouterr().err)
+    flag = argv[-2]
+    assert code == 2 and flag in line and "empty" in line
+    assert os.listdir(tmp_path) == []
+
+
+def test_eps_bounds_in_the_error_survive_a_tiny_kappa(capsys):
+    """κ·λ_min underflows to 0 at κ = 1e-308: the message's bounds are computed without it."""
+    code = main(["path", "--dataset", "toy", "--quiet", "--no-test-error", "--kappa", "1e-308"])
+    line = _one_line(capsys.readouterr().err)
+    assert code == 2 and "eps must lie in" in line and "κ = 1e-308" in line
+
+
 # ============================================================ Ctrl-C while gaplab starts
 @pytest.fixture(scope="module")
 def python_startup():
