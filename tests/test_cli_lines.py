@@ -172,6 +172,7 @@ def test_compile_time_is_reported_apart_from_the_solver_time(monkeypatch):
     assert res.to_dict()["compile_time_s"] == res.compile_time_s
 
 
+@pytest.mark.slow
 def test_cli_reports_compile_time_and_says_compiling_on_a_cold_cache(tmp_path):
     env = dict(ENV, NUMBA_CACHE_DIR=str(tmp_path / "numba-cache"))  # a cold cache: everything compiles
     out = tmp_path / "r.json"
