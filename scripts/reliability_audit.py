@@ -443,12 +443,15 @@ def main(argv=None) -> int:
     ap.add_argument("--signals", type=int, default=15, help="random SIGINT moments in a stored path (default 15)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--limit", type=int, default=None, help="run the first N cases only")
+    ap.add_argument("--match", action="append", default=None, help="run only cases whose name contains this")
     args = ap.parse_args(argv)
     rng = random.Random(args.seed)
     cases = (option_cases() + file_cases() + store_cases() + signal_cases(args.signals, rng) + app_cases()
              + sweep_cases())
     if args.only:
         cases = [c for c in cases if c.kind in args.only]
+    if args.match:
+        cases = [c for c in cases if any(m in c.name for m in args.match)]
     if args.limit:
         cases = cases[: args.limit]
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
