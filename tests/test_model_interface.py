@@ -16,6 +16,7 @@ from gaplab.core import ChainModel, MulticlassModel, SequenceData, Solver, load_
 from gaplab.core import kernels as kr
 from gaplab.core.models import StructuredModel, check_model
 from gaplab.toy_examples.hard_easy import make_hard_easy
+from gaplab.toy_examples.plain_chain import _viterbi  # plain numpy Viterbi (the tutorial chain's)
 
 
 class PyMulticlass(MulticlassModel):
@@ -30,22 +31,6 @@ class PyMulticlass(MulticlassModel):
 
     def decode(self, i, w):
         return np.array([int(np.argmax(self._features[i] @ w))], dtype=np.int64)
-
-
-def _viterbi(U, P):
-    """Plain numpy Viterbi: argmax_y Σ_t U[t, y_t] + Σ_t P[y_t, y_t+1] (ties: lowest label)."""
-    T, K = U.shape
-    f = U[0].copy()
-    back = np.zeros((T, K), dtype=np.int64)
-    for t in range(1, T):
-        cand = f[:, None] + P
-        back[t] = np.argmax(cand, axis=0)
-        f = cand[back[t], np.arange(K)] + U[t]
-    y = np.zeros(T, dtype=np.int64)
-    y[-1] = int(np.argmax(f))
-    for t in range(T - 1, 0, -1):
-        y[t - 1] = back[t, y[t]]
-    return y
 
 
 class PyChain(ChainModel):
