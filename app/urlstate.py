@@ -5,14 +5,13 @@ screen (the solver is deterministic: the same settings and seed stepped the same
 give the same state).
 
 Every query value is validated against the parameter it names (a Selector's choices, a number's
-bounds, a boolean's spellings); a bad or unknown one is ignored with a notice whose text is
-HTML-escaped (it reaches the page), never an exception. The URL describes a run from α⁰: after a
+bounds, a boolean's spellings); a bad or unknown one is ignored with a notice (plain text: the
+alert and toasts that show it escape it, app/safe_html.py), never an exception. The URL describes a run from α⁰: after a
 setting switch with α kept it holds the settings but no step count (:func:`query_of`).
 No Panel import.
 """
 from __future__ import annotations
 
-import html
 import math
 import re
 from dataclasses import dataclass, field
@@ -36,7 +35,7 @@ _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 class UrlRequest:
     """What a URL asks for: ``settings`` (session parameter -> value, validated; λ applied after
     the dataset is loaded), ``tab`` (index), ``lesson`` (1-based page), ``steps`` (block steps
-    from α⁰) and ``notices`` (escaped texts of what was refused)."""
+    from α⁰) and ``notices`` (plain texts of what was refused; the page escapes them)."""
 
     settings: dict = field(default_factory=dict)
     tab: int | None = None
@@ -58,8 +57,10 @@ def url_keys(session) -> tuple:
 
 
 def _shown(raw: str) -> str:
+    """A query value quoted for a notice: plain text (the alert and toasts escape what they show,
+    app/safe_html.py)."""
     raw = raw if len(raw) <= 40 else raw[:40] + "…"
-    return html.escape(repr(raw), quote=True)
+    return repr(raw)
 
 
 def _value(p: param.Parameter, raw: str):
@@ -118,7 +119,7 @@ def _fmt(v) -> str:
 def parse_query(query, session) -> UrlRequest:
     """Validate a URL query (``"?a=1&b=2"`` or a mapping of str to str) for ``session`` (an
     instance or the Session class): known keys with valid values go into the request, every
-    other key or value into an escaped notice. Never raises on the query's content."""
+    other key or value into a notice. Never raises on the query's content."""
     req = UrlRequest()
     if isinstance(query, str):
         pairs = parse_qsl(query.lstrip("?"), keep_blank_values=True)
@@ -158,7 +159,7 @@ def parse_query(query, session) -> UrlRequest:
                 req.notices.append(f"Unknown URL parameter {_shown(key)}: ignored.")
         except ValueError as exc:
             req.notices.append(f"URL parameter {_shown(key)} = {_shown(raw)} ignored: "
-                               f"{html.escape(str(exc), quote=True)}.")
+                               f"{exc}.")
     ds = req.settings.get("dataset", cls.param.dataset.default)
     opts = option_parameters()
     for k in [k for k in req.settings if k in opts and opts[k][0] != ds]:

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from gaplab.app.safe_html import md_esc
 from gaplab.app.session import Session
 
 
@@ -360,15 +361,15 @@ def test_the_issue_example_url_opens_the_same_screen():
     ("?<b>bold</b>=1", "<b>bold</b>"), ("?sampling=" + "x" * 500, "sampling"),
 ])
 def test_a_bad_query_value_is_refused_cleanly(query, key):
-    import html
     from gaplab.app.session import Session
     from gaplab.app.urlstate import parse_query
     req = parse_query(query, Session)
     assert req.settings == {} and req.steps is None and req.tab is None and req.lesson is None
     assert len(req.notices) == 1
     text = req.notices[0]
-    assert html.escape(key, quote=True) in text
-    assert "<" not in text and ">" not in text       # escaped: no markup reaches the page
+    assert repr(key if len(key) <= 40 else key[:40] + "…") in text
+    shown = md_esc(text)                             # what the alert and toasts render
+    assert "<" not in shown and ">" not in shown     # escaped: no markup reaches the page
 
 
 def test_bad_values_next_to_good_ones_keep_the_good_ones():
@@ -386,10 +387,11 @@ def test_the_app_opens_a_url_on_its_tab_and_lesson(app):
     s = app.session
     req = app.open_url("?dataset=ocr-small&sampling=uniform&lesson=4&steps=30&<i>x</i>=1")
     try:
-        assert len(req.notices) == 1 and "&lt;i&gt;" in req.notices[0]
+        assert len(req.notices) == 1 and "'<i>x</i>'" in req.notices[0]
         assert app.tabs.active == 5 and app.lessons.page == 3 and "page 4 of" in app.lessons.pager.object
         assert s.sampling == "uniform" and s.snapshot.iteration == 30
-        assert app.alert.object == req.notices[0]         # the notice reached the page, escaped
+        assert app.alert.object == md_esc(req.notices[0])  # the notice reached the page, escaped
+        assert "<i>" not in app.alert.object
         q = app.url_query()
         assert q["dataset"] == "ocr-small" and q["sampling"] == "uniform" and q["steps"] == "30"
         assert q["tab"] == "lessons" and q["lesson"] == "4"
