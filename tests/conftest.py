@@ -27,6 +27,19 @@ def tiny_chain():
     return random_chain_data(n=5, T_range=(1, 3), K=3, F=3, seed=1)
 
 
+@pytest.fixture
+def app():
+    """A headless app (no periodic callback, no background compile) on the default problem,
+    idle and drawn once; closed after the test."""
+    pytest.importorskip("panel")
+    from gaplab.app.main import build_app
+    a = build_app(periodic=False)
+    assert a.session.wait_idle(60)
+    a.refresh(force=True)
+    yield a
+    a.close()
+
+
 @pytest.fixture(scope="session")
 def ocr_small():
     from gaplab.core.datasets.ocr import load_ocr

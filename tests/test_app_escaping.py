@@ -16,7 +16,7 @@ import pytest
 pn = pytest.importorskip("panel")
 
 from gaplab.app import main as app_main  # noqa: E402
-from gaplab.app.main import build_app  # noqa: E402
+
 from gaplab.app.safe_html import choice_labels, esc, md_esc  # noqa: E402
 
 PAYLOAD = "/x<img src=x onerror=document.title=document.domain+location.port>"
@@ -112,15 +112,6 @@ def test_choice_labels_keep_values_and_escape_labels():
 
 
 # ---------------------------------------------------------------------------- the sinks
-@pytest.fixture
-def app():
-    a = build_app(periodic=False)
-    assert a.session.wait_idle(60)
-    a.refresh(force=True)
-    yield a
-    a.close()
-
-
 class _Toasts:
     def __init__(self):
         self.sent = []

@@ -14,16 +14,7 @@ pn = pytest.importorskip("panel")
 from bokeh.document import Document  # noqa: E402
 from panel.io.state import set_curdoc  # noqa: E402
 
-from gaplab.app.main import PATH, build_app  # noqa: E402
-
-
-@pytest.fixture
-def app():
-    a = build_app(periodic=False)
-    assert a.session.wait_idle(60)
-    a.refresh(force=True)
-    yield a
-    a.close()
+from gaplab.app.main import PATH  # noqa: E402
 
 
 class _Served:

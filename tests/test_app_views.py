@@ -16,15 +16,6 @@ from gaplab.app.main import TOY, GapLabApp, build_app  # noqa: E402
 from gaplab.app.views import trace_columns  # noqa: E402
 
 
-@pytest.fixture
-def app():
-    a = build_app(periodic=False)
-    assert a.session.wait_idle(60)
-    a.refresh(force=True)
-    yield a
-    a.close()
-
-
 def _finite(col):
     return int(np.sum(np.isfinite(np.asarray(col, dtype=np.float64))))
 
