@@ -13,3 +13,18 @@ def require_browser():
         pytest.skip("no Chromium executable (apt-get install chromium, or set GAPLAB_CHROMIUM)",
                     allow_module_level=True)
     return sync_api, chromium
+
+
+def launched_browser(sync_api, chromium):
+    """Generator for a module-scoped ``browser`` fixture: a headless Chromium driven by
+    Playwright, closed afterwards; the module is skipped when Chromium does not start."""
+    from gaplab.app.testing import CHROMIUM_ARGS
+    pw = sync_api.sync_playwright().start()
+    try:
+        b = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, timeout=60_000)
+    except Exception as exc:  # pragma: no cover - depends on the machine
+        pw.stop()
+        pytest.skip(f"Chromium at {chromium} does not start: {exc}")
+    yield b
+    b.close()
+    pw.stop()

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from browser_env import require_browser
-from gaplab.app.testing import CHROMIUM_ARGS, AppServer
+from browser_env import launched_browser, require_browser
+from gaplab.app.testing import AppServer
 
 pytestmark = pytest.mark.browser
 
@@ -43,15 +43,7 @@ def server():
 
 @pytest.fixture(scope="module")
 def browser():
-    pw = sync_api.sync_playwright().start()
-    try:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=60_000)
-    except Exception as exc:  # pragma: no cover - depends on the machine
-        pw.stop()
-        pytest.skip(f"Chromium at {CHROMIUM} does not start: {exc}")
-    yield b
-    b.close()
-    pw.stop()
+    yield from launched_browser(sync_api, CHROMIUM)
 
 
 @pytest.fixture(scope="module")

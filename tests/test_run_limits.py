@@ -189,8 +189,8 @@ def test_a_run_stopped_by_its_budget_with_a_large_gap_keeps_its_status(toy):
 # ============================================================ budgets smaller than a pass
 def test_a_budget_of_one_more_oracle_call_makes_that_call():
     """run(max_passes=passes + 1/n) makes exactly one more oracle call, whatever the rounding of
-    (c/n + 1/n)·n (at c = 7, n = 10 it is 7.999…: flooring it lost the call and a regularization
-    path that advances one call at a time never moved)."""
+    (c/n + 1/n)·n (at c = 7, n = 10 it is 7.999…: floored, the call is lost, and a regularization
+    path advancing one call at a time would never move)."""
     model = load_problem("toy", n=10).model
     s = Solver(model, lam=0.1, sampling="uniform", gap_check=math.inf, gap_threshold=0, max_passes=0.7)
     s.run(final_gap_check=False)
@@ -217,7 +217,7 @@ _TINY_BUDGETS = textwrap.dedent("""
 @pytest.mark.parametrize("what", ["max_passes_per_breakpoint", "check_every", "grid"])
 def test_a_path_or_grid_with_a_budget_below_one_call_ends(what):
     """A per-point budget (or a chunk) below one oracle call ends the point instead of looping
-    with no step (it ran forever)."""
+    with no step."""
     p = subprocess.run([sys.executable, "-c", _TINY_BUDGETS, what], capture_output=True, text=True, env=ENV,
                        timeout=240)
     assert p.returncode == 0, p.stderr[-2000:]
