@@ -12,6 +12,8 @@ import io
 import json
 import math
 
+from gaplab.core import jsonsafe
+
 __all__ = ["TRACE_FIELDS", "trace_rows", "trace_csv", "trace_json", "figure_export_buttons",
            "config_text"]
 
@@ -20,20 +22,24 @@ TRACE_FIELDS = ("kind", "manual", "iteration", "effective_passes", "oracle_calls
                 "heuristic_gap", "exact_gap", "primal", "dual", "cache_hits", "test_error")
 
 
-def _clean(v):
-    """JSON-safe value: NaN/inf become None (JSON has no NaN), numpy scalars become Python."""
-    if hasattr(v, "item") and not isinstance(v, (list, tuple, dict)):
+def _cell(v) -> str:
+    """One CSV cell: a missing value (None, NaN) is an empty cell (what spreadsheets and
+    ``pandas.read_csv`` read as missing), ±inf is ``inf``/``-inf`` (Python's spelling, read back
+    by ``float``; an unvisited block's ĝ = +inf is a value, not a missing one)."""
+    if v is None:
+        return ""
+    if hasattr(v, "item") and not isinstance(v, (list, tuple, dict, str)):
         try:
             v = v.item()
         except (ValueError, AttributeError):
             pass
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if isinstance(v, dict):
-        return {str(k): _clean(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_clean(x) for x in v]
-    return v
+    if isinstance(v, float):
+        if math.isnan(v):
+            return ""
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return repr(v)
+    return str(v)
 
 
 def trace_rows(snap) -> list[dict]:
@@ -56,20 +62,23 @@ def config_text(snap) -> str:
 
 def trace_csv(snap) -> io.StringIO:
     """CSV of :func:`trace_rows`; the first lines (starting with ``#``) give the run's label
-    and its full config, seed included."""
+    and its full config, seed included. A value a record lacks or that is NaN is an empty
+    cell; ±inf is written ``inf``/``-inf``."""
     out = io.StringIO()
     out.write(f"# gaplab run: {snap.label}\n# config: {config_text(snap)}\n")
     w = csv.DictWriter(out, fieldnames=TRACE_FIELDS, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
     for r in trace_rows(snap):
-        w.writerow({k: ("" if r.get(k) is None else r.get(k, "")) for k in TRACE_FIELDS})
+        w.writerow({k: _cell(r.get(k)) for k in TRACE_FIELDS})
     out.seek(0)
     return out
 
 
 def trace_json(snap) -> io.StringIO:
     """JSON with the run's label, dataset, n, λ, config (seed included), the summary numbers of
-    the status line, the trace, and the comparison runs' labels and traces."""
+    the status line, the trace, and the comparison runs' labels and traces. Non-finite numbers
+    follow gaplab's one JSON convention (:mod:`gaplab.core.jsonsafe`: ``"inf"``, ``"nan"``;
+    read back with :func:`gaplab.core.jsonsafe.decode`)."""
     doc = {
         "label": snap.label, "dataset": snap.dataset, "n": snap.n, "lam": snap.lam,
         "config": snap.config, "iteration": snap.iteration, "effective_passes": snap.effective_passes,
@@ -78,7 +87,7 @@ def trace_json(snap) -> io.StringIO:
         "comparison": [{"label": r.label, "dataset": r.dataset, "trace": list(r.trace),
                         "manual_checks": list(r.manual_checks)} for r in snap.comparison],
     }
-    out = io.StringIO(json.dumps(_clean(doc), indent=1))
+    out = io.StringIO(json.dumps(jsonsafe.encode(doc), indent=1, allow_nan=False))
     out.seek(0)
     return out
 

@@ -1,0 +1,76 @@
+"""Exports for slides (issue 24 item 8), headless: the trace CSV/JSON files and the GIF of the
+last steps of the Step tab. The browser side (PNG pixel ratio, SVG) is in
+test_export_browser.py."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from gaplab.app.export import trace_csv, trace_json
+from gaplab.core import jsonsafe
+
+
+def _snap(trace, manual=()):
+    return SimpleNamespace(label="gap sampling · seed 0", dataset="toy", n=4, lam=0.01,
+                           config={"seed": 0, "sampling": "gap"}, iteration=8, effective_passes=2.0,
+                           oracle_calls=8, heuristic_gap=math.inf, exact_gap=math.nan,
+                           trace=tuple(trace), manual_checks=tuple(manual), comparison=())
+
+
+TRACE = [
+    # first pass: an unvisited block leaves the heuristic gap at +inf; no gap check yet
+    dict(kind="pass", iteration=4, effective_passes=1.0, oracle_calls=4, wall_time_s=0.01,
+         heuristic_gap=math.inf, exact_gap=math.nan, primal=math.nan, dual=0.125, cache_hits=0,
+         test_error=math.nan),
+    dict(kind="gap_check", iteration=4, effective_passes=1.0, oracle_calls=8, wall_time_s=0.02,
+         heuristic_gap=0.5, exact_gap=0.25, primal=0.375, dual=0.125, cache_hits=0,
+         test_error=np.float64("nan")),
+    dict(kind="pass", iteration=8, effective_passes=2.0, oracle_calls=12, wall_time_s=0.03,
+         heuristic_gap=0.1 + 0.2, dual=0.2, cache_hits=1),      # no exact gap, primal, test error
+]
+
+
+def _rows(text):
+    return list(csv.DictReader(io.StringIO("\n".join(r for r in text.splitlines() if not r.startswith("#")))))
+
+
+def test_trace_csv_writes_empty_cells_for_missing_values():
+    text = trace_csv(_snap(TRACE)).read()
+    assert "nan" not in text.lower()
+    rows = _rows(text)
+    assert [r["kind"] for r in rows] == ["pass", "gap_check", "pass"]
+    assert rows[0]["exact_gap"] == rows[0]["test_error"] == rows[0]["primal"] == ""
+    assert rows[1]["test_error"] == "" and rows[2]["exact_gap"] == "" and rows[2]["test_error"] == ""
+    # +inf (a value: an unvisited block) is kept; finite numbers round-trip exactly
+    assert float(rows[0]["heuristic_gap"]) == math.inf
+    assert float(rows[2]["heuristic_gap"]) == 0.1 + 0.2
+    assert float(rows[1]["exact_gap"]) == 0.25
+
+
+def test_trace_csv_round_trip_reads_missing_values_as_nan():
+    pd = pytest.importorskip("pandas")
+    df = pd.read_csv(trace_csv(_snap(TRACE)), comment="#")
+    assert df["test_error"].isna().all()
+    assert df["exact_gap"].isna().tolist() == [True, False, True]
+    assert df["heuristic_gap"].tolist()[0] == math.inf and df["heuristic_gap"].tolist()[2] == 0.1 + 0.2
+    assert df["kind"].tolist() == ["pass", "gap_check", "pass"]
+
+
+def test_trace_json_follows_the_jsonsafe_convention():
+    text = trace_json(_snap(TRACE)).read()
+
+    def no_constant(name):
+        raise AssertionError(f"non-standard JSON token {name}")
+
+    doc = json.loads(text, parse_constant=no_constant)           # strict JSON: no NaN/Infinity
+    assert doc["heuristic_gap"] == "inf" and doc["exact_gap"] == "nan"
+    assert doc["trace"][0]["test_error"] == "nan"                # not null: nothing is folded
+    back = jsonsafe.decode(doc)
+    assert back["heuristic_gap"] == math.inf and math.isnan(back["trace"][1]["test_error"])
+    assert back["trace"][2]["heuristic_gap"] == 0.1 + 0.2
