@@ -9,6 +9,7 @@ path, Toy example and Lessons.
 from __future__ import annotations
 
 import collections
+import io
 import time
 from urllib.parse import urlsplit
 
@@ -17,6 +18,7 @@ import param
 from panel.io import hold
 
 from . import kernels
+from .animate import MAX_FRAMES, last_steps_gif
 from .export import figure_export_buttons, trace_csv, trace_json
 from .keys import KEY_HELP, KeyboardShortcuts
 from . import urlstate
@@ -318,6 +320,14 @@ class GapLabApp(pn.viewable.Viewer):
                                               color="light", css_classes=["gaplab-export-json"],
                                               description="Download the current run (config, seed, trace, "
                                                           "manual gap checks, comparison runs) as JSON.")
+        self.gif_steps = pn.widgets.IntInput(value=20, start=2, end=MAX_FRAMES, width=70, margin=(5, 5),
+                                             css_classes=["gaplab-gif-steps"],
+                                             description="How many of the last block steps the GIF shows.")
+        self.d_gif = pn.widgets.FileDownload(callback=self._gif, filename="gaplab_last_steps.gif",
+                                             label="GIF of the last N steps", width=210, color="light",
+                                             css_classes=["gaplab-export-gif"],
+                                             description="Download an animation of the last N block steps "
+                                                         "(anatomy and per-block gap bars), made on the server.")
         for b, fn in [(self.b_step, self.on_step), (self.b_step_n, self.on_step_n),
                       (self.b_run, self.on_run), (self.b_stop, self.on_stop), (self.b_reset, self.on_reset),
                       (self.b_back, self.on_back),
@@ -357,11 +367,21 @@ class GapLabApp(pn.viewable.Viewer):
                 pn.Row(wd["speed"], self._speed_note),
                 pn.Row(self.b_exact),
                 pn.Row(self.b_compare, self.b_clear),
-                pn.Row(self.d_csv, self.d_json)]
+                pn.Row(self.d_csv, self.d_json),
+                pn.Row(self.d_gif, self.gif_steps)]
 
     @property
     def s(self):
         return self.session
+
+    def _gif(self):
+        """The GIF of the last N steps (gaplab.app.animate); an empty file and a warning when
+        there is no step to show."""
+        try:
+            return last_steps_gif(self.session, steps=int(self.gif_steps.value or 20))
+        except ValueError as exc:
+            self.session.notify(f"GIF: {exc}", "warning")
+            return io.BytesIO(b"")
 
     def _sync_visibility(self):
         s, wd = self.session, self.widgets

@@ -1044,6 +1044,21 @@ class Session(SessionSettings):
             self._publish()
 
     # ------------------------------------------------------------------ snapshots
+    def solver_at(self, iteration: int) -> Solver:
+        """An independent copy of this run's solver after block step ``iteration`` (replayed
+        from the history's checkpoints, as Back does); the session's own state is not changed.
+        Raises ValueError if no run is loaded, or ``iteration`` is later than the current step
+        or earlier than the history reaches."""
+        with self._lock:
+            s = self._solver
+            if s is None:
+                raise ValueError("no run is loaded")
+            if isinstance(iteration, bool) or not isinstance(iteration, (int, np.integer)) \
+                    or not 0 <= iteration <= s.iteration:
+                raise ValueError(f"iteration must be an int in [0, {s.iteration}] (the current step), "
+                                 f"got {iteration!r}")
+            return self._history.reach(int(iteration))
+
     def _set_status(self, status):
         self._status = status
 

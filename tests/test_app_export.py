@@ -74,3 +74,69 @@ def test_trace_json_follows_the_jsonsafe_convention():
     back = jsonsafe.decode(doc)
     assert back["heuristic_gap"] == math.inf and math.isnan(back["trace"][1]["test_error"])
     assert back["trace"][2]["heuristic_gap"] == 0.1 + 0.2
+
+
+# ----------------------------------------------------------------------------- GIF of the last steps
+@pytest.fixture(scope="module")
+def stepped():
+    from gaplab.app.session import Session
+    s = Session()            # the default problem (OCR-small)
+    assert s.wait_idle(120), s.messages()
+    for _ in range(12):
+        s.step()
+    yield s
+    s.close()
+
+
+def test_gif_has_one_distinct_frame_per_step_of_the_session(stepped):
+    from PIL import Image, ImageSequence
+
+    from gaplab.app.animate import last_steps_gif, replay_frames
+
+    s = stepped
+    before = s.snapshot
+    state = (s.solver.iteration, np.array(s.solver.gap_estimates), np.array(s.solver.w))
+    data = last_steps_gif(s, steps=8).getvalue()
+    im = Image.open(io.BytesIO(data))
+    assert im.format == "GIF" and im.n_frames == 8
+    frames = [np.asarray(f.convert("RGB"), dtype=np.int16) for f in ImageSequence.Iterator(im)]
+    assert frames[0].shape[:2] == (600, 960)
+    for a, b in zip(frames, frames[1:]):
+        assert np.abs(a - b).sum() > 0          # every step changes what is drawn
+    # the frames replay the steps the session took (deterministic), without changing the session
+    replayed = replay_frames(s.solver_at(4), 8)
+    assert [f.block for f in replayed] == [r.block for r in s.solver.last_steps(8)]
+    assert [f.iteration for f in replayed] == list(range(5, 13))
+    assert np.array_equal(replayed[-1].gaps, s.solver.gap_estimates)
+    assert s.snapshot.version == before.version and s.solver.iteration == state[0]
+    assert np.array_equal(s.solver.gap_estimates, state[1]) and np.array_equal(s.solver.w, state[2])
+
+
+def test_gif_asks_for_steps_in_range_and_stops_at_the_run_start(stepped):
+    from gaplab.app.animate import last_steps_gif
+    from PIL import Image
+
+    for bad in (0, -3, 201, 2.5, True):
+        with pytest.raises(ValueError, match="steps must be an int"):
+            last_steps_gif(stepped, steps=bad)
+    im = Image.open(last_steps_gif(stepped, steps=50))      # only 12 steps since the reset
+    assert im.n_frames == 12
+
+
+def test_app_gif_button_downloads_the_last_steps():
+    pytest.importorskip("panel")
+    from PIL import Image
+
+    from gaplab.app.main import build_app
+
+    app = build_app(periodic=False)     # headless: no periodic callback, no background compile
+    try:
+        assert app.session.wait_idle(120)
+        for _ in range(5):
+            app.session.step()
+        app.gif_steps.value = 3
+        im = Image.open(app.d_gif.callback())
+        assert im.format == "GIF" and im.n_frames == 3
+        assert "gaplab-export-gif" in app.d_gif.css_classes
+    finally:
+        app.close()

@@ -1,0 +1,232 @@
+"""A GIF of the last steps of the Step tab, made on the server (no screen recording): one frame
+per block step with the step's anatomy (block, step kind, γ, the block's gap before and after)
+above the per-block gap estimates ĝᵢ coloured by staleness, the step's block marked.
+
+The steps are not recorded while the solver runs: they are replayed from the session's history
+(:mod:`gaplab.app.history`: the solver is deterministic, so a checkpoint copied and stepped again
+gives the same steps), on an independent copy; the session's state is not changed. Frames are
+drawn by matplotlib (Agg) and written by Pillow (both dependencies of gaplab already).
+"""
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["StepFrame", "replay_frames", "render_gif", "last_steps_gif", "MAX_FRAMES", "FRAME_BARS"]
+
+#: the most steps one GIF shows (the history keeps at least this many steps back)
+MAX_FRAMES = 200
+#: more blocks than this are drawn in bins (the largest ĝᵢ, the mean staleness of each bin)
+FRAME_BARS = 160
+
+
+@dataclass(frozen=True)
+class StepFrame:
+    """What one frame draws: the state right after block step ``iteration``.
+
+    ``gaps`` and ``staleness`` are float64 (n,) (ĝᵢ, +inf where never computed; iterations
+    since ĝᵢ was computed, NaN where never); ``gap_prev`` is ĝ of the block before the step
+    (+inf: unvisited), ``gap_after`` its exact gap after the step (a diagnostic oracle call)."""
+
+    iteration: int
+    block: int
+    kind: str
+    cache_hit: bool
+    gamma: float
+    gamma_max: float
+    gap_prev: float
+    gap_after: float
+    truth: str
+    corner: str
+    note: str
+    gaps: np.ndarray = field(repr=False)
+    staleness: np.ndarray = field(repr=False)
+    image: np.ndarray | None = field(default=None, repr=False)
+
+
+def _text(d) -> str:
+    if not d:
+        return ""
+    t = d.get("text")
+    if t is None and d.get("label_text") is not None:
+        t = " ".join(str(x) for x in d["label_text"])
+    return "" if t is None else str(t)
+
+
+def _describe(model, i, y) -> dict:
+    try:
+        return dict(model.describe_block(i, y))
+    except Exception:   # a model that cannot describe a block still gets its bars drawn
+        return {}
+
+
+def replay_frames(solver, steps: int) -> list[StepFrame]:
+    """Step an independent copy of ``solver`` ``steps`` times and record a frame after each
+    step. ``solver`` itself is not changed.
+
+    Raises
+    ------
+    ValueError
+        If ``steps`` is not an int in [1, MAX_FRAMES].
+    """
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or not 1 <= steps <= MAX_FRAMES:
+        raise ValueError(f"steps must be an int in [1, {MAX_FRAMES}] (block steps), got {steps!r}")
+    s = solver.copy()
+    model = s.model
+    data = getattr(model, "data", None)
+    extras = getattr(data, "extras", None) or {}
+    frames = []
+    for _ in range(int(steps)):
+        before = s.gap_estimates
+        s.steps(1)
+        r = s.last_steps(1)[-1]
+        i = r.block
+        truth = _describe(model, i, model.ground_truth(i))
+        corner = _describe(model, i, r.fw_corner) if r.fw_corner is not None else {}
+        image = truth.get("image")
+        if image is None and extras.get("images") is not None and hasattr(data, "tokens"):
+            image = extras["images"][data.tokens(i)]
+        st = np.asarray(s.staleness, dtype=np.float64)
+        frames.append(StepFrame(
+            iteration=r.iteration + 1, block=i, kind=r.kind, cache_hit=r.cache_hit, gamma=r.gamma,
+            gamma_max=r.gamma_max, gap_prev=float(before[i]), gap_after=s.block_gap_now(i),
+            truth=_text(truth), corner=_text(corner), note=str(truth.get("note") or ""),
+            gaps=np.asarray(s.gap_estimates, dtype=np.float64), staleness=np.where(st >= 0, st, np.nan),
+            image=None if image is None else np.asarray(image)))
+    return frames
+
+
+def _fmt(v) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    if math.isinf(v):
+        return "∞" if v > 0 else "−∞"
+    return f"{v:.3g}"
+
+
+def _bins(n: int, max_bars: int):
+    b = max(1, math.ceil(n / max_bars))
+    return b, np.arange(0, n, b)
+
+
+def _draw(fig, frame: StepFrame, title: str, ylim, st_max, max_bars):
+    from matplotlib import cm, colormaps, colors
+
+    fig.clear()
+    top = fig.add_axes([0.03, 0.66, 0.94, 0.30])
+    top.axis("off")
+    kind = {"fw": "FW", "away": "away", "pairwise": "pairwise"}.get(frame.kind, frame.kind)
+    corner = "cache corner (cache hit, no oracle call)" if frame.cache_hit else "FW corner (max oracle)"
+    lines = [title,
+             f"step #{frame.iteration:,}: block {frame.block}" + (f" ({frame.note})" if frame.note else "")
+             + f" · {kind} step · γ = {frame.gamma:.3g} (γmax = {frame.gamma_max:.3g})",
+             f"block gap: ĝ before {_fmt(frame.gap_prev)} → exact after {_fmt(frame.gap_after)}"]
+    if frame.truth:
+        lines.append(f"truth: {frame.truth[:60]}   {corner}: {frame.corner[:60]}")
+    top.text(0.0, 1.0, "\n".join(lines), va="top", ha="left", fontsize=11, family="DejaVu Sans",
+             transform=top.transAxes, linespacing=1.5)
+    if frame.image is not None and frame.image.ndim == 3 and frame.image.shape[0] <= 40:
+        word = np.concatenate(list(frame.image), axis=1)          # (16, 8·T) letters side by side
+        im = fig.add_axes([0.70, 0.66, 0.27, 0.12])
+        im.imshow(word, cmap="gray_r" if word.max() <= 1 else "gray", interpolation="nearest", aspect="equal")
+        im.axis("off")
+    ax = fig.add_axes([0.09, 0.10, 0.80, 0.50])
+    g, stl = frame.gaps, frame.staleness
+    n = len(g)
+    b, starts = _bins(n, max_bars)
+    known = np.isfinite(g)
+    if b == 1:
+        x, gb, sb = np.arange(n), np.where(known, g, np.nan), stl
+    else:
+        gmax = np.maximum.reduceat(np.where(known, g, -np.inf), starts)
+        gb = np.where(np.isfinite(gmax), gmax, np.nan)
+        ok = np.isfinite(stl)
+        cnt = np.add.reduceat(ok.astype(np.float64), starts)
+        sb = np.where(cnt > 0, np.add.reduceat(np.where(ok, stl, 0.0), starts) / np.maximum(cnt, 1), np.nan)
+        x = starts + (np.minimum(starts + b, n) - 1 - starts) / 2.0
+    lo, hi = ylim
+    norm = colors.Normalize(0, max(st_max, 1.0))
+    cmap = colormaps["viridis_r"]     # the Step tab's palette: dark = stale
+    drawn = np.isfinite(gb)
+    ax.bar(x[drawn], np.maximum(gb[drawn], lo) - lo, bottom=lo, width=0.9 * b,
+           color=cmap(norm(np.nan_to_num(sb[drawn], nan=0.0))), linewidth=0)
+    ax.axvline(frame.block, color="#d62728", linestyle="--", linewidth=1.5, alpha=0.8)
+    ax.set_yscale("log")
+    ax.set_ylim(lo, hi)
+    ax.set_xlim(-0.5 * b - 0.5, n - 0.5 + 0.5 * b)
+    ax.set_xlabel("block i (training example)" + (f" — bins of {b} blocks (max ĝᵢ)" if b > 1 else ""))
+    ax.set_ylabel("block gap estimate ĝᵢ")
+    unvisited = int(np.count_nonzero(~known))
+    ax.set_title("Per-block gap estimates, colour: staleness (iterations since ĝᵢ was computed); "
+                 f"dashed: this step's block{f'; {unvisited} unvisited (ĝ = ∞, no bar)' if unvisited else ''}",
+                 fontsize=9, loc="left")
+    sm = cm.ScalarMappable(norm=norm, cmap=cmap)
+    cax = fig.add_axes([0.91, 0.10, 0.015, 0.50])
+    fig.colorbar(sm, cax=cax)
+
+
+def render_gif(frames, *, title: str = "", fps: float = 4.0, size=(9.6, 6.0), dpi: int = 100,
+               max_bars: int = FRAME_BARS) -> bytes:
+    """The GIF (bytes) of ``frames`` (from :func:`replay_frames`), ``fps`` frames per second,
+    ``size`` inches × ``dpi`` pixels (default 960 × 600), looping. The log axis and the colour
+    scale are fixed over all frames, so only what the steps changed moves.
+
+    Raises
+    ------
+    ValueError
+        If ``frames`` is empty or ``fps`` is not in (0, 50].
+    """
+    from matplotlib.figure import Figure
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from PIL import Image
+
+    frames = list(frames)
+    if not frames:
+        raise ValueError("frames must hold at least one step frame, got none")
+    if not 0 < fps <= 50:
+        raise ValueError(f"fps must be in (0, 50] frames per second, got {fps!r}")
+    vals = np.concatenate([f.gaps[np.isfinite(f.gaps) & (f.gaps > 0)] for f in frames])
+    if vals.size:
+        hi = 10.0 ** math.ceil(math.log10(vals.max()))
+        lo = max(10.0 ** math.floor(math.log10(vals.min())), hi * 1e-6)
+    else:
+        lo, hi = 1e-6, 1.0
+    if hi <= lo:
+        hi = lo * 10
+    st_max = max((float(np.nanmax(f.staleness)) for f in frames if np.isfinite(f.staleness).any()), default=1.0)
+    fig = Figure(figsize=size, dpi=dpi)
+    canvas = FigureCanvasAgg(fig)
+    images = []
+    for f in frames:
+        _draw(fig, f, title, (lo, hi), st_max, max_bars)
+        canvas.draw()
+        rgba = np.asarray(canvas.buffer_rgba())
+        images.append(Image.fromarray(rgba[:, :, :3].copy()).quantize(colors=128, method=Image.Quantize.FASTOCTREE))
+    out = io.BytesIO()
+    images[0].save(out, format="GIF", save_all=True, append_images=images[1:], loop=0,
+                   duration=int(round(1000 / fps)), disposal=1, optimize=False)
+    return out.getvalue()
+
+
+def last_steps_gif(session, steps: int = 30, fps: float = 4.0) -> io.BytesIO:
+    """A GIF of the last ``steps`` block steps of ``session``'s run (fewer when the run has
+    fewer steps since its last reset or setting switch), for a download button.
+
+    Raises
+    ------
+    ValueError
+        If the run has no step to show, or ``steps`` is not an int in [1, MAX_FRAMES].
+    """
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or not 1 <= steps <= MAX_FRAMES:
+        raise ValueError(f"steps must be an int in [1, {MAX_FRAMES}] (block steps), got {steps!r}")
+    snap = session.snapshot
+    first = max(snap.iteration - int(steps), snap.history_from)
+    if not snap.n or snap.history_from < 0 or snap.iteration <= first:
+        raise ValueError("no block step to show yet: take a few steps first")
+    start = session.solver_at(first)
+    frames = replay_frames(start, snap.iteration - first)
+    title = f"gaplab · {snap.dataset} (n = {snap.n}) · {snap.label}"
+    return io.BytesIO(render_gif(frames, title=title, fps=fps))
