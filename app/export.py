@@ -15,7 +15,7 @@ import math
 from gaplab.core import jsonsafe
 
 __all__ = ["TRACE_FIELDS", "trace_rows", "trace_csv", "trace_json", "figure_export_buttons",
-           "config_text"]
+           "figure_pane", "config_text", "EXPORT_PIXEL_RATIO"]
 
 #: CSV columns, in order (a record lacking one leaves the cell empty)
 TRACE_FIELDS = ("kind", "manual", "iteration", "effective_passes", "oracle_calls", "wall_time_s",
@@ -92,12 +92,39 @@ def trace_json(snap) -> io.StringIO:
     return out
 
 
+#: pixel ratio of a PNG export: a 3× image stays sharp on a slide projected at 4K
+EXPORT_PIXEL_RATIO = 3
+
+# BokehJS renders a view's export into a new canvas layer whose pixel ratio is read from
+# ``devicePixelRatio`` when the layer is made (CanvasLayer with hidpi): that global is set to
+# ``ratio`` for the synchronous export call only, then restored, so a PNG has ``ratio`` image
+# pixels per CSS pixel whatever the screen. The view is the figure's (``fig``), or, for figures
+# built by HoloViews, the layout view whose model carries the CSS class ``target`` (all its
+# plots composited).
 _EXPORT_JS = """
-const view = Bokeh.index.find_one(fig);
+let view = null;
+if (fig != null) {
+    view = Bokeh.index.find_one(fig);
+} else {
+    view = Bokeh.index.query_one((v) => v.model != null && Array.isArray(v.model.css_classes)
+                                 && v.model.css_classes.includes(target));
+}
 if (view == null) { return; }
-const layer = view.export(kind, true);
-const name = (fig.title && fig.title.text ? fig.title.text : "gaplab_figure")
-    .replace(/[^A-Za-z0-9]+/g, "_").replace(/^_+|_+$/g, "").slice(0, 60) || "gaplab_figure";
+const own = Object.getOwnPropertyDescriptor(window, "devicePixelRatio");
+let layer;
+try {
+    if (kind === "png") {
+        Object.defineProperty(window, "devicePixelRatio", {value: ratio, configurable: true, writable: true});
+    }
+    layer = view.export(kind, true);
+} finally {
+    if (kind === "png") {
+        if (own !== undefined) { Object.defineProperty(window, "devicePixelRatio", own); }
+        else { delete window.devicePixelRatio; }
+    }
+}
+const title = (fig != null && fig.title && fig.title.text) ? fig.title.text : stem;
+const name = title.replace(/[^A-Za-z0-9]+/g, "_").replace(/^_+|_+$/g, "").slice(0, 60) || "gaplab_figure";
 layer.to_blob().then((blob) => {
     const a = document.createElement("a");
     a.href = URL.createObjectURL(blob);
@@ -108,16 +135,58 @@ layer.to_blob().then((blob) => {
 """
 
 
-def figure_export_buttons(fig, css: str = ""):
-    """A row of two small buttons, PNG and SVG, that download ``fig`` as the browser renders it
-    (file named after the figure's title)."""
+def figure_export_buttons(fig=None, css: str = "", *, target: str = "", stem: str = "gaplab_figure",
+                          ratio: int = EXPORT_PIXEL_RATIO):
+    """A row of two small buttons, PNG and SVG, that download a figure as the browser renders it
+    (file named after the figure's title, else ``stem``).
+
+    Parameters
+    ----------
+    fig : bokeh.models.Plot, optional
+        The figure. Without it, ``target`` names the CSS class of the layout to export (a
+        HoloViews pane: every plot in it, composited).
+    css : str
+        An extra CSS class of both buttons.
+    target : str
+        CSS class of the pane to export when ``fig`` is None.
+    stem : str
+        File name (without suffix) when the figure has no title.
+    ratio : int
+        Image pixels per CSS pixel of the PNG (2 or 3; default :data:`EXPORT_PIXEL_RATIO`).
+
+    Raises
+    ------
+    ValueError
+        If neither ``fig`` nor ``target`` is given, or ``ratio`` is not 2 or 3.
+    """
     import panel as pn
 
+    if fig is None and not target:
+        raise ValueError("figure_export_buttons needs a figure (fig) or a pane's CSS class (target)")
+    if isinstance(ratio, bool) or ratio not in (2, 3):
+        raise ValueError(f"ratio must be 2 or 3 (image pixels per CSS pixel), got {ratio!r}")
     row = []
     for kind in ("png", "svg"):
         b = pn.widgets.Button(label=kind.upper(), width=52, height=26, color="light",
                               margin=(0, 2), css_classes=[f"gaplab-export-{kind}"] + ([css] if css else []),
-                              description=f"Download this figure as {kind.upper()}")
-        b.js_on_click(args={"fig": fig, "kind": kind}, code=_EXPORT_JS)
+                              description=(f"Download this figure as PNG ({ratio}× pixel ratio)" if kind == "png"
+                                           else "Download this figure as SVG (vector)"))
+        b.js_on_click(args={"fig": fig, "kind": kind, "target": target, "stem": stem, "ratio": ratio},
+                      code=_EXPORT_JS)
         row.append(b)
     return pn.Row(*row, margin=(0, 10), align="end")
+
+
+def figure_pane(fig, **pane_kw):
+    """A Bokeh figure with its PNG / SVG export buttons above it (right-aligned): the one way
+    every tab shows a figure. ``pane_kw`` go to ``pn.pane.Bokeh`` (default: stretch width);
+    hide or show the returned column, not the pane inside it."""
+    import panel as pn
+
+    pane_kw.setdefault("sizing_mode", "stretch_width")
+    pane = pn.pane.Bokeh(fig, **pane_kw)
+    if pane_kw["sizing_mode"] == "stretch_width":
+        bar = pn.Row(pn.layout.HSpacer(), figure_export_buttons(fig), sizing_mode="stretch_width",
+                     height=28, margin=0)
+        return pn.Column(bar, pane, sizing_mode="stretch_width", margin=0)
+    return pn.Column(pn.Row(figure_export_buttons(fig), height=28, margin=0), pane, margin=0)

@@ -16,6 +16,7 @@ from bokeh.events import Tap
 from bokeh.models import (ColumnDataSource, CustomJSTickFormatter, HoverTool, LinearAxis,
                           NumeralTickFormatter, Range1d, Span)
 
+from .export import figure_pane
 from .safe_html import esc
 from .ticks import handler
 from .views import GAP_FLOOR, _fig, _fmt, _set, legend_above
@@ -206,7 +207,6 @@ class PathView:
         self.b_load.on_click(handler(lambda e: self.load_pending()))
         self.pick_info = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10),
                                       styles={"font-size": "13px"}, css_classes=["gaplab-path-pick"])
-        bokeh = dict(sizing_mode="stretch_width")
         if compact:
             # lesson page: the gap plot (Proposition 1) full width, cost and test error side by side
             c.height = t.height = 205
@@ -215,8 +215,8 @@ class PathView:
                                  pn.Row(wd["heuristic"], wd["grid"]),
                                  pn.Row(self.b_start, self.b_stop),
                                  pn.Row(self.store_input, self.b_open))
-            self.panel = pn.Column(controls, self.summary, pn.pane.Bokeh(g, **bokeh),
-                                   pn.Row(pn.pane.Bokeh(c, **bokeh), pn.pane.Bokeh(t, **bokeh),
+            self.panel = pn.Column(controls, self.summary, figure_pane(g),
+                                   pn.Row(figure_pane(c), figure_pane(t),
                                           sizing_mode="stretch_width"),
                                    self.slider, self.b_load, self.pick_info, sizing_mode="stretch_width")
         else:
@@ -228,8 +228,8 @@ class PathView:
             pick = pn.Column(self.slider, pn.Row(self.b_best, self.b_load), self.pick_info,
                              sizing_mode="stretch_width", height=h, margin=(10, 0))
             self.panel = pn.Column(controls, pn.Row(self.store_input, self.b_open), self.summary,
-                                   pn.Row(pn.pane.Bokeh(c, **bokeh), pn.pane.Bokeh(g, **bokeh), sizing_mode="stretch_width"),
-                                   pn.Row(pn.pane.Bokeh(t, **bokeh), pick, sizing_mode="stretch_width"),
+                                   pn.Row(figure_pane(c), figure_pane(g), sizing_mode="stretch_width"),
+                                   pn.Row(figure_pane(t), pick, sizing_mode="stretch_width"),
                                    sizing_mode="stretch_width")
 
     # ------------------------------------------------------------------ actions

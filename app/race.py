@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from .export import figure_pane
 from .safe_html import esc
 from .ticks import handler as _handler
 
@@ -257,8 +258,8 @@ class RaceView:
             pn.Row(self.w_problem, self.w_n, self.w_K, self.w_seed),
             pn.Row(self.w_speed, pn.Column(pn.Spacer(height=18), pn.Row(self.b_run, self.b_reset), margin=0)),
             self.readout,
-            pn.Row(pn.pane.Bokeh(self.heat["uniform"]), pn.pane.Bokeh(self.heat["gap"]),
-                   pn.pane.Bokeh(c, sizing_mode="stretch_width"), sizing_mode="stretch_width"),
+            pn.Row(figure_pane(self.heat["uniform"], sizing_mode="fixed"),
+                   figure_pane(self.heat["gap"], sizing_mode="fixed"), figure_pane(c), sizing_mode="stretch_width"),
             sizing_mode="stretch_width", css_classes=["gaplab-race"])
         self.draw()
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .export import figure_pane
 from .safe_html import esc
 from .ticks import handler as _handler
 
@@ -421,7 +422,7 @@ class SimplexView:
         self.panel = pn.Column(
             pn.Row(self.w_problem, self.w_block),
             pn.Row(self.w_kind, pn.Column(pn.Spacer(height=18), pn.Row(self.b_step, self.b_reset), margin=0)),
-            pn.pane.Bokeh(f), self.text, sizing_mode="stretch_width", css_classes=["gaplab-simplex"])
+            figure_pane(f, sizing_mode="fixed"), self.text, sizing_mode="stretch_width", css_classes=["gaplab-simplex"])
         self.draw()
 
     # ---------------------------------------------------------------- actions

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import panel as pn
 
+from .export import figure_export_buttons
 from .safe_html import choice_labels, esc
 from .ticks import handler
 
@@ -77,6 +78,9 @@ class SweepsView:
             self.view,
             pn.Row(self.dataset, self.lam, self.methods),
             self.caption,
+            # PNG / SVG of the whole figure (every panel composited), found by the pane's class
+            pn.Row(pn.layout.HSpacer(), figure_export_buttons(target="gaplab-sweeps-figure", stem="gaplab_sweeps"),
+                   sizing_mode="stretch_width", height=28, margin=0),
             self.figure,
             pn.pane.HTML("<b>Runs</b>"),
             self.table,

@@ -13,6 +13,7 @@ import time
 import numpy as np
 import param
 
+from .export import figure_pane
 from .safe_html import esc
 from .ticks import handler
 
@@ -343,19 +344,20 @@ class ToyView:
             "Lipschitz sampling favours the easy blocks (~2K(n−1)·t calls). Gap "
             "sampling stops visiting solved blocks (~n + t calls): a speed-up of about "
             "n·t/(n + t) ≈ min(n, t), the paper's min(n, K, 1/(nε)) up to constants.", sizing_mode="stretch_width", styles={"font-size": "13px"})
-        self._bars_log = pn.pane.Bokeh(b, sizing_mode="stretch_width")
-        self._bars_lin = pn.pane.Bokeh(bl, sizing_mode="stretch_width", visible=False)
+        self._bars_log = figure_pane(b)
+        self._bars_lin = figure_pane(bl)
+        self._bars_lin.visible = False
         plots = (pn.Column if compact else pn.Row)(pn.Column(self._bars_log, self._bars_lin, sizing_mode="stretch_width"),
-                                                   pn.pane.Bokeh(c, sizing_mode="stretch_width"),
-                                                   sizing_mode="stretch_width")
-        self.sweep_pane = pn.pane.Bokeh(sw, sizing_mode="stretch_width", visible=False)
+                                                   figure_pane(c), sizing_mode="stretch_width")
+        self.sweep_pane = figure_pane(sw)
+        self.sweep_pane.visible = False
         self.sweep_info = pn.pane.HTML("", sizing_mode="stretch_width", styles={"font-size": "13px"})
         if compact:
             b.height = c.height = bl.height = sw.height = 230
             intro = None
         self.panel = pn.Column(*[x for x in (intro, controls, pn.Row(*buttons), self.headline, self.explain,
                                              plots, self.visits_info,
-                                             pn.pane.Bokeh(v, sizing_mode="stretch_width"),
+                                             figure_pane(v),
                                              self.sampler_info, self.table, self.sweep_info,
                                              self.sweep_pane) if x is not None],
                                sizing_mode="stretch_width")

@@ -267,12 +267,10 @@ def trace_columns(trace, manual=()):
 
 def _figure_pane(fig, export: bool = True):
     """A figure with its PNG / SVG export buttons above it (right-aligned)."""
-    pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width")
     if not export:
-        return pane
-    from .export import figure_export_buttons
-    return pn.Column(pn.Row(pn.layout.HSpacer(), figure_export_buttons(fig), sizing_mode="stretch_width",
-                            height=28, margin=0), pane, sizing_mode="stretch_width", margin=0)
+        return pn.pane.Bokeh(fig, sizing_mode="stretch_width")
+    from .export import figure_pane
+    return figure_pane(fig)
 
 
 def _log_range(view, rng, values, floor=GAP_FLOOR):
@@ -1291,8 +1289,7 @@ class CacheView(_ComparisonPlot):
                                      height=48, sizing_mode="stretch_width")
         plots = (pn.Column if stacked else pn.Row)(_figure_pane(self.fig), _figure_pane(a),
                                                    sizing_mode="stretch_width")
-        self.panel = pn.Column(self.info, plots, pn.pane.Bokeh(t, sizing_mode="stretch_width"),
-                               sizing_mode="stretch_width")
+        self.panel = pn.Column(self.info, plots, _figure_pane(t), sizing_mode="stretch_width")
 
     def _data(self, cols, snap, current):
         p = cols["pass"]

@@ -140,3 +140,38 @@ def test_app_gif_button_downloads_the_last_steps():
         assert "gaplab-export-gif" in app.d_gif.css_classes
     finally:
         app.close()
+
+
+def test_every_figure_of_every_tab_has_png_and_svg_buttons():
+    pn = pytest.importorskip("panel")
+    from bokeh.models import Plot
+    from panel.links import Callback
+
+    from gaplab.app.main import build_app
+
+    app = build_app(periodic=False)
+    try:
+        assert app.session.wait_idle(120)
+        app.blocks   # the Step tab's per-block plots
+        for tab in range(1, len(app.TAB_NAMES)):
+            app._ensure_tab(tab)
+        figures = {id(p.object): p.object for p in app._layout.select(pn.pane.Bokeh)
+                   if isinstance(p.object, Plot)}
+        exported, targets = {kind: set() for kind in ("png", "svg")}, set()
+        for b in app._layout.select(pn.widgets.Button):
+            for kind in exported:
+                if f"gaplab-export-{kind}" in b.css_classes:
+                    for cb in Callback.registry.get(b, []):
+                        if cb.args.get("fig") is not None:
+                            exported[kind].add(id(cb.args["fig"]))
+                        elif cb.args.get("target"):
+                            targets.add(cb.args["target"])
+        titles = lambda ids: sorted(figures[i].title.text if figures[i].title else "?" for i in ids)  # noqa: E731
+        assert len(figures) >= 15
+        for kind in exported:
+            assert not set(figures) - exported[kind], titles(set(figures) - exported[kind])
+        # the Sweeps tab's HoloViews figure is exported as a whole, found by its pane's CSS class
+        holo = [p for p in app._layout.select(pn.pane.HoloViews)]
+        assert holo and all(set(p.css_classes) & targets for p in holo)
+    finally:
+        app.close()
