@@ -34,6 +34,7 @@ __all__ = ["AnatomyView", "BlockGapsView", "GapView", "PrimalDualView", "TestErr
            "CacheView", "StatusView", "trace_columns", "GAP_FLOOR"]
 
 GAP_FLOOR = 1e-12          # log axes: values <= 0 (round-off) are drawn at this floor
+BAR_MIN_PX = 4.5           # per-block bars: the narrowest bar drawn at a 720-px plot frame
 CURRENT_COLOR = "#111111"
 RUN_COLORS = [c for c in Category10_10 if c != "#7f7f7f"]
 MAX_SLOTS = 8              # comparison runs drawn (Session keeps at most 8)
@@ -565,14 +566,20 @@ class BlockGapsView(_Base):
     DECADES = 5
     RUNNING_MIN_INTERVAL_S = 0.15   # while a run goes: every other 100 ms tick, 5 redraws per
     #                                 second (the browser's canvas work competes with the solver)
-    MAX_BARS = 700    # more blocks than this are drawn in bins (about a bar per pixel, not per block)
+    # more blocks than this are drawn in bins of ⌈n/MAX_BARS⌉ (the largest ĝᵢ of each bin): at a
+    # 720-px plot frame (the Step tab at 1280×720) every bar is >= 4.6 px wide, readable from the
+    # back row; one bar per block (626 for OCR) was 1-2 px
+    MAX_BARS = 140
 
     def __init__(self, height=300, prob_height=160, name=None, max_bars=None):
         super().__init__()
         if max_bars is not None:
             self.MAX_BARS = int(max_bars)
-        self.src = ColumnDataSource(dict(x=[], w=[], top=[], bottom=[], stale=[], gap=[], lo=[], hi=[]),
+        self.src = ColumnDataSource(dict(x=[], w=[], top=[], bottom=[], stale=[], gap=[], lo=[], hi=[], how=[]),
                                     name=name)
+        # the last block's bar (or bin), highlighted at least one bar wide (a 1-px line was lost
+        # among hundreds of bars)
+        self.last_src = ColumnDataSource(dict(left=[], right=[]), name=f"{name}_last" if name else None)
         self.exact = ColumnDataSource(dict(x=[], y=[]))
         self.prob = ColumnDataSource(dict(x=[], w=[], top=[]))
         self._info_t = 0.0
@@ -588,7 +595,8 @@ class BlockGapsView(_Base):
         f.legend.location = "top_right"
         legend_above(f)
         f.add_tools(HoverTool(renderers=[bars], tooltips=[("blocks", "@lo–@hi"), ("ĝᵢ (max)", "@gap{0.000e}"),
-                                                          ("staleness (iterations)", "@stale{0}")]))
+                                                          ("staleness (iterations)", "@stale{0}"),
+                                                          ("drawn as", "@how")]))
         cb = ColorBar(color_mapper=self.mapper, title="staleness: iterations since ĝᵢ was computed",
                       title_text_font_size="11px", label_standoff=6, width=12,
                       major_label_text_font_size="11px", location=(0, 0))
@@ -596,6 +604,8 @@ class BlockGapsView(_Base):
         self.span = Span(location=-10, dimension="height", line_color="#d62728", line_width=1.5,
                          line_alpha=0.5, line_dash="dashed")
         f.add_layout(self.span)
+        f.vstrip(x0="left", x1="right", source=self.last_src, fill_color="#d62728", fill_alpha=0.2,
+                 line_color="#d62728", line_alpha=0.6, line_width=1)
         self.fig = f
         g = _fig(height=prob_height, x_axis_label="block i (training example)", y_axis_label="P(i)",
                  x_range=f.x_range, title="Sampling probabilities of the next draw", y_range=Range1d(0, 1))
@@ -605,6 +615,8 @@ class BlockGapsView(_Base):
         self.span2 = Span(location=-10, dimension="height", line_color="#d62728", line_width=1.5,
                           line_alpha=0.5, line_dash="dashed")
         g.add_layout(self.span2)
+        g.vstrip(x0="left", x1="right", source=self.last_src, fill_color="#d62728", fill_alpha=0.2,
+                 line_color="#d62728", line_alpha=0.6, line_width=1)
         g.min_border_right = f.min_border_right
         self.pfig = g
         # keep the two x axes aligned: the probability plot gets an invisible colorbar-sized pad
@@ -621,7 +633,8 @@ class BlockGapsView(_Base):
     def _draw(self, snap):
         n = snap.n
         if not n:
-            self._set(self.src, dict(x=[], w=[], top=[], bottom=[], stale=[], gap=[], lo=[], hi=[]))
+            self._set(self.src, dict(x=[], w=[], top=[], bottom=[], stale=[], gap=[], lo=[], hi=[], how=[]))
+            self._set(self.last_src, dict(left=[], right=[]))
             self._set(self.exact, dict(x=[], y=[]))
             self._set(self.prob, dict(x=[], w=[], top=[]))
             self.info.object = ""
@@ -668,7 +681,10 @@ class BlockGapsView(_Base):
         nb = len(x)
         width = np.full(nb, 0.9 * b)
         top = np.where(np.isfinite(gb), np.maximum(gb, floor), np.nan)
-        self._set(self.src, dict(x=x, w=width, top=top, bottom=np.full(nb, floor), stale=sb, gap=gb, lo=lo, hi=hi))
+        how = (f"a bin of {b} blocks: its largest ĝᵢ and mean staleness (bins keep every bar >= "
+               f"{BAR_MIN_PX:g} px wide; zoom in for single blocks)" if b > 1 else "one bar per block")
+        self._set(self.src, dict(x=x, w=width, top=top, bottom=np.full(nb, floor), stale=sb, gap=gb, lo=lo, hi=hi,
+                                 how=[how] * nb))
         hi_st = float(np.nanmax(sb)) if np.isfinite(sb).any() else 1.0
         self.mapper.high = max(hi_st, 1.0)
         if eb is not None:
@@ -682,6 +698,11 @@ class BlockGapsView(_Base):
         last = snap.last_step.block if snap.last_step is not None else -10
         self.span.location = last
         self.span2.location = last
+        if last >= 0:   # the last block's bar (its bin), highlighted one bar wide
+            first = (last // b) * b
+            self._set(self.last_src, dict(left=[first - 0.5], right=[min(first + b, n) - 0.5]))
+        else:
+            self._set(self.last_src, dict(left=[], right=[]))
         if self.MAX_BARS < BlockGapsView.MAX_BARS:   # projector: a short title
             self.fig.title.text = f"Block gap estimates ĝᵢ (colour: staleness) — bins of {b}" if b > 1 else \
                 "Block gap estimates ĝᵢ (colour: staleness)"
@@ -701,7 +722,7 @@ class BlockGapsView(_Base):
         if math.isfinite(snap.chi_cubed) and not unvisited:
             parts.append(f"χ(ĝ)³ = {snap.chi_cubed:.2f} (Thm. 2's gain of gap over uniform sampling if "
                          "these stale estimates were the exact gaps and the curvatures were equal)")
-        parts.append("dashed line: last block")
+        parts.append("red: last block" + (f" (its bin of {b})" if b > 1 else ""))
         self.info.object = _bold(" · ".join(parts))
 
 
