@@ -63,8 +63,9 @@ def _fig(**kw):
     return f
 
 
-# Major ticks of a log axis: the decades inside the visible range (every k-th when there are
-# more than 7), or 1-2-5 steps when fewer than two decades are visible; never the linear ticks
+# Major ticks of a log axis, at least three labelled: the decades inside the visible range
+# (every k-th when there are more than 7) when three or more are visible, else 1-2-5 steps (or
+# 1..9 × each decade on a narrower range); never the linear ticks
 # Bokeh's LogTicker falls back to on a range under two decades (0.01, 8e-3, 6e-3, 4e-3 piled up
 # at the top of the block-gap axis).
 _LOG_MAJOR_JS = """
@@ -72,20 +73,25 @@ const lo = Math.min(cb_data.start, cb_data.end), hi = Math.max(cb_data.start, cb
 if (!(lo > 0) || !isFinite(hi)) { return []; }
 const eps = 1e-9;
 const k0 = Math.ceil(Math.log10(lo) - eps), k1 = Math.floor(Math.log10(hi) + eps);
-if (k1 - k0 + 1 >= 2) {
+if (k1 - k0 + 1 >= 3) {
   const step = Math.max(1, Math.ceil((k1 - k0 + 1) / 7));
   const out = [];
   for (let k = k0; k <= k1; k++) { if ((k - k0) % step == 0) { out.push(Number(Math.pow(10, k).toPrecision(12))); } }
   return out;
 }
-const out = [];
-for (let k = k0 - 1; k <= k1; k++) {
-  for (const m of [1, 2, 5]) {
-    const t = Number((m * Math.pow(10, k)).toPrecision(12));
-    if (t >= lo * (1 - eps) && t <= hi * (1 + eps)) { out.push(t); }
+for (const ms of [[1, 2, 5], [1, 2, 3, 4, 5, 6, 7, 8, 9]]) {
+  const out = [];
+  for (let k = k0 - 1; k <= k1; k++) {
+    for (const m of ms) {
+      const t = Number((m * Math.pow(10, k)).toPrecision(12));
+      if (t >= lo * (1 - eps) && t <= hi * (1 + eps)) { out.push(t); }
+    }
   }
+  if (out.length >= 3) { return out; }
 }
-return out;
+// under a factor of ~1.3: three evenly spaced ticks, two significant digits
+const mid = Number(Math.sqrt(lo * hi).toPrecision(2));
+return [Number(lo.toPrecision(2)), mid, Number(hi.toPrecision(2))].filter((t, j, a) => a.indexOf(t) == j);
 """
 
 # Minor ticks: 2..9 times each decade inside the range (none when the labels are 1-2-5 steps
@@ -108,8 +114,9 @@ return out;
 
 
 def log_ticker() -> CustomJSTicker:
-    """Ticker of the app's log axes: decades only when at least two are visible (thinned to at
-    most 7 labels), 1-2-5 steps on a narrower range; minor ticks at 2..9 × each decade."""
+    """Ticker of the app's log axes, at least three labelled ticks: decades when at least three
+    are visible (thinned to at most 7 labels), 1-2-5 steps (or 1..9) on a narrower range; minor
+    ticks at 2..9 × each decade."""
     return CustomJSTicker(major_code=_LOG_MAJOR_JS, minor_code=_LOG_MINOR_JS)
 
 
