@@ -298,6 +298,23 @@ def _log_range(view, rng, values, floor=GAP_FLOOR):
         rng.update(start=lo, end=hi)
 
 
+def _lin_range(rng, values, *, start=None, pad=0.04, empty=(0.0, 1.0)):
+    """Set an explicit linear range from the finite values (``start`` fixes its left end, e.g.
+    pass 0; ``empty`` with no data). An auto range (DataRange1d) over empty sources has no start
+    and end, and BokehJS then warns "could not set initial ranges" on every redraw."""
+    v = np.concatenate([np.asarray(x, dtype=np.float64).ravel() for x in values]) if values else np.zeros(0)
+    v = v[np.isfinite(v)]
+    if not v.size:
+        lo, hi = empty
+    else:
+        lo = float(v.min()) if start is None else min(float(start), float(v.min()))
+        hi = float(v.max())
+        span = hi - lo if hi > lo else max(abs(hi), 1.0)
+        lo, hi = (lo if start is not None else lo - pad * span), hi + pad * span
+    if rng.start != lo or rng.end != hi:
+        rng.update(start=lo, end=hi)
+
+
 BIG_PX = 18.0   # projector mode: the smallest text size
 
 
@@ -466,6 +483,10 @@ class _ComparisonPlot(_Base):
     def _extra(self, snap, cur):
         pass
 
+    def _slot_values(self, col):
+        """Column ``col`` of every drawn run (all sources of all slots)."""
+        return [src.data.get(col, []) for slot in self.slots.slots for src in slot.values()]
+
 
 # ----------------------------------------------------------------------------- convergence
 class GapView(_ComparisonPlot):
@@ -477,7 +498,7 @@ class GapView(_ComparisonPlot):
         self.xkey = "x" if x == "passes" else "t"
         xlabel = "effective passes (oracle calls / n)" if x == "passes" else "solver time (s)"
         self.fig = _fig(height=height, y_axis_type="log", x_axis_label=xlabel,
-                        y_axis_label="duality gap", y_range=Range1d(1e-6, 1),
+                        y_axis_label="duality gap", y_range=Range1d(1e-6, 1), x_range=Range1d(0, 1),
                         title=title or ("Duality gap vs effective passes" if x == "passes"
                                         else "Duality gap vs time"))
         self.slots = _RunSlots(self.fig, [("heur", "line", "pass"), ("exact", "scatter", "check")])
@@ -514,6 +535,7 @@ class GapView(_ComparisonPlot):
                                       label=[f"→ {m[3]}" for m in marks]))
         ys = [src.data.get("y", []) for slot in self.slots.slots for src in slot.values()]
         _log_range(self, self.fig.y_range, ys + [self.now.data.get("y", [])])
+        _lin_range(self.fig.x_range, self._slot_values("x") + [self.now.data.get("x", [])], start=0.0)
 
 
 class TestErrorView(_ComparisonPlot):
@@ -522,7 +544,7 @@ class TestErrorView(_ComparisonPlot):
     def __init__(self, height=300):
         super().__init__()
         self.fig = _fig(height=height, x_axis_label="effective passes", y_axis_label="test error (%)",
-                        title="Test error at gap checks")
+                        title="Test error at gap checks", x_range=Range1d(0, 1), y_range=Range1d(0, 100))
         self.slots = _RunSlots(self.fig, [("line", "line", "check"), ("pts", "scatter", "check")])
         self.panel = _figure_pane(self.fig)
 
@@ -536,6 +558,8 @@ class TestErrorView(_ComparisonPlot):
     def _extra(self, snap, cur):
         self.fig.title.text = ("Test error at gap checks" if snap.has_test or not snap.n
                                else "Test error: this dataset has no test set")
+        _lin_range(self.fig.x_range, self._slot_values("x"), start=0.0)
+        _lin_range(self.fig.y_range, self._slot_values("y"), pad=0.1, empty=(0.0, 100.0))
 
 
 class PrimalDualView(_Base):
@@ -547,7 +571,8 @@ class PrimalDualView(_Base):
     def __init__(self, height=300):
         super().__init__()
         self.fig = _fig(height=height, x_axis_label="effective passes", y_axis_label="objective",
-                        title="Primal and dual objectives (current run)")
+                        title="Primal and dual objectives (current run)", x_range=Range1d(0, 1),
+                        y_range=Range1d(0, 1))
         self.dual = ColumnDataSource(dict(x=[], y=[]))
         self.primal = ColumnDataSource(dict(x=[], y=[]))
         self.fig.line("x", "y", source=self.dual, color="#1f77b4", line_width=2.5, legend_label="dual D(α) (every pass)")
@@ -563,6 +588,8 @@ class PrimalDualView(_Base):
         self._set(self.dual, dict(x=p["x"], y=p["dual"]))
         ok = np.isfinite(c["primal"])
         self._set(self.primal, dict(x=c["x"][ok], y=c["primal"][ok]))
+        _lin_range(self.fig.x_range, [p["x"], c["x"][ok]], start=0.0)
+        _lin_range(self.fig.y_range, [p["dual"], c["primal"][ok]], pad=0.08)
 
 
 # ----------------------------------------------------------------------------- per block
@@ -1293,11 +1320,11 @@ class CacheView(_ComparisonPlot):
     def __init__(self, height=280, stacked: bool = False):
         super().__init__()
         self.fig = _fig(height=height, x_axis_label="effective passes", y_axis_label="cache hits / steps",
-                        title="Cache hit rate per pass", y_range=(-0.02, 1.02))
+                        title="Cache hit rate per pass", y_range=(-0.02, 1.02), x_range=Range1d(0, 1))
         self.slots = _RunSlots(self.fig, [("rate", "line", "pass")], legend_loc="center_right")
         self.asrc = ColumnDataSource(dict(x=[], mean=[], max=[], cache=[]))
         a = _fig(height=height, x_axis_label="effective passes", y_axis_label="atoms per block",
-                 title="Active-set sizes |Sᵢ| (current run)")
+                 title="Active-set sizes |Sᵢ| (current run)", x_range=Range1d(0, 1), y_range=Range1d(0, 2))
         a.line("x", "mean", source=self.asrc, color="#1f77b4", line_width=2.5, legend_label="mean |Sᵢ|")
         a.line("x", "max", source=self.asrc, color="#ff7f0e", line_width=2, legend_label="max |Sᵢ|")
         a.line("x", "cache", source=self.asrc, color="#2ca02c", line_width=2, line_dash="dashed",
@@ -1329,6 +1356,10 @@ class CacheView(_ComparisonPlot):
             self._set(self.asrc, dict(x=h[:, 0], mean=h[:, 1], max=h[:, 2], cache=h[:, 3]))
         else:
             self._set(self.asrc, dict(x=[], mean=[], max=[], cache=[]))
+        a = self.asrc.data
+        _lin_range(self.afig.x_range, [a["x"]], start=0.0)
+        _lin_range(self.afig.y_range, [a["mean"], a["max"], a["cache"]], start=0.0, pad=0.1, empty=(0.0, 2.0))
+        _lin_range(self.fig.x_range, self._slot_values("x"), start=0.0)
         rs = np.asarray(snap.recent_steps)
         if rs.size:
             hit = rs[:, 1] > 0

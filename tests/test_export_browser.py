@@ -110,3 +110,21 @@ def test_race_tab_png_is_3x_and_svg_parses(page):
     name = _check_png_and_svg(page)
     assert "visits" in name
     assert page.errors == []
+
+
+def test_convergence_and_cache_tabs_set_their_ranges_without_warnings(page, server):
+    """BokehJS warns "could not set initial ranges" for a figure whose range has no start/end
+    (an auto range over empty data): the Convergence and Cache figures give every range."""
+    console = []
+    page.on("console", lambda m: console.append((m.type, m.text)))
+    for tab in ("Convergence", "Cache & active sets", "Step", "Convergence"):
+        page.locator(".bk-tab", has_text=tab).first.click()
+        page.wait_for_timeout(1500)
+    page.get_by_role("button", name="Step", exact=True).click()
+    page.wait_for_timeout(500)
+    for tab in ("Convergence", "Cache & active sets"):
+        page.locator(".bk-tab", has_text=tab).first.click()
+        page.wait_for_timeout(1500)
+    warned = [t for _k, t in console if "could not set initial ranges" in t]
+    assert warned == [], f"{len(warned)} warnings"
+    assert page.errors == []
