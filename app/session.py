@@ -1208,7 +1208,7 @@ class Session(SessionSettings):
         track = bool(s.track)
         active = _frozen(s.active_set_sizes()) if track else None
         caches = _frozen(s.cache_sizes()) if track else None
-        if track and s.iteration > 0:
+        if track:   # from α⁰ (pass 0) on: the active-set plot starts where the run starts
             hist_pt = (s.effective_passes, float(active.mean()), int(active.max()), float(caches.mean()))
             if not self._active_hist or self._active_hist[-1][0] != hist_pt[0]:
                 self._active_hist.append(hist_pt)

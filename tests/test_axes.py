@@ -34,3 +34,27 @@ def test_log_axes_label_at_least_three_ticks_inside_the_range(lo, hi):
     assert all(lo * (1 - 1e-6) <= t <= hi * (1 + 1e-6) for t in ticks), ticks
     assert ticks == sorted(ticks) and len(set(ticks)) == len(ticks)
     assert len(ticks) <= 13
+
+
+@pytest.fixture(scope="module")
+def pairwise():
+    from gaplab.app.session import Session
+    s = Session(step_kind="pairwise", cache=True)
+    assert s.wait_idle(120), s.messages()
+    yield s
+    s.close()
+
+
+def test_active_set_plot_starts_at_pass_0(pairwise):
+    s = pairwise
+    s.reset()
+    h0 = s.snapshot.active_history
+    assert h0 and h0[0][0] == 0.0 and h0[0][1] == 1.0        # α⁰: one atom per block
+    s.step_n(2 * s.snapshot.n)
+    assert s.wait_idle(60)
+    view = views.CacheView()
+    view.update(s.snapshot)
+    x = view.asrc.data["x"]
+    assert x[0] == 0.0 and x[-1] >= 1.0
+    assert view.afig.x_range.start == 0.0 and view.afig.x_range.end >= x[-1]
+    assert view.fig.x_range.start == 0.0
