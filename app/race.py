@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from .export import figure_pane
+from .views import legend_above
 from .safe_html import esc
 from .ticks import handler as _handler
 
@@ -231,8 +232,7 @@ class RaceView:
                    legend_label=f"{side} sampling")
         self.eps_src = ColumnDataSource(dict(x=[], y=[]))
         c.line("x", "y", source=self.eps_src, color="#999", line_dash="dotted", line_width=2, legend_label="ε")
-        c.legend.location = "top_right"
-        c.legend.label_text_font_size = "13px"
+        legend_above(c).label_text_font_size = "13px"     # never over the data
         c.title.text_font_size = "15px"
         self.curves = c
         self.w_problem = pn.widgets.Select(label="problem", options={v: k for k, v in RACE_PROBLEMS.items()},

@@ -14,6 +14,7 @@ import numpy as np
 import param
 
 from .export import figure_pane
+from .views import legend_above
 from .safe_html import esc
 from .ticks import handler
 
@@ -285,8 +286,7 @@ class ToyView:
         sw.line("n", "measured", source=self.ssrc, color=COLORS["gap"], line_width=2.5)
         sw.scatter("n", "measured", source=self.ssrc, color=COLORS["gap"], size=9, legend_label="measured")
         sw.xaxis.ticker = list(SWEEP_NS)
-        sw.legend.location = "top_left"
-        sw.legend.label_text_font_size = "11px"
+        legend_above(sw)     # never over the data
         self.sweep_fig = sw
         # per-block visit counts of each sampler (the hard block 0 vs the easy ones)
         self.vsrc = {k: ColumnDataSource(dict(x=[], top=[])) for k in SAMPLER_CHOICES}
@@ -300,9 +300,7 @@ class ToyView:
             self._vr[k] = v.vbar(x="x", top="top", bottom=0.5, width=0.25, source=self.vsrc[k], color=COLORS[k],
                                  legend_label=k, alpha=0.85 if k != "curvature" else 0.5,
                                  line_color=COLORS[k], line_dash="dashed" if k == "curvature" else "solid")
-        v.legend.location = "top_right"
-        v.legend.label_text_font_size = "11px"
-        v.legend.orientation = "horizontal"
+        legend_above(v)      # never over the data
         self.visits_fig = v
         self.visits_info = pn.pane.HTML("", sizing_mode="stretch_width", styles={"font-size": "13px"})
         self.headline = pn.pane.HTML("", sizing_mode="stretch_width", styles={"font-size": "16px"})

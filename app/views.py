@@ -38,6 +38,7 @@ BAR_MIN_PX = 4.5           # per-block bars: the narrowest bar drawn at a 720-px
 CURRENT_COLOR = "#111111"
 RUN_COLORS = [c for c in Category10_10 if c != "#7f7f7f"]
 MAX_SLOTS = 8              # comparison runs drawn (Session keeps at most 8)
+LEGEND_ROW_PX = 17         # a legend row below a figure
 TOOLS = "pan,wheel_zoom,box_zoom,reset,save"
 FONT = "13px"
 
@@ -400,17 +401,19 @@ class _RunSlots:
     sync. Comparison slots (renderers, sources, legend items) are added when first needed and
     reused afterwards."""
 
-    def __init__(self, fig, kinds, legend_loc="top_right"):
+    def __init__(self, fig, kinds):
         # kinds: list of (name, glyph, which) with glyph in {"line", "scatter"}
         self.fig = fig
         self.kinds = kinds
         self.slots = []
         self.items = []
         self._labels = []
-        self.legend = Legend(items=[], location=legend_loc, click_policy="hide",
-                             label_text_font_size="11px", background_fill_alpha=0.75,
-                             spacing=0, padding=4, margin=4)
-        fig.add_layout(self.legend)
+        # below the plot, never over the data; two columns, the figure grows a row at a time
+        self.legend = Legend(items=[], click_policy="hide", label_text_font_size="11px",
+                             background_fill_alpha=0.0, border_line_alpha=0.0, ncols=2,
+                             spacing=0, padding=2, margin=2, label_height=14, glyph_height=14)
+        fig.add_layout(self.legend, "below")
+        self._height = fig.height
         self._add_slot()
 
     def _add_slot(self):
@@ -444,6 +447,15 @@ class _RunSlots:
             item = self.items[slot]
             item.label = value(label or "")
             item.visible = bool(label)
+            self._fit()
+
+    def _fit(self):
+        """Grow the figure by the legend's rows (the plot frame keeps its height)."""
+        shown = sum(1 for it in self.legend.items if it.visible)
+        rows = math.ceil(shown / 2)
+        h = self._height + LEGEND_ROW_PX * rows
+        if self.fig.height != h:
+            self.fig.height = h
 
     def clear_from(self, slot):
         for s in range(slot, len(self.slots)):
@@ -578,8 +590,7 @@ class PrimalDualView(_Base):
         self.fig.line("x", "y", source=self.dual, color="#1f77b4", line_width=2.5, legend_label="dual D(α) (every pass)")
         self.fig.line("x", "y", source=self.primal, color="#d62728", line_width=2, line_dash="dashed")
         self.fig.scatter("x", "y", source=self.primal, color="#d62728", size=8, legend_label="primal P(w) (gap checks)")
-        self.fig.legend.location = "bottom_right"
-        self.fig.legend.label_text_font_size = "11px"
+        legend_above(self.fig)
         self.panel = _figure_pane(self.fig)
 
     def _draw(self, snap):
@@ -1321,7 +1332,7 @@ class CacheView(_ComparisonPlot):
         super().__init__()
         self.fig = _fig(height=height, x_axis_label="effective passes", y_axis_label="cache hits / steps",
                         title="Cache hit rate per pass", y_range=(-0.02, 1.02), x_range=Range1d(0, 1))
-        self.slots = _RunSlots(self.fig, [("rate", "line", "pass")], legend_loc="center_right")
+        self.slots = _RunSlots(self.fig, [("rate", "line", "pass")])
         self.asrc = ColumnDataSource(dict(x=[], mean=[], max=[], cache=[]))
         a = _fig(height=height, x_axis_label="effective passes", y_axis_label="atoms per block",
                  title="Active-set sizes |Sᵢ| (current run)", x_range=Range1d(0, 1), y_range=Range1d(0, 2))

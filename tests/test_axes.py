@@ -58,3 +58,28 @@ def test_active_set_plot_starts_at_pass_0(pairwise):
     assert x[0] == 0.0 and x[-1] >= 1.0
     assert view.afig.x_range.start == 0.0 and view.afig.x_range.end >= x[-1]
     assert view.fig.x_range.start == 0.0
+
+
+@pytest.fixture(scope="module")
+def app():
+    from gaplab.app.main import build_app
+    a = build_app(periodic=False)     # headless: no periodic callback, no background compile
+    assert a.session.wait_idle(120)
+    yield a
+    a.close()
+
+
+def _figures(app, tabs):
+    import panel as pn
+    from bokeh.models import Plot
+    for t in tabs:
+        app._ensure_tab(t)
+    return [p.object for t in tabs for p in app._boxes[t].select(pn.pane.Bokeh) if isinstance(p.object, Plot)]
+
+
+def test_legends_never_cover_the_data(app):
+    from bokeh.models import Legend
+    app.blocks
+    figs = _figures(app, range(len(app.TAB_NAMES)))
+    inside = [f.title.text for f in figs if any(isinstance(r, Legend) for r in f.center)]
+    assert inside == []
