@@ -147,6 +147,22 @@ def test_every_package_docstring_says_what_lives_there():
     assert not problems, "package docstrings must say what lives where:\n" + "\n".join(problems)
 
 
+def test_no_two_public_classes_share_a_name():
+    """One name, one meaning: a class name found in two modules (say a step record of the app
+    and one of the reference solver) makes every import and every docstring mention ambiguous."""
+    where: dict[str, list[str]] = {}
+    for p in sorted(ROOT.rglob("*.py")):
+        rel = p.relative_to(ROOT).parts
+        if rel[0] in NOT_PACKAGES or "__pycache__" in rel:
+            continue
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                where.setdefault(node.name, []).append(f"{_rel(p)}:{node.lineno}")
+    shared = {name: places for name, places in where.items() if len(places) > 1}
+    assert not shared, "classes defined under the same name in several modules:\n" + "\n".join(
+        f"  {name}: {', '.join(places)}" for name, places in sorted(shared.items()))
+
+
 # ------------------------------------------------------------------ the checks above can fail
 
 def test_the_function_rule_counts_python_and_exempts_only_numba_compiled_code(tmp_path):
