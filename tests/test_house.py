@@ -163,6 +163,47 @@ def test_no_two_public_classes_share_a_name():
         f"  {name}: {', '.join(places)}" for name, places in sorted(shared.items()))
 
 
+RESULTS = ROOT / "benchmarks" / "results"
+#: a path to a recorded result in Markdown: a link, a figure directive or a code span
+RESULT_PATH = re.compile(r"benchmarks/results/([A-Za-z0-9_.-]+\.[a-z0-9]+)\b")
+#: a bare result-like file name in a code span (``fig8.json``)
+RESULT_NAME = re.compile(r"`([A-Za-z0-9_.-]+\.(?:json|jsonl|png))`")
+#: bare names the docs use for files of a path store, not for recorded results
+NOT_RESULTS = {"manifest.json"}
+
+
+def _doc_pages():
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def unindexed_results(results: Path = RESULTS) -> list[str]:
+    """Files of the results folder that its index (README.md there) does not name in a code span."""
+    index = (results / "README.md").read_text(encoding="utf-8")
+    return sorted(p.name for p in results.iterdir() if p.name != "README.md" and f"`{p.name}`" not in index)
+
+
+def dangling_result_links(pages, results: Path = RESULTS) -> list[str]:
+    """References to recorded results in the pages that name no file of the results folder."""
+    bad = []
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        names = set(RESULT_PATH.findall(text)) | (set(RESULT_NAME.findall(text)) - NOT_RESULTS)
+        bad += [f"{_rel(page) if page.is_relative_to(ROOT) else page.name}: {n}" for n in sorted(names)
+                if not (results / n).is_file()]
+    return bad
+
+
+def test_every_recorded_result_is_in_the_index():
+    missing = unindexed_results()
+    assert not missing, ("benchmarks/results/README.md is the one index of the recorded results; it does not list "
+                         "(with the script, the command and what it measures):\n  " + "\n  ".join(missing))
+
+
+def test_every_reference_to_a_recorded_result_resolves():
+    bad = dangling_result_links(_doc_pages() + [RESULTS / "README.md"])
+    assert not bad, "references to files that are not in benchmarks/results/:\n  " + "\n  ".join(bad)
+
+
 # ------------------------------------------------------------------ the checks above can fail
 
 def test_the_function_rule_counts_python_and_exempts_only_numba_compiled_code(tmp_path):
@@ -198,3 +239,16 @@ def test_the_docstring_rule_wants_every_member_named(tmp_path):
     assert docstring_problem(pkg) == "the docstring does not name beta, sub"
     init.write_text('"""Things: ``alpha`` the first, ``beta`` the second, ``sub`` the rest."""\n', encoding="utf-8")
     assert docstring_problem(pkg) is None
+
+
+def test_the_results_checks_find_an_unlisted_file_and_a_dangling_link(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "README.md").write_text("| `a.json` | `python a.py` |\n", encoding="utf-8")
+    (results / "a.json").write_text("{}", encoding="utf-8")
+    (results / "b_session7.json").write_text("{}", encoding="utf-8")
+    assert unindexed_results(results) == ["b_session7.json"]
+    page = tmp_path / "page.md"
+    page.write_text("See [a](benchmarks/results/a.json), `gone.png` and ../benchmarks/results/old_s8.json; "
+                    "a store holds `manifest.json`.\n", encoding="utf-8")
+    assert dangling_result_links([page], results) == ["page.md: gone.png", "page.md: old_s8.json"]
