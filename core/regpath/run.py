@@ -5,7 +5,7 @@ cost and the clock of the path's own time.
 The solver's stopping rule at a breakpoint: after each chunk of block steps, when the stale gap
 sum falls to the target an exact gap pass (counted) confirms it; the periodic gap checks
 (``SolverConfig.gap_check``) also stop it. Every breakpoint therefore costs at least one pass of
-block steps and one exact gap pass (Paper: Alg. 7 line 14, App. K).
+block steps and one exact gap pass (Paper: Alg. 7 line 22, App. K).
 """
 from __future__ import annotations
 
