@@ -38,7 +38,7 @@ API_SECTIONS = (
                      "gaplab.core.warmup")),
     ("Models", ("gaplab.core.models", "gaplab.core.models.protocol")),
     ("Data sets", ("gaplab.core.datasets",)),
-    ("Regularization path", ("gaplab.core.regpath", "gaplab.core.pathstore")),
+    ("Regularization path", ("gaplab.core.regpath", "gaplab.core.regpath.store")),
     ("Sweeps and figures", ("gaplab.core.sweep", "gaplab.plots")),
     ("Files and Ctrl-C", ("gaplab.core.atomic", "gaplab.core.interrupt")),
     ("Teaching examples", ("gaplab.toy_examples",)),
