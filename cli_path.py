@@ -149,7 +149,7 @@ def _write_failed(args, what: str, exc: OSError, store) -> int:
     target = f" {exc.filename}" if exc.filename else ""
     kept = ""
     if store is not None:
-        from gaplab.core.pathstore import PathStoreError
+        from gaplab.core.regpath import PathStoreError
         from gaplab.core.regpath import RegPath
         try:
             import warnings
@@ -166,7 +166,7 @@ def _write_failed(args, what: str, exc: OSError, store) -> int:
 
 
 def _manifest_keys(store) -> set:
-    from gaplab.core.pathstore import read_manifest
+    from gaplab.core.regpath.store import read_manifest
     try:
         return set(read_manifest(store))
     except (OSError, ValueError):
@@ -411,7 +411,7 @@ def _resume(args) -> int:
 
     import warnings
 
-    from gaplab.core.pathstore import PathStoreWarning
+    from gaplab.core.regpath.store import PathStoreWarning
     with warnings.catch_warnings(record=True) as caught:  # a damaged store: its valid prefix, said in one line
         warnings.simplefilter("always", PathStoreWarning)
         saved = RegPath.open(args.resume)  # a clear PathFileError / PathStoreError (exit 2), before any work
@@ -457,7 +457,7 @@ def _resume(args) -> int:
 
 
 def cmd_grid(args) -> int:
-    from gaplab.core.regpath import _check_grid, grid_search
+    from gaplab.core.regpath.grid import _check_grid, grid_search
 
     _check_outputs(args)
     lams = _check_grid(_lams(args.lams))

@@ -660,7 +660,7 @@ def test_path_resume_keeps_the_loader_options(tmp_path, capsys, monkeypatch):
 
 # ----------------------------------------------------------------- 9. path stores
 def test_path_store_with_tampered_lams_raises_path_store_error(tmp_path, small):
-    from gaplab.core.pathstore import PathStoreError
+    from gaplab.core.regpath import PathStoreError
     model, _ = small
     regularization_path(model, PathConfig(eps=0.5, lam_min=1.0), store=tmp_path / "s")
     mp = tmp_path / "s" / "manifest.json"

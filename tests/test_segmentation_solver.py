@@ -288,7 +288,7 @@ def test_loss_heat_overlay_colours_each_superpixel_by_its_loss(tiny):
 
 def test_path_checkpoint_restores_a_boxed_solver_exactly(tiny):
     """A saved path solver with the box (v ≠ w) continues step for step as the original."""
-    from gaplab.core.regpath import _STATE_PREFIX, _restore_solver, _solver_state
+    from gaplab.core.regpath.solverstate import _STATE_PREFIX, _restore_solver, _solver_state
     s = Solver(tiny, lam=10.0, step="pairwise", max_passes=1e9, **model_box(tiny))
     s.steps(200)
     s.exact_gap()

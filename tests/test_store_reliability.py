@@ -14,7 +14,7 @@ import pytest
 
 from conftest import random_chain_data
 from gaplab.core import ChainModel
-from gaplab.core import pathstore as pst
+from gaplab.core.regpath import store as pst
 from gaplab.core.interrupt import Interrupted
 from gaplab.core.regpath import (PathConfig, PathStoreError, RegPath, grid_search, regularization_path,
                                  resume_path)

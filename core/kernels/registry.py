@@ -133,7 +133,7 @@ def _linked_sources() -> list:
     here = os.path.dirname(os.path.abspath(__file__))
     core = os.path.dirname(here)
     files = sorted(glob.glob(os.path.join(here, "*.py")))
-    files += [os.path.join(core, "state.py"), os.path.join(core, "regpath.py")]
+    files += [os.path.join(core, "state.py")]
     files += sorted(glob.glob(os.path.join(core, "regpath", "*.py")))
     return [f for f in files if os.path.exists(f)]
 
