@@ -8,6 +8,7 @@ import math
 import shutil
 import subprocess
 
+import numpy as np
 import pytest
 
 pytest.importorskip("panel")
@@ -51,7 +52,7 @@ def test_active_set_plot_starts_at_pass_0(pairwise):
     h0 = s.snapshot.active_history
     assert h0 and h0[0][0] == 0.0 and h0[0][1] == 1.0        # α⁰: one atom per block
     s.step_n(2 * s.snapshot.n)
-    assert s.wait_idle(60)
+    assert s.wait_idle(300)
     view = views.CacheView()
     view.update(s.snapshot)
     x = view.asrc.data["x"]
@@ -83,3 +84,31 @@ def test_legends_never_cover_the_data(app):
     figs = _figures(app, range(len(app.TAB_NAMES)))
     inside = [f.title.text for f in figs if any(isinstance(r, Legend) for r in f.center)]
     assert inside == []
+
+
+def test_gap_plot_marks_runs_at_other_lam_and_says_why_uniform_starts_late():
+    from gaplab.app.session import Session
+    s = Session(sampling="uniform", max_passes=2, lam=0.01)
+    try:
+        assert s.wait_idle(300), s.messages()
+        s.run()
+        assert s.wait_idle(300)
+        view = views.GapView("passes")
+        view.update(s.snapshot)
+        heur = view.slots.slots[0]["heur"].data["y"]
+        assert not np.isfinite(heur[0])             # uniform: some block unvisited after pass 1
+        note = view.late_note.text
+        assert "every block is visited" in note and "ĝᵢ = ∞" in note and "n = 626" in note
+        assert view.lam_note.text == ""             # one λ
+        s.add_to_comparison()
+        s.param.update(lam=0.001, sampling="gap")
+        s.reset()
+        s.run()
+        assert s.wait_idle(300)
+        view.update(s.snapshot)
+        labels = [it.label.value for it in view.slots.legend.items if it.visible]
+        assert any("λ=0.01" in t for t in labels) and any("λ=0.001" in t for t in labels), labels
+        assert "different λ (0.001, 0.01" in view.lam_note.text
+        assert "every block is visited" in view.late_note.text     # the uniform run is still drawn
+    finally:
+        s.close()

@@ -148,7 +148,7 @@ class SessionRunLoop:
             self._run_counter += 1
             rec = RunRecord(label=f"#{self._run_counter} {snap.label}", dataset=snap.dataset,
                             trace=snap.trace, manual_checks=snap.manual_checks,
-                            active_history=snap.active_history, index=self._run_counter)
+                            active_history=snap.active_history, index=self._run_counter, lam=snap.lam)
             self._comparison.append(rec)
             if len(self._comparison) > MAX_COMPARISON_RUNS:
                 dropped = self._comparison.pop(0)

@@ -74,6 +74,7 @@ class RunRecord:
     manual_checks: tuple
     active_history: tuple
     index: int
+    lam: float = math.nan      # the run's λ (runs at different λ solve different problems)
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,10 @@ import math
 
 import numpy as np
 import panel as pn
-from bokeh.models import ColumnDataSource, HoverTool, LabelSet, Range1d
+from bokeh.models import ColumnDataSource, HoverTool, LabelSet, Range1d, Title
 
 from .base import _Base, _ComparisonPlot, _RunSlots, trace_columns
-from .figures import GAP_FLOOR, _fig, _figure_pane, _lin_range, _log_range, legend_above
+from .figures import GAP_FLOOR, MAX_SLOTS, _fig, _figure_pane, _lin_range, _log_range, legend_above
 
 class GapView(_ComparisonPlot):
     """Duality gap vs effective passes (or vs solver time): exact gaps at gap checks (points),
@@ -24,6 +24,12 @@ class GapView(_ComparisonPlot):
                         title=title or ("Duality gap vs effective passes" if x == "passes"
                                         else "Duality gap vs time"))
         self.slots = _RunSlots(self.fig, [("heur", "line", "pass"), ("exact", "scatter", "check")])
+        # notes on the plot, above it (never over the data): runs at different λ; why a
+        # heuristic-gap line starts late (ĝᵢ = ∞ until every block is visited)
+        self.lam_note = Title(text="", text_font_size="11px", text_font_style="italic", text_color="#b35806")
+        self.late_note = Title(text="", text_font_size="11px", text_font_style="italic", text_color="#555555")
+        self.fig.add_layout(self.lam_note, "above")
+        self.fig.add_layout(self.late_note, "above")
         self.now = ColumnDataSource(dict(x=[], y=[]), name=f"{name}_now" if name else None)
         self.fig.scatter("x", "y", source=self.now, marker="star", size=14, color="#d62728",
                          legend_label="heuristic gap now")
@@ -58,6 +64,29 @@ class GapView(_ComparisonPlot):
         ys = [src.data.get("y", []) for slot in self.slots.slots for src in slot.values()]
         _log_range(self, self.fig.y_range, ys + [self.now.data.get("y", [])])
         _lin_range(self.fig.x_range, self._slot_values("x") + [self.now.data.get("x", [])], start=0.0)
+        runs = [r for r in snap.comparison if r.dataset == snap.dataset][-MAX_SLOTS:]
+        self.lam_note.text = _lam_note(snap, runs)
+        self.late_note.text = _late_note(snap, [cur] + [self._columns(r) for r in runs])
+
+
+def _lam_note(snap, runs) -> str:
+    """A note when the drawn runs have different λ (each legend label carries its λ)."""
+    lams = sorted({float(r.lam) for r in runs if math.isfinite(getattr(r, "lam", math.nan))}
+                  | ({float(snap.lam)} if snap.n else set()))
+    if len(lams) < 2:
+        return ""
+    return (f"Runs at different λ ({', '.join(f'{v:g}' for v in lams)}; λ in each legend entry): "
+            "each solves its own problem, so compare how fast gaps fall, not their levels")
+
+
+def _late_note(snap, cols) -> str:
+    """Why a heuristic-gap line starts after pass 0: ĝᵢ = ∞ until every block is visited."""
+    late = any(len(c["pass"]["heur"]) and not np.isfinite(c["pass"]["heur"][0]) for c in cols)
+    if not late or not snap.n:
+        return ""
+    return (f"A heuristic-gap line starts once every block is visited (ĝᵢ = ∞ before): uniform sampling "
+            f"needs about ln n + 0.58 ≈ {math.log(snap.n) + 0.5772:.1f} passes for n = {snap.n:,}, "
+            "gap sampling one")
 
 
 class TestErrorView(_ComparisonPlot):
