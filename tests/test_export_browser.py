@@ -1,9 +1,12 @@
-"""Figure exports in headless Chromium (issue 24 item 8): a PNG has 3 image pixels per CSS pixel
-of the figure whatever the screen's devicePixelRatio (sharp on a slide), an SVG is a well-formed
-SVG document, on the Step tab and on a tab built later (Race)."""
+"""Figures in headless Chromium (issue 24 items 8 and 6): a PNG export has 3 image pixels per CSS
+pixel of the figure whatever the screen's devicePixelRatio (sharp on a slide) and an SVG export is
+a well-formed SVG document, on the Step tab and on a tab built later (Race); the Convergence and
+Cache tabs give BokehJS every range (no "could not set initial ranges") and draw runs added before
+they are opened, also while the kernels still compile in the background."""
 from __future__ import annotations
 
 import re
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -128,3 +131,102 @@ def test_convergence_and_cache_tabs_set_their_ranges_without_warnings(page, serv
     warned = [t for _k, t in console if "could not set initial ranges" in t]
     assert warned == [], f"{len(warned)} warnings"
     assert page.errors == []
+
+
+_DRAWN_JS = """(title) => {
+  const v = Bokeh.index.query_one((v) => v.model != null && v.model.title != null && v.frame != null
+                                  && (v.model.title.text || "").startsWith(title));
+  if (v == null) { return null; }
+  const xr = v.frame.x_range, yr = v.frame.y_range;
+  const filled = v.model.renderers.filter((r) => r.data_source && r.data_source.data && r.data_source.data.x
+                                          && r.data_source.data.x.length > 0).length;
+  const legend = v.model.center.concat(v.model.below, v.model.above)
+      .filter((m) => m.items !== undefined).flatMap((m) => m.items).filter((it) => it.visible)
+      .map((it) => String(it.label && it.label.value !== undefined ? it.label.value : it.label));
+  return {filled, legend, ranges: [xr.start, xr.end, yr.start, yr.end].every(Number.isFinite),
+          width: v.bbox.width, height: v.bbox.height};
+}"""
+
+
+def _wait_text(loc, text, timeout_s):
+    deadline = time.time() + timeout_s
+    last = ""
+    while time.time() < deadline:
+        try:
+            last = loc.inner_text()
+        except Exception:
+            last = ""
+        if text in last:
+            return last
+        time.sleep(0.1)
+    raise AssertionError(f"never saw {text!r}; last: {last!r}")
+
+
+def test_runs_added_before_the_convergence_tab_is_opened_are_drawn(browser, server):
+    """The same with a warm numba cache (no compile running)."""
+    _runs_then_tabs(browser, server.url, cold=False)
+
+
+def test_runs_added_during_the_background_compile_are_drawn(browser, tmp_path):
+    """A cold numba cache: while the other model kinds still compile in the background, three
+    runs are added to the comparison; the Convergence and Cache figures then draw all of them
+    (finite ranges, every run's source filled, no range warning)."""
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    with AppServer(ARTIFACTS / "export_cold_server.log", env=env, timeout=600) as srv:
+        _runs_then_tabs(browser, srv.url, cold=True)
+
+
+def _runs_then_tabs(browser, url, cold):
+    """Three 1-pass runs added to the comparison on the Step tab, then the Convergence and Cache
+    tabs opened: every run is drawn (legend entries, filled sources, finite ranges)."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 900}, accept_downloads=True)
+    p = ctx.new_page()
+    p.set_default_timeout(30_000)
+    console = []
+    p.on("console", lambda m: console.append((m.type, m.text)))
+    p.on("pageerror", lambda e: console.append(("pageerror", str(e))))
+    try:
+        p.goto(url, timeout=120_000)
+        if cold:
+            p.locator(".gaplab-compiling").first.get_by_text("Still compiling in the background").wait_for(
+                timeout=600_000)
+        else:
+            p.get_by_role("button", name="Step", exact=True).wait_for()
+            p.wait_for_timeout(3000)
+        box = p.locator(".gaplab-w-max_passes input").first
+        box.fill("1")
+        box.press("Enter")
+        for k in range(3):
+            p.get_by_role("button", name="▶ Run", exact=True).click()
+            _wait_text(p.locator(".gaplab-status").first, "pass budget reached", 120)
+            p.get_by_role("button", name="Add run to comparison", exact=True).click()
+            p.wait_for_timeout(400)
+            if k < 2:
+                p.get_by_role("button", name="↺ Reset", exact=True).click()
+                _wait_text(p.locator(".gaplab-status").first, "iteration 0", 60)
+        assert p.locator(".gaplab-compiling").first.is_visible() or not cold    # still compiling
+        p.locator(".bk-tab", has_text="Convergence").first.click()
+        p.wait_for_timeout(2500)
+        p.screenshot(path=str(ARTIFACTS / "export_runs_while_compiling_convergence.png"))
+        titles = p.evaluate("""() => [...Bokeh.index.query((v) => v.model != null && v.model.title != null
+                                        && v.frame != null)].map((v) => v.model.title.text)""")
+        for title in ("Duality gap vs effective passes", "Duality gap vs time"):
+            t0 = time.time()     # drawn within seconds (the compile competes for the CPU)
+            d = p.evaluate(_DRAWN_JS, title)
+            while (d is None or d["filled"] < 5) and time.time() - t0 < 30:
+                p.wait_for_timeout(500)
+                d = p.evaluate(_DRAWN_JS, title)
+            assert d is not None and d["ranges"] and d["width"] > 100 and d["height"] > 100, (title, d, titles)
+            # the heuristic-gap lines of the current run and the 3 runs, the ★; 5 legend entries
+            runs = [t for t in d["legend"] if t.startswith("#")]
+            assert d["filled"] >= 5 and len(runs) == 3 and any(t.startswith("current") for t in d["legend"]), (title, d)
+        p.locator(".bk-tab", has_text="Cache").first.click()
+        p.wait_for_timeout(2500)
+        d = p.evaluate(_DRAWN_JS, "Cache hit rate per pass")
+        assert d is not None and d["ranges"] and d["filled"] >= 4, d
+        assert len([t for t in d["legend"] if t.startswith("#")]) == 3, d     # 3 runs + current
+        p.screenshot(path=str(ARTIFACTS / "export_runs_while_compiling.png"))
+        assert not [t for _k, t in console if "could not set initial ranges" in t]
+        assert not [m for m in console if m[0] == "pageerror"], console
+    finally:
+        ctx.close()
