@@ -16,7 +16,7 @@ import panel as pn
 import param
 from panel.io import hold
 
-from . import kernels
+from . import kernels, startup
 from .export import figure_export_buttons, trace_csv, trace_json
 from .keys import KEY_HELP, KeyboardShortcuts
 from . import urlstate
@@ -736,7 +736,7 @@ class GapLabApp(pn.viewable.Viewer):
         for b in (self.b_step, self.b_step_n, self.b_run, self.b_exact, self.b_reset, self.b_back):
             if b.disabled != busy:
                 b.disabled = busy
-        kkey = (ks.status, round(ks.fraction, 2), ks.message)
+        kkey = startup.progress_key(ks)
         if kkey != self._kkey:
             self._kkey = kkey
             self.status.compiling = None if ks.ready else ks
@@ -770,27 +770,9 @@ class GapLabApp(pn.viewable.Viewer):
             self._show_messages()
 
     def _draw_banner(self, ks):
-        if ks.status == "background":
-            self.banner.object = (
-                "<div style='color:#8a5a00;font-size:12.5px'>Solver ready. Still compiling in the "
-                f"background: {esc(ks.message)} ({100 * ks.fraction:.0f}%) — the first step with "
-                "another step kind, the cache or the path may wait for it.</div>")
-            self.banner.visible = True
-            return
-        if ks.ready:
-            self.banner.visible = False
-            self.banner.object = ""
-            return
-        pct = int(round(100 * ks.fraction))
-        self.banner.object = (
-            "<div style='background:#fff4d6;border:1px solid #f0c36d;border-radius:4px;padding:6px 10px;"
-            "font-size:14px'><b>" + kernels.COMPILE_NOTE + f"</b> — {pct}% · {ks.elapsed_s:.0f} s · "
-            f"<span style='color:#666'>{esc(ks.message)}</span><br><span style='font-size:12.5px'>"
-            "Step, Run and the other solver buttons wake up when the compile ends; the settings and "
-            "the Lessons can be read meanwhile.</span>"
-            f"<div style='background:#eee;height:6px;margin-top:4px'><div style='background:#f0a020;"
-            f"height:6px;width:{pct}%'></div></div></div>")
-        self.banner.visible = True
+        html = startup.banner_html(ks)
+        self.banner.object = html
+        self.banner.visible = bool(html)
 
     def _show_messages(self):
         msgs = self.session.messages(self._msg_seen)

@@ -1349,13 +1349,14 @@ class StatusView(_Base):
 
     def _draw(self, snap):
         from .session import STATUS_LABELS
+        from .startup import status_words
         status = STATUS_LABELS.get(snap.status, snap.status)
         color = {"running": "#1a9641", "error": "#d7191c", "loading": "#fdae61",
                  "budget": "#2c7fb8"}.get(snap.status, "#555")
         ks = self.compiling
         if ks is not None and snap.status in ("idle", "loading"):
             # never "ready" while the first Step would wait for the compiler
-            status, color = f"compiling kernels {100 * ks.fraction:.0f}%", "#d08000"
+            status, color = status_words(ks), "#d08000"
         note = (f" <span style='color:#8a5a00'>{esc(snap.note)}</span>"
                 if snap.status == "loading" and snap.note else "")
         if not snap.n:
