@@ -200,7 +200,9 @@ class _Warmup:
         if status == "compiling":
             fraction = min(0.99, p.work / FIRST_STEP_WORK)
         if p.function:
-            message = f"{message} — now: {p.function} ({p.stage})" if p.stage else f"{message} — now: {p.function}"
+            # a stage with no event for seconds (LLVM optimising a big kernel) says for how long
+            stage = f"{p.stage}, {p.idle_s:.0f} s" if p.stage and p.idle_s >= 2 else p.stage
+            message = f"{message} — now: {p.function} ({stage})" if stage else f"{message} — now: {p.function}"
         return KernelState(status, fraction, message, elapsed, p.work)
 
     def first_step_work(self) -> float | None:

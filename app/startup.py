@@ -2,7 +2,7 @@
 line and the status line's first words, both made from one :class:`gaplab.app.kernels.KernelState`.
 
 The page redraws them whenever :func:`progress_key` changes: the compile's phase, its fraction
-(in whole percent), what numba is compiling now, and the elapsed whole seconds, so that a class
+(in whole percent), what numba is compiling now, and the elapsed seconds, so that a class
 watching a cold start sees the clock and the fraction move while numba works. No Panel import.
 """
 from __future__ import annotations
@@ -15,8 +15,9 @@ __all__ = ["progress_key", "banner_html", "status_words"]
 
 def progress_key(ks: KernelState) -> tuple:
     """What the banner and the status line show of ``ks``: when it changes, they are redrawn.
-    The elapsed seconds count only while the buttons wait for the compile."""
-    seconds = None if ks.ready else int(ks.elapsed_s)
+    The elapsed seconds (to a tenth, so that a page whose server is slowed by a busy machine
+    still shows it is alive) count only while the buttons wait for the compile."""
+    seconds = None if ks.ready else round(ks.elapsed_s, 1)
     return ks.status, int(round(100 * ks.fraction)), ks.message, seconds
 
 
@@ -40,7 +41,7 @@ def banner_html(ks: KernelState) -> str:
         "<div class='gaplab-startup' style='background:#fff4d6;border:1px solid #f0c36d;"
         "border-radius:4px;padding:6px 10px;font-size:14px'><b>" + esc(COMPILE_NOTE) + "</b> — "
         f"<span class='gaplab-startup-fraction'>{pct}%</span> · "
-        f"<span class='gaplab-startup-seconds'>{ks.elapsed_s:.0f} s</span> · "
+        f"<span class='gaplab-startup-seconds'>{ks.elapsed_s:.1f} s</span> · "
         f"<span class='gaplab-startup-what' style='color:#666'>{esc(ks.message)}</span><br>"
         "<span style='font-size:12.5px'>Step, Run and the other solver buttons wake up when the "
         "kernels of a Step are compiled; the settings and the Lessons can be read meanwhile."
