@@ -51,6 +51,10 @@ class KernelState:
         Seconds since the compile started (its total once ready).
     work : float
         Compile work done so far in this process (see :data:`FIRST_STEP_WORK`).
+    exact_gaps_ready : bool
+        The kernels of an exact gap pass are compiled (or nobody compiles them in the
+        background): "Compute exact gaps" runs in the page's own thread, so it waits for them
+        with its button disabled rather than freezing the page.
     """
 
     status: str
@@ -58,6 +62,7 @@ class KernelState:
     message: str
     elapsed_s: float
     work: float = 0.0
+    exact_gaps_ready: bool = True
 
     @property
     def ready(self) -> bool:
@@ -79,6 +84,7 @@ class _Warmup:
         self._yield_until = 0.0   # the background phase waits until then (a page is being built)
         self._watch = None        # gaplab.core.warmup.CompileWatch while the compile thread runs
         self._first_work = None   # compile work of the first phase (the Step kernels)
+        self._gaps_ready = False  # the exact gap pass kernels are compiled
 
     def start(self, *, log=True, extra=None) -> bool:
         """Start the compile thread (idempotent: False if it was already started)."""
@@ -119,9 +125,11 @@ class _Warmup:
         from gaplab.core.problems import warmup_plan
         job = warmup_plan(["ocr-small"])[0]
         self._progress(0.0, f"{job.model_class} (ocr-small, ocr-large) / fw, gap sampling: a block step")
-        s = Solver(job.model, lam=0.1, step="fw", sampling="gap", gap_check=1, max_passes=3)
+        # no exact gap check at the pass end (those kernels compile in the background phase)
+        s = Solver(job.model, lam=0.1, step="fw", sampling="gap", gap_check=1000, max_passes=3)
         s.sampling_probabilities()
         s.step()
+        s.steps(job.model.n)   # across a pass end
         s.last_steps(1)
         s.block_gap_now(0)
         s.step_counts()
@@ -165,6 +173,8 @@ class _Warmup:
                 print(f"gaplab app: default solver kernels ready in {self._t_first - self._t0:.1f} s "
                       f"({work:.0f} units of compile work)", file=sys.stderr, flush=True)
             self._first_rest(job)
+            with self._lock:
+                self._gaps_ready = True
             warmup(progress=self._progress)
             if extra is not None:
                 self._progress(1.0, "loading the default dataset")
@@ -194,8 +204,9 @@ class _Warmup:
             elapsed = end - self._t0 if self._thread is not None else 0.0
             status, fraction, message = self._status, self._fraction, self._message
             watch = self._watch
+            gaps = self._gaps_ready or status in ("not started", "ready", "failed")
         if watch is None:
-            return KernelState(status, fraction, message, elapsed)
+            return KernelState(status, fraction, message, elapsed, exact_gaps_ready=gaps)
         p = watch.progress()
         if status == "compiling":
             fraction = min(0.99, p.work / FIRST_STEP_WORK)
@@ -203,7 +214,7 @@ class _Warmup:
             # a stage with no event for seconds (LLVM optimising a big kernel) says for how long
             stage = f"{p.stage}, {p.idle_s:.0f} s" if p.stage and p.idle_s >= 2 else p.stage
             message = f"{message} — now: {p.function} ({stage})" if stage else f"{message} — now: {p.function}"
-        return KernelState(status, fraction, message, elapsed, p.work)
+        return KernelState(status, fraction, message, elapsed, p.work, gaps)
 
     def first_step_work(self) -> float | None:
         """Compile work the first phase (the kernels of a Step) took, once it has ended."""

@@ -734,8 +734,9 @@ class GapLabApp(pn.viewable.Viewer):
         ks = kernels.state()
         busy = snap.status == "loading" or not ks.ready
         for b in (self.b_step, self.b_step_n, self.b_run, self.b_exact, self.b_reset, self.b_back):
-            if b.disabled != busy:
-                b.disabled = busy
+            off = busy or (b is self.b_exact and not ks.exact_gaps_ready)   # (runs in this thread)
+            if b.disabled != off:
+                b.disabled = off
         kkey = startup.progress_key(ks)
         if kkey != self._kkey:
             self._kkey = kkey

@@ -126,3 +126,25 @@ def test_app_redraws_the_banner_as_the_seconds_pass(app, monkeypatch):
     assert [re.search(r"gaplab-startup-seconds'>([\d.]+) s<", b).group(1) for b, _ in shown] == ["3.0", "4.0", "5.0"]
     assert all("compiling kernels 10%" in s for _, s in shown)
     assert "5 s" in shown[-1][1]
+
+
+def test_exact_gaps_wait_for_their_kernels(app, monkeypatch):
+    """The exact gap pass compiles in the background phase, after the kernels of a Step; its
+    button runs in the page's thread, so it stays disabled until those kernels are ready while
+    Step is already enabled."""
+    w = kernels._Warmup()
+    w._thread = threading.current_thread()
+    w._status = "compiling"
+    assert not w.state().exact_gaps_ready
+    w._status = "background"
+    bg = w.state()
+    assert bg.ready and not bg.exact_gaps_ready
+    w._gaps_ready = True
+    assert w.state().exact_gaps_ready
+    assert kernels._Warmup().state().exact_gaps_ready   # nobody compiles: first use compiles
+    monkeypatch.setattr(kernels, "state", lambda: bg)
+    app.refresh()
+    assert not app.b_step.disabled and app.b_exact.disabled
+    monkeypatch.setattr(kernels, "state", lambda: KernelState("ready", 1.0, "ready", 60.0))
+    app.refresh()
+    assert not app.b_step.disabled and not app.b_exact.disabled
