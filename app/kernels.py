@@ -4,17 +4,25 @@ The numba kernels are compiled on first use (about a minute on a fresh install, 
 the on-disk cache of ``cache=True`` is present). A page whose buttons answer only after that
 minute looks broken, so the app compiles them in a background thread as soon as the server
 starts (:func:`start`), keeps the buttons that need them disabled and shows the progress
-(:func:`state`) until they are ready.
+(:func:`state`) until they are ready. The kernels of a Step compile in a child process whose
+progress is read line by line (numba's on-disk cache carries the machine code over), so that the
+server's thread keeps drawing the page.
 
 The state is per process on purpose: compiled kernels are shared by every session of the
 process (a second browser tab never compiles again). No Panel import.
 """
 from __future__ import annotations
 
+import dataclasses
+import json
+import os
+import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass
+
+from gaplab.core.warmup import CompileProgress
 
 __all__ = ["KernelState", "start", "state", "wait", "yield_to_page", "page_loaded", "COMPILE_NOTE"]
 
@@ -85,6 +93,8 @@ class _Warmup:
         self._watch = None        # gaplab.core.warmup.CompileWatch while the compile thread runs
         self._first_work = None   # compile work of the first phase (the Step kernels)
         self._gaps_ready = False  # the exact gap pass kernels are compiled
+        self._child = None        # the compile child's last CompileProgress while it runs
+        self._child_work = 0.0    # its compile work once it has ended
 
     def start(self, *, log=True, extra=None) -> bool:
         """Start the compile thread (idempotent: False if it was already started)."""
@@ -118,24 +128,42 @@ class _Warmup:
             self._yield_until = 0.0
 
     def _first(self):
-        """The kernels a Step of the default settings needs (a block step with FW steps and gap
-        sampling, and what the page shows of it), on a tiny chain model (OCR's model class).
-        The exact gap pass of the first pass's end compiles in the background phase."""
-        from gaplab.core import Solver
+        """The kernels a Step of the default settings needs (:func:`step_kernels`): compiled in a
+        child process, then loaded here from numba's on-disk cache. A compile in this process
+        holds the GIL in turns with the server's thread, and on a busy machine the thread
+        holding it is often descheduled, so the page's progress stood still for seconds; the
+        child leaves this process free to draw it. Without the child (it failed, or the cache
+        cannot be written) the kernels compile here."""
         from gaplab.core.problems import warmup_plan
         job = warmup_plan(["ocr-small"])[0]
         self._progress(0.0, f"{job.model_class} (ocr-small, ocr-large) / fw, gap sampling: a block step")
-        # no exact gap check at the pass end (those kernels compile in the background phase)
-        s = Solver(job.model, lam=0.1, step="fw", sampling="gap", gap_check=1000, max_passes=3)
-        s.sampling_probabilities()
-        s.step()
-        s.steps(job.model.n)   # across a pass end
-        s.last_steps(1)
-        s.block_gap_now(0)
-        s.step_counts()
-        s.dual_objective()
-        s.copy()   # the history's checkpoint (Back)
+        self._compile_in_child()
+        step_kernels()
         return job
+
+    def _compile_in_child(self):
+        code = "from gaplab.app.kernels import _child_main; _child_main()"
+        try:
+            proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL, text=True)
+        except OSError:
+            return
+        try:
+            for line in proc.stdout:
+                try:
+                    d = json.loads(line)
+                    p = CompileProgress(**{k: d[k] for k in ("compiles", "passes", "llvm_locks", "function",
+                                                             "stage", "idle_s")})
+                except (ValueError, KeyError, TypeError):
+                    continue
+                with self._lock:
+                    self._child = p
+        finally:
+            proc.wait()
+            with self._lock:
+                if self._child is not None:
+                    self._child_work = self._child.work
+                self._child = None
 
     def _first_rest(self, job):
         """The rest of the default settings: whole passes with their exact gap checks."""
@@ -163,15 +191,17 @@ class _Warmup:
         try:
             from gaplab.core.warmup import warmup
             job = self._first()
-            work = self._watch.progress().work
+            here = self._watch.progress().work
             with self._lock:
+                work = max(self._child_work, here)
                 self._status = "background"
                 self._fraction = 0.0
                 self._first_work = work
                 self._t_first = time.perf_counter()
             if log:
                 print(f"gaplab app: default solver kernels ready in {self._t_first - self._t0:.1f} s "
-                      f"({work:.0f} units of compile work)", file=sys.stderr, flush=True)
+                      f"({work:.0f} units of compile work; {here:.0f} in the server process)",
+                      file=sys.stderr, flush=True)
             self._first_rest(job)
             with self._lock:
                 self._gaps_ready = True
@@ -205,11 +235,14 @@ class _Warmup:
             status, fraction, message = self._status, self._fraction, self._message
             watch = self._watch
             gaps = self._gaps_ready or status in ("not started", "ready", "failed")
+            child, child_work = self._child, self._child_work
         if watch is None:
             return KernelState(status, fraction, message, elapsed, exact_gaps_ready=gaps)
-        p = watch.progress()
-        if status == "compiling":
-            fraction = min(0.99, p.work / FIRST_STEP_WORK)
+        here = watch.progress()
+        p = here if child is None else child   # what to name: the child's compile while it runs
+        if status == "compiling":   # (the largest of the counts: never backwards)
+            work = max(child_work, here.work, 0.0 if child is None else child.work)
+            fraction = min(0.99, work / FIRST_STEP_WORK)
         if p.function:
             # a stage with no event for seconds (LLVM optimising a big kernel) says for how long
             stage = f"{p.stage}, {p.idle_s:.0f} s" if p.stage and p.idle_s >= 2 else p.stage
@@ -225,6 +258,52 @@ class _Warmup:
         if self._thread is None:
             return True
         return self._done.wait(timeout)
+
+
+def step_kernels():
+    """Compile (or load from numba's cache) the kernels a Step of the default settings needs: a
+    block step with FW steps and gap sampling, a pass end without an exact gap check, and what
+    the page shows of a step, on a tiny chain model (OCR's model class)."""
+    from gaplab.core import Solver
+    from gaplab.core.problems import warmup_plan
+    job = warmup_plan(["ocr-small"])[0]
+    # no exact gap check at the pass end (those kernels compile in the background phase)
+    s = Solver(job.model, lam=0.1, step="fw", sampling="gap", gap_check=1000, max_passes=3)
+    s.sampling_probabilities()
+    s.step()
+    s.steps(job.model.n)   # across a pass end
+    s.last_steps(1)
+    s.block_gap_now(0)
+    s.step_counts()
+    s.dual_objective()
+    s.copy()   # the history's checkpoint (Back)
+
+
+def _child_main():
+    """The compile child (:meth:`_Warmup._first`): :func:`step_kernels` under a CompileWatch,
+    whose progress goes to stdout as one JSON object per line every 0.1 s; ends early when its
+    parent has gone."""
+    from gaplab.core.warmup import CompileWatch
+    parent = os.getppid()
+    done = threading.Event()
+
+    def report(watch):
+        d = dataclasses.asdict(watch.progress())
+        sys.stdout.write(json.dumps(d) + "\n")
+        sys.stdout.flush()
+
+    with CompileWatch() as watch:
+        def reporter():
+            while not done.wait(0.1):
+                if os.getppid() != parent:
+                    os._exit(1)
+                report(watch)
+        t = threading.Thread(target=reporter, daemon=True)
+        t.start()
+        step_kernels()
+        done.set()
+        t.join()
+        report(watch)
 
 
 _WARMUP = _Warmup()

@@ -105,6 +105,20 @@ def test_fraction_is_the_compile_work_over_that_of_a_step():
     assert w.state().message.endswith("(native_lowering, 7 s)")
     w._watch = _FixedWatch(CompileProgress(99, 10 * int(FIRST_STEP_WORK), 0, "", "", 0.1))
     assert w.state().fraction == 0.99          # never 100 % before the kernels are ready
+    # while the compile child runs, its progress is shown (this process only loads the result)
+    w._watch = _FixedWatch(CompileProgress(3, 300, 0, "", "", 0.1))   # this process: its session's solver
+    w._child = CompileProgress(5, 2000, 15 * 1000, "chain_oracle", "nopython_type_inference", 0.3)
+    ks = w.state()
+    assert ks.fraction == pytest.approx(3000 / FIRST_STEP_WORK)
+    # the child has just started, this process has compiled more (the session's own solver):
+    # the larger count, never backwards
+    w._child = CompileProgress(0, 10, 0, "_scratch", "translate_bytecode", 0.1)
+    assert w.state().fraction == pytest.approx(300 / FIRST_STEP_WORK)
+    w._child = CompileProgress(5, 2000, 15 * 1000, "chain_oracle", "nopython_type_inference", 0.3)
+    assert ks.message.endswith("— now: chain_oracle (nopython_type_inference)")
+    w._child, w._child_work = None, 4000.0   # the child has ended: its work counts
+    w._watch = _FixedWatch(CompileProgress(1, 30, 15 * 10, "", "", 0.1))
+    assert w.state().fraction == pytest.approx(4000 / FIRST_STEP_WORK)
     w._status, w._fraction = "background", 0.4   # the background phase counts warm-up jobs
     assert w.state().fraction == 0.4 and w.state().ready
 
