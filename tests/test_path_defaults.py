@@ -25,7 +25,7 @@ def test_cli_path_and_grid_defaults_equal_pathconfig():
 
 
 def test_sweep_spec_defaults_equal_pathconfig():
-    from gaplab.core.sweep import _check_method
+    from gaplab.core.sweep.spec import _check_method
 
     d = PathConfig()
     m = _check_method("p", {"kind": "path"})
