@@ -10,7 +10,7 @@ def test_path_defaults_are_pathconfigs():
 
 
 def test_cli_path_and_grid_defaults_equal_pathconfig():
-    from gaplab import cli_path
+    from gaplab.cli import path as cli_path
 
     sub = argparse.ArgumentParser().add_subparsers()
     cli_path.add_commands(sub)

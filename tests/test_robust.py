@@ -626,7 +626,7 @@ def test_ctrl_c_during_sweep_keeps_the_finished_runs_and_says_so(tmp_path, capsy
 def test_path_resume_keeps_the_loader_options(tmp_path, capsys, monkeypatch):
     """``gaplab path --dataset seg-tiny --option n=5``, Ctrl-C, ``--resume``: the resumed path is
     computed on the same problem (was: resumed with the default options and refused, n=6 != 5)."""
-    from gaplab import cli_path
+    from gaplab.cli import path as cli_path
     args = ["path", "--dataset", "seg-tiny", "--option", "n=5", "--eps", "0.3", "--lam-min", "0.5",
             "--no-test-error", "--quiet"]
     assert _cli(capsys, *args, "--store", tmp_path / "full")[0] == 0

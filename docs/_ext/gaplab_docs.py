@@ -34,7 +34,8 @@ ROOT = DOCS.parent
 API_SECTIONS = (
     ("The package", ("gaplab",)),
     ("Solver core", ("gaplab.core", "gaplab.core.config", "gaplab.core.solver",
-                     "gaplab.core.problems", "gaplab.core.estimator", "gaplab.core.reference",
+                     "gaplab.core.solver_state", "gaplab.core.problems", "gaplab.core.estimator",
+                     "gaplab.core.reference",
                      "gaplab.core.warmup")),
     ("Models", ("gaplab.core.models", "gaplab.core.models.protocol")),
     ("Data sets", ("gaplab.core.datasets",)),
@@ -262,7 +263,7 @@ def generate_api(app) -> None:
 _FENCE = re.compile(r"^```\{(results-index|module-map)\}[ \t]*(.*?)\n```[ \t]*$", re.M)
 
 # the folders and top-level modules of the repository's layout, in reading order
-LAYOUT = ("core", "app", "toy_examples", "cli*.py", "plots.py", "assets", "benchmarks", "scripts",
+LAYOUT = ("core", "app", "toy_examples", "cli", "plots.py", "assets", "benchmarks", "scripts",
           "tests", "examples", "docs")
 # folders that are not Python packages say what they hold here
 LAYOUT_NOTES = {
