@@ -229,8 +229,10 @@ def api_pages() -> dict[str, str]:
             for name, obj, _ in own:
                 kind = _kind(obj)
                 if kind == "class":
+                    # a class built from gaplab base classes (the Solver) lists their members too
+                    inherits = any(b.__module__.startswith("gaplab") for b in obj.__mro__[1:])
                     lines += [f".. autoclass:: {modname}.{name}", "   :members:",
-                              "   :show-inheritance:", ""]
+                              "   :show-inheritance:"] + (["   :inherited-members:"] if inherits else []) + [""]
                 elif kind == "function":
                     lines += [f".. autofunction:: {modname}.{name}", ""]
                 else:   # constants: their value when it is short, their #: comment if any
