@@ -14,6 +14,14 @@ __all__ = ["SolverState", "check_bounds", "check_sampling_weights"]
 
 
 def check_bounds(lb, ub, d):
+    """The box constraints on w (Paper: App. H) as float64 arrays of shape (d,), ±inf where a
+    side is open; (None, None) when neither is given.
+
+    Raises
+    ------
+    ValueError
+        A bound of another shape than (d,), NaN, lb > ub on a coordinate, lb = +inf or ub = -inf.
+    """
     if lb is None and ub is None:
         return None, None
     lb = np.full(d, -np.inf) if lb is None else np.asarray(lb, dtype=np.float64)
