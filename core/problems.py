@@ -606,7 +606,7 @@ def _lsp_check(data_home=None):
 
 
 def _pose_model(train):
-    from .models.pose_tree import PoseModel
+    from .models.pose import PoseModel
     return PoseModel(train)
 
 
@@ -628,7 +628,7 @@ def _tiny_pose():
     """A 4-image pose model on a 6×6 grid from a generated stick figure (no file needed), for
     ``gaplab warmup``: numba compiles per model class and array types, not per size."""
     from .datasets.lsp import make_pose_data
-    from .models.pose_tree import PoseModel
+    from .models.pose import PoseModel
     rng = np.random.default_rng(0)
     # LSP's 14 joints (x, y): r ankle, r knee, r hip, l hip, l knee, l ankle, r wrist, r elbow,
     # r shoulder, l shoulder, l elbow, l wrist, neck, head top

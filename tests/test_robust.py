@@ -503,7 +503,7 @@ def test_validated_pose_data_cannot_change_under_the_model():
     import dataclasses
 
     from gaplab.core.datasets.lsp import PoseData
-    from gaplab.core.models.pose_tree import PoseModel
+    from gaplab.core.models.pose import PoseModel
     from gaplab.core.problems import _tiny_pose
     data = _tiny_pose().data
     model = PoseModel(data)

@@ -2,7 +2,7 @@
 names, :func:`register_model_kind`, and the look-ups the dispatch stubs use at compile time.
 
 A model kind is a namedtuple of arrays plus numba primitives over it, registered with
-:func:`register_model_kind` (see ``core/models/chain.py``, ``core/models/multiclass.py``). The
+:func:`register_model_kind` (see ``core/models/chain_primitives.py``, ``core/models/multiclass.py``). The
 shared kernels call the primitives through compile-time dispatch on the namedtuple's class
 (:mod:`.dispatch`): every model kind gets its own specialization of the drivers, with no runtime
 branch on a model kind. The primitives a kind provides:
@@ -89,7 +89,7 @@ def register_model_kind(arrays_cls, name: str, **primitives) -> None:
     **primitives : numba dispatchers
         The required ones (:data:`REQUIRED_PRIMITIVES`) and any optional ones
         (:data:`OPTIONAL_PRIMITIVES`; the four label-space primitives come together). Signatures
-        as in ``core/models/chain.py``.
+        as in ``core/models/chain_primitives.py``.
 
     Raises
     ------

@@ -11,7 +11,7 @@ from .dense import DenseArrays
 from .plain import Examples, PythonModel
 from .graphcut import SegArrays, SegmentationModel
 from .multiclass import MulticlassArrays, MulticlassModel
-from .pose_tree import PoseArrays, PoseModel
+from .pose import PoseArrays, PoseModel
 from .protocol import ModelCheckError, StructuredModel, check_interface, check_labelling, check_model
 
 __all__ = ["ChainModel", "ChainArrays", "MulticlassModel", "MulticlassArrays", "SegmentationModel", "SegArrays",
