@@ -503,8 +503,8 @@ def test_validated_pose_data_cannot_change_under_the_model():
     import dataclasses
 
     from gaplab.core.datasets.lsp import PoseData
-    from gaplab.core.models.pose_tree import PoseModel
-    from gaplab.core.problems import _tiny_pose
+    from gaplab.core.models.pose import PoseModel
+    from gaplab.core.builtin_problems import _tiny_pose
     data = _tiny_pose().data
     model = PoseModel(data)
     before = model.arrays.bump_amp.copy()

@@ -127,7 +127,7 @@ _p.register_arrays_check(SegArrays, _check_seg_arrays)
 @njit(cache=True, nogil=True, fastmath=True)
 def _dot_row(X, r, w, off, m):
     """Σ_j X[r, j] w[off + j] for j < m, float32 values into a float64 sum. fastmath lets LLVM
-    vectorise the reduction (5x faster than the sequential sum for d_u = 1,969); the result is
+    vectorise the reduction (a sequential sum does not vectorise); the result is
     deterministic for a given build, and only the order of the additions differs."""
     s = 0.0
     for j in range(m):
