@@ -11,7 +11,8 @@ What lives where:
 - ``reference``: the readable plain-numpy reference solver, one driver per algorithm.
 - ``models``: the SSVM models (chain, multiclass, segmentation, pose, plain-Python) and the
   model contract; ``datasets``: data containers and loaders; ``problems``: the registry of
-  named problems (data set + model) used by the CLI and the app.
+  named problems (data set + model) used by the CLI and the app; ``builtin_problems``: the
+  problems gaplab ships (registered when ``problems`` is imported).
 - ``regpath``: the regularization path (Paper: Alg. 6, Alg. 7, Prop. 1) and the grid search;
   the package also holds the on-disk stores of paths and grids.
 - ``sweep``: sweeps of solver settings over problems, seeds and λ (spec, runs, store, Dask).
