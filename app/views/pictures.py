@@ -14,7 +14,8 @@ ROLE_COLORS = {"truth": "#ffc800", "fw": "#00aaff", "away": "#ff3ca0"}
 
 def panel_html(panel, key: str, px: int) -> str:
     """One of the model's pictures (a :func:`gaplab.core.models.display.image_panel`, composited
-    by the session) as inline HTML at most ``px`` pixels high: an ``<img>``, or an SVG when the
+    by the session) as inline HTML ``px`` pixels high, scaled to fit its column with its aspect
+    ratio kept (small pictures are enlarged): an ``<img>``, or an SVG when the
     panel has points: the segments joining them and a dot per point in the labelling's colour
     (``key``: "input", "truth", "fw" or "away"), the ``mark`` point ringed, and ``under`` (the
     ground truth's points) thin and dashed beneath. A point (x, y) is in pixel units of the
@@ -23,8 +24,8 @@ def panel_html(panel, key: str, px: int) -> str:
     h, w = img.shape[:2]
     render = "image-rendering:pixelated;" if panel.get("pixelated") else ""
     if panel.get("points") is None:
-        return (f"<img class='gaplab-panel' data-key='{esc(key)}' src='{_png(img)}' style='max-width:100%;"
-                f"max-height:{px}px;object-fit:contain;border:1px solid #ddd;{render}'>")
+        return (f"<img class='gaplab-panel' data-key='{esc(key)}' src='{_png(img)}' style='width:100%;"
+                f"height:{px}px;object-fit:contain;{render}'>")
     seg = panel.get("segments")
     seg = np.zeros((0, 2), np.int64) if seg is None else np.asarray(seg, dtype=np.int64)
     lw = max(max(h, w) / 70, 0.25)
@@ -48,7 +49,7 @@ def panel_html(panel, key: str, px: int) -> str:
         body += (f"<circle class='gaplab-mark' cx='{mx:.1f}' cy='{my:.1f}' r='{max(max(h, w) / 18, 0.8):.2f}' "
                  f"fill='none' stroke='white' stroke-width='{0.8 * lw:.2f}'/>")
     return (f"<svg class='gaplab-panel' data-key='{esc(key)}' viewBox='0 0 {w} {h}' "
-            f"style='max-width:100%;max-height:{px}px;height:{px}px;border:1px solid #ddd;background:#000'>"
+            f"style='width:100%;height:{px}px'>"
             f"<image href='{_png(img)}' x='0' y='0' width='{w}' height='{h}' preserveAspectRatio='none' "
             f"style='{render}'/>{body}</svg>")
 
