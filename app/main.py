@@ -205,7 +205,7 @@ class GapLabApp(pn.viewable.Viewer):
         self._cb = None
         # ---- views of the tabs
         self.status = StatusView()
-        self.anatomy = AnatomyView(on_part=self._choose_part)
+        self.anatomy = AnatomyView(on_choice=self._choose)
         # Served, the per-block gap plots (two figures: 40 % of the app's build time and a
         # quarter of its Bokeh models) are made when the page has loaded (_on_page_load), so
         # that the page is up and its buttons answer sooner; a spacer of their height keeps the
@@ -238,7 +238,7 @@ class GapLabApp(pn.viewable.Viewer):
     # ------------------------------------------------------------------ building
     def _lesson_view(self, key):
         if key == "anatomy":
-            return AnatomyView(stacked=True, on_part=self._choose_part)
+            return AnatomyView(stacked=True, on_choice=self._choose)
         if key == "blocks":
             return BlockGapsView(height=300, prob_height=160)
         if key == "gap":
@@ -377,7 +377,7 @@ class GapLabApp(pn.viewable.Viewer):
             return
         self.projector = on
         if on and self.anatomy_p is None:
-            self.anatomy_p = AnatomyView(stacked=True, compact=True, on_part=self._choose_part)
+            self.anatomy_p = AnatomyView(stacked=True, compact=True, on_choice=self._choose)
             self.blocks_p = BlockGapsView(height=250, prob_height=165, name="block_gaps_projector",
                                           max_bars=PROJECTOR_BARS)
             self.blocks_p.info.height = 64
@@ -536,13 +536,13 @@ class GapLabApp(pn.viewable.Viewer):
         fn()
         self.action_ms.append((fn.__name__, 1e3 * (time.perf_counter() - t0)))
 
-    def _choose_part(self, part: int):
-        """The anatomy's part picker (pose models): draw that part's score map."""
+    def _choose(self, name: str, value: int):
+        """The anatomy's picker (a model's choice about its pictures, e.g. a pose part)."""
         try:
-            self.session.set_pose_part(part)
+            self.session.set_display_option(name, value)
         except ValueError as exc:
             self.session.notify(str(exc), "warning")
-        next_tick(self.refresh)   # the part picker's handler
+        next_tick(self.refresh)   # the picker's handler
 
     def on_step(self):
         self.session.step()

@@ -90,7 +90,8 @@ class Session(SessionRunLoop, SessionPublisher, SessionSettings):
         self._status = "idle"
         self._version = 0
         self._chunk = 64
-        self._pose_part = None   # the part whose score map the pose anatomy draws (None: the model's default)
+        self._display_option = None   # (name, value): the reader's picker choice (None: the model's default)
+        self._display_error = None    # the last reason the model's pictures were not drawn
         self._trace: list = []
         self._last_check = None
         self._manual: list = []
@@ -299,8 +300,8 @@ class Session(SessionRunLoop, SessionPublisher, SessionSettings):
                 solver = Solver(problem.model, cfg, test_data=problem.test, **model_box(problem.model))
             self._origin = origin
             self._note = ""
-            if self._pose_part is not None and self._pose_part >= getattr(getattr(problem.model, "arrays", None), "N", 0):
-                self._pose_part = None   # the chosen part does not exist in the new model
+            if problem is not self._problem:
+                self._display_option = None   # a picker choice belongs to its model
             self._problem = problem
             self._solver = solver
             self._applied = self._current_values()

@@ -187,13 +187,21 @@ class ChainModel(StructuredModel):
         return max_oracle(self, i, w, loss_augmented=False)[0]
 
     def describe_block(self, i: int, y) -> dict:
-        """The sequence's labels as text (letters for OCR, chunk tags for CoNLL), the words and
-        the OCR image when the data has them."""
+        """The sequence's labels as text (letters for OCR, chunk tags for CoNLL), the words
+        (``words``: the data's words, or its extras' word of the sequence) and the letter images
+        (``image``: uint8 (T_i, h, w), dark ink on white, from the data's extras ``images``) when
+        the data has them (the display contract: :mod:`gaplab.core.models.display`)."""
         y = check_labelling(self, i, y)
         out = {"kind": "sequence", "text": self.describe_label(i, y), "labels": y}
         words = getattr(self.data, "words", None)
         if words is not None:
             out["words"] = words[i] if not hasattr(words, "shape") else None
+        extras = getattr(self.data, "extras", None) or {}
+        if out.get("words") is None and extras.get("words") is not None:
+            out["words"] = extras["words"][i]
+        if extras.get("images") is not None:   # 0/1 letter images (1: ink)
+            ink = np.asarray(extras["images"][self.data.tokens(i)], dtype=np.int64)
+            out["image"] = np.clip(255 - 255 * ink, 0, 255).astype(np.uint8)
         return out
 
     def predict(self, w: np.ndarray, data: SequenceData | None = None) -> np.ndarray:

@@ -260,8 +260,11 @@ class PoseModel(StructuredModel):
         ``part_name``, ``score_map`` (float64 (G, G)), ``skeleton`` (int64 (N, 2) cells (x, y)),
         ``types`` (int64 (N,)), ``edges`` (int64 (N − 1, 2) child-parent pairs), ``loss``,
         ``label_text`` (2N strings, one per labelling entry: "node (x,y)", "type t"; the app's
-        anatomy lists them).
+        anatomy lists them) and the app's picture (:mod:`gaplab.core.models.display`): a panel
+        with the score map (grey, bright = high) and the skeleton (points at the cells' centres,
+        one segment per tree edge, the part ringed), a ``picker`` of the part and a ``legend``.
         """
+        from gaplab.core.models.display import image_panel, picker
         i = self._check_i(i)
         y = self._check_y(i, y)
         M = self.arrays
@@ -277,11 +280,21 @@ class PoseModel(StructuredModel):
         text = []
         for p in range(M.N):
             text += [f"{names[p]} ({int(sk[p, 0])},{int(sk[p, 1])})", f"type {int(y[2 * p + 1])}"]
+        smap = self.score_map(i, part)
+        lo, hi = float(smap.min()), float(smap.max())
+        grey = (np.zeros(smap.shape, np.uint8) if hi <= lo
+                else np.round(255 * (smap - lo) / (hi - lo)).astype(np.uint8))
+        wrong_y = bool(np.any(y != self.ground_truth(i)))
+        panel = image_panel(grey, "{who}" + (f" (loss {loss:.3f})" if wrong_y else ""), points=sk + 0.5,
+                            segments=edges, mark=int(part), pixelated=True)
         return {"kind": "pose", "text": f"image {int(self.data.img_id[i])}, loss {loss:.3f}",
                 "label_text": tuple(text),
                 "G": self.G, "part": int(part), "part_name": names[int(part)],
-                "score_map": self.score_map(i, part), "skeleton": sk, "types": y[1::2].copy(),
-                "edges": edges, "loss": loss}
+                "score_map": smap, "skeleton": sk, "types": y[1::2].copy(),
+                "edges": edges, "loss": loss, "panels": [panel],
+                "picker": picker("part", "score map of part", names, int(part)),
+                "legend": (f"{M.N} parts on a {self.G}×{self.G} grid; ring: the part whose score map is "
+                           f"shown ({names[int(part)]}; bright: high score)")}
 
     # ------------------------------------------------------------------ data-set level
     def predict(self, w, data=None) -> np.ndarray:
