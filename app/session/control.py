@@ -8,7 +8,6 @@ from __future__ import annotations
 import itertools
 import math
 import threading
-import time
 
 import numpy as np
 import param
@@ -22,7 +21,7 @@ from ..settings import app_settings, dataset_parameter, option_parameters, solve
 from .problems import load_problem
 from .publish import SessionPublisher
 from .runloop import SPEED_CHOICES, SessionRunLoop
-from .snapshot import Snapshot, StepInfo, RunRecord, _empty_snapshot
+from .snapshot import RunRecord, Snapshot, StepInfo, StepRate, _empty_snapshot
 
 _session_ids = itertools.count(1)  # only hands out ids; no session state lives at module level
 
@@ -98,7 +97,7 @@ class Session(SessionRunLoop, SessionPublisher, SessionSettings):
         self._last_step: StepInfo | None = None
         self._comparison: list[RunRecord] = []
         self._run_counter = 0
-        self._rate = (0.0, 0, 0.0)  # (time, iteration, steps per second)
+        self._rate = StepRate()   # steps per second of the current run (Snapshot.steps_per_s)
         self._note = ""
         self._origin = ""
         self._draw_p = None    # (iteration, P of the next draw) captured by a single Step
@@ -309,7 +308,7 @@ class Session(SessionRunLoop, SessionPublisher, SessionSettings):
             self._manual = []
             self._active_hist = []
             self._last_step = None
-            self._rate = (time.perf_counter(), 0, 0.0)
+            self._rate.reset()
             self._chunk = 64
             self._switches = []
             self._history.clear()
@@ -365,7 +364,7 @@ class Session(SessionRunLoop, SessionPublisher, SessionSettings):
                 self._manual = []
                 self._active_hist = []
                 self._origin = f"α at λ = {s.lam:g}"
-                self._rate = (time.perf_counter(), 0, 0.0)
+                self._rate.reset()
             self._solver = new
             self._applied = self._current_values()
             self._switches = prev + [mark]
@@ -433,7 +432,7 @@ class Session(SessionRunLoop, SessionPublisher, SessionSettings):
                 self._last_step = None
                 self._draw_p = None
             self._set_status("paused" if new.iteration else "idle")
-            self._rate = (time.perf_counter(), new.iteration, 0.0)
+            self._rate.reset()
             self._publish()
         return self._snapshot
 

@@ -3,7 +3,6 @@ the model) and the immutable :class:`~gaplab.app.session.snapshot.Snapshot` the 
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
@@ -154,13 +153,6 @@ class SessionPublisher:
             if r["kind"] == "gap_check":
                 self._last_check = r
         n = s.n
-        now = time.perf_counter()
-        t_prev, it_prev, rate = self._rate
-        if self._status == "running" and now - t_prev >= 0.25:
-            rate = (s.iteration - it_prev) / (now - t_prev)
-            self._rate = (now, s.iteration, rate)
-        elif self._status != "running":
-            self._rate = (now, s.iteration, rate)
         track = bool(s.track)
         active = _frozen(s.active_set_sizes()) if track else None
         caches = _frozen(s.cache_sizes()) if track else None
@@ -182,7 +174,7 @@ class SessionPublisher:
             status=self._status, message_count=mcount,
             iteration=s.iteration, effective_passes=s.effective_passes,
             oracle_calls=s.oracle_calls, cache_hits=int(s.step_counts()["cache_hit"]),
-            solver_time_s=s.wall_time, steps_per_s=float(rate), heuristic_gap=s.heuristic_gap,
+            solver_time_s=s.wall_time, steps_per_s=float(self._rate.rate), heuristic_gap=s.heuristic_gap,
             dual=s.dual_objective(),
             exact_gap=last["exact_gap"] if last else math.nan,
             exact_primal=last["primal"] if last else math.nan,
