@@ -135,3 +135,58 @@ def test_rate_of_step_n_at_two_steps_per_second(step_tab):
     assert all(1.5 <= r <= 2.5 for r in shown), shown
     # the first snapshot of the run (one step done) has no rate yet: two are needed
     assert first is not None and first >= 3          # iteration 1 before the run, 2 after its first step
+
+
+# ------------------------------------------------------------------------ the session's trace memory
+def test_a_long_run_keeps_the_session_trace_bounded():
+    """Thousands of passes at unlimited speed: the session keeps a bounded number of trace
+    records (about 8 × 1024 at most), with the first and the last record and every gap check."""
+    s = Session(dataset="toy")
+    try:
+        assert s.wait_idle(60)
+        s.param.update(max_passes=12_000, speed=math.inf, gap_check=10)
+        s.run()
+        assert s.wait_idle(120) and s.status == "budget"
+        snap = s.snapshot
+        made = s.solver.n_trace_records
+        kept = snap.trace
+        assert made > 12_000 and len(kept) <= 8_200, (made, len(kept))
+        assert kept[0]["effective_passes"] <= 1.0 and kept[-1]["iteration"] == snap.iteration
+        checks = [r for r in kept if r["kind"] == "gap_check"]
+        # every gap check kept (a check pass counts as one effective pass: one every 11)
+        assert len(checks) == int(snap.effective_passes // 11) > 1000
+        assert len(snap.active_history) <= 8_200
+    finally:
+        s.close()
+
+
+def test_thinned_trace_draws_the_same_curves_at_plot_resolution():
+    """The kept records span, in every bucket of passes, the same range of heuristic gaps
+    between the same first and last records as all the records: a plot whose pixels are
+    at least a bucket wide draws the same line."""
+    from gaplab.app.session.tracekeep import TraceKeeper
+    from gaplab.core import Solver, SolverConfig
+    from gaplab.core.problems import get_problem  # noqa: F401  (registers the toy problem)
+    from gaplab.app.session import load_problem
+    prob = load_problem("toy")
+    sv = Solver(prob.model, SolverConfig(lam=prob.default_lam, sampling="gap", gap_check=7,
+                                         max_passes=1e9), trace_limit=10**9)
+    keep = TraceKeeper(buckets=16)
+    for _ in range(60):
+        sv.steps(10 * sv.n)
+        keep.fetch(sv)
+    full = sv.trace()
+    assert len(full) > 8 * 16 >= len(keep) and keep.width > 0
+    kept = keep.records
+    assert kept[0] == full[0] and kept[-1] == full[-1]
+    for kind, key in (("pass", "heuristic_gap"), ("gap_check", "exact_gap")):
+        def buckets(rs):
+            out = {}
+            for r in rs:
+                if r["kind"] == kind:
+                    out.setdefault(math.floor(r["effective_passes"] / keep.width), []).append(r[key])
+            return out
+        a, b = buckets(full), buckets(kept)
+        assert a.keys() == b.keys()
+        for j in a:
+            assert (a[j][0], a[j][-1], min(a[j]), max(a[j])) == (b[j][0], b[j][-1], min(b[j]), max(b[j]))

@@ -22,6 +22,7 @@ from .problems import load_problem
 from .publish import SessionPublisher
 from .runloop import SPEED_CHOICES, SessionRunLoop
 from .snapshot import RunRecord, Snapshot, StepInfo, StepRate, _empty_snapshot
+from .tracekeep import TraceKeeper
 
 _session_ids = itertools.count(1)  # only hands out ids; no session state lives at module level
 
@@ -90,7 +91,7 @@ class Session(SessionRunLoop, SessionPublisher, SessionSettings):
         self._version = 0
         self._chunk = 64
         self._pose_part = None   # the part whose score map the pose anatomy draws (None: the model's default)
-        self._trace: list = []
+        self._trace = TraceKeeper()   # the run's trace records kept for plotting (bounded)
         self._last_check = None
         self._manual: list = []
         self._active_hist: list = []
@@ -303,7 +304,7 @@ class Session(SessionRunLoop, SessionPublisher, SessionSettings):
             self._problem = problem
             self._solver = solver
             self._applied = self._current_values()
-            self._trace = []
+            self._trace.clear()
             self._last_check = None
             self._manual = []
             self._active_hist = []
@@ -359,7 +360,7 @@ class Session(SessionRunLoop, SessionPublisher, SessionSettings):
             prev = self._switches if not warm else []
             mark = (new.effective_passes, new.wall_time, new.iteration, label)
             if warm:
-                self._trace = []
+                self._trace.clear()
                 self._last_check = None
                 self._manual = []
                 self._active_hist = []
@@ -421,7 +422,7 @@ class Session(SessionRunLoop, SessionPublisher, SessionSettings):
             new = self._history.reach(iteration, on_last=seen)
             self._history.note(new, force=True)   # the next Back replays from here, not from afar
             self._solver = new
-            self._trace = list(new.trace())
+            self._trace.restart(new.trace(), new.n_trace_records)
             self._last_check = next((r for r in reversed(self._trace) if r["kind"] == "gap_check"), None)
             self._manual = [r for r in self._manual if r["oracle_calls"] <= new.oracle_calls]
             self._active_hist = [h for h in self._active_hist if h[0] <= new.effective_passes]

@@ -7,7 +7,8 @@ import math
 import numpy as np
 
 from .pictures import _mask_overlays, _pose_panels, _takes_part
-from .snapshot import RECENT_STEPS, Snapshot, StepInfo, _empty_snapshot, _frozen, _trace_since, nonuniformity
+from .snapshot import RECENT_STEPS, Snapshot, StepInfo, _empty_snapshot, _frozen, nonuniformity
+from .tracekeep import thin_points
 
 
 class SessionPublisher:
@@ -147,8 +148,7 @@ class SessionPublisher:
                                          "comparison": tuple(self._comparison),
                                          "note": self._note if self._status == "loading" else ""})
             return
-        new = _trace_since(s, len(self._trace))
-        self._trace.extend(new)
+        new = self._trace.fetch(s)   # kept bounded (TraceKeeper); the new ones all seen here
         for r in new:
             if r["kind"] == "gap_check":
                 self._last_check = r
@@ -160,6 +160,7 @@ class SessionPublisher:
             hist_pt = (s.effective_passes, float(active.mean()), int(active.max()), float(caches.mean()))
             if not self._active_hist or self._active_hist[-1][0] != hist_pt[0]:
                 self._active_hist.append(hist_pt)
+                self._active_hist = thin_points(self._active_hist)
         # last exact check: periodic (trace) or manual, whichever is later
         checks = [r for r in (self._last_check, self._manual[-1] if self._manual else None) if r]
         last = max(checks, key=lambda r: r["oracle_calls"]) if checks else None
@@ -184,7 +185,7 @@ class SessionPublisher:
             gap_estimates=_frozen(gaps), staleness=_frozen(s.staleness),
             probabilities=_frozen(s.sampling_probabilities()), exact_block_gaps=exact_blocks,
             exact_block_gaps_iteration=int(last["iteration"]) if last else -1,
-            active_set_sizes=active, cache_sizes=caches, trace=tuple(self._trace),
+            active_set_sizes=active, cache_sizes=caches, trace=self._trace.snapshot(),
             manual_checks=tuple(self._manual), active_history=tuple(self._active_hist),
             recent_steps=_frozen(rs), last_step=self._last_step, step_counts=s.step_counts(),
             has_test=self._problem.test is not None, tracks_atoms=track,

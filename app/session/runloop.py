@@ -274,7 +274,7 @@ class SessionRunLoop:
         with self._lock:
             self._solver = None
             self._problem = None
-            self._trace = []
+            self._trace.clear()
             self._manual = []
             self._comparison = []
             self._history.clear()   # its checkpoints are solver copies
