@@ -37,8 +37,9 @@ __all__ = ["GapLabApp", "build_app", "REFRESH_MS"]
 # tab indices (in TAB_NAMES order)
 STEP, CONVERGENCE, CACHE, PATH, TOY, LESSONS, SWEEPS, RACE = range(8)
 
-REFRESH_MS = 100   # the UI pulls a snapshot at most 10 times per second; while a run goes the
-#                    heavier views redraw less often (RUNNING_MIN_INTERVAL_S of each view)
+REFRESH_MS = 100   # the UI pulls a snapshot at most 10 times per second; while a run goes, a
+#                    frame (every visible view and the status line drawing one snapshot) comes at
+#                    the pace of the slowest visible view (its RUNNING_MIN_INTERVAL_S; views/frame.py)
 
 #: widget class of a parameter type (the session's parameters are generated from the schema)
 _WIDGET_CLASS = {param.Selector: pn.widgets.Select, param.Boolean: pn.widgets.Checkbox,
