@@ -28,6 +28,7 @@ from .session import Session
 from .settings import missing_problems
 from .toy_tab import ToyLab, ToyView
 from .views import fig_fonts
+from .views.frame import Frame
 from .views import (AnatomyView, BlockGapsView, CacheView, GapView, PrimalDualView, StatusView,
                     TestErrorView)
 
@@ -36,8 +37,9 @@ __all__ = ["GapLabApp", "build_app", "REFRESH_MS"]
 # tab indices (in TAB_NAMES order)
 STEP, CONVERGENCE, CACHE, PATH, TOY, LESSONS, SWEEPS, RACE = range(8)
 
-REFRESH_MS = 100   # the UI pulls a snapshot at most 10 times per second; while a run goes the
-#                    heavier views redraw less often (RUNNING_MIN_INTERVAL_S of each view)
+REFRESH_MS = 100   # the UI pulls a snapshot at most 10 times per second; while a run goes, a
+#                    frame (every visible view and the status line drawing one snapshot) comes at
+#                    the pace of the slowest visible view (its RUNNING_MIN_INTERVAL_S; views/frame.py)
 
 #: widget class of a parameter type (the session's parameters are generated from the schema)
 _WIDGET_CLASS = {param.Selector: pn.widgets.Select, param.Boolean: pn.widgets.Checkbox,
@@ -184,7 +186,7 @@ class GapLabApp(pn.viewable.Viewer):
         # the page's URL is left as opened
         self._url_pending = url if url is not None and not (url.empty and not url.notices) else None
         self._url_written = ("", 0.0)
-        self._anatomy_step = None   # the step the anatomy on screen describes (1-based)
+        self._frame = Frame()   # the snapshot on screen (gaplab.app.views.frame)
         self._loc = pn.state.location if _served() else None   # this page's URL (served only)
         _pin_local_resources()   # before any component is built
         _extension()
@@ -201,7 +203,6 @@ class GapLabApp(pn.viewable.Viewer):
         self._msg_seen = 0
         self._closed = False
         self.action_ms = collections.deque(maxlen=200)
-        self._drawn = {}
         self._cb = None
         # ---- views of the tabs
         self.status = StatusView()
@@ -744,29 +745,11 @@ class GapLabApp(pn.viewable.Viewer):
             force_status = True
         else:
             force_status = False
-        now = time.perf_counter()
         with hold():  # one websocket message per refresh: all views change together
-            drew = False
-            for v in self.visible_views():
-                slow = getattr(v, "RUNNING_MIN_INTERVAL_S", 0.0)
-                if running and not force and slow and now - self._drawn.get(id(v), 0.0) < slow:
-                    continue  # e.g. the anatomy changes thousands of times per second: 2 Hz is enough
-                if v.update(snap, force):
-                    self._drawn[id(v)] = now
-                    drew = True
-                    if isinstance(v, AnatomyView):
-                        self._anatomy_step = snap.last_step.iteration + 1 if snap.last_step else None
-            # the anatomy is redrawn less often during a run: the status line says which step
-            # it shows when the numbers have moved on (one set of numbers, or says which step)
-            self.status.anatomy_step = self._anatomy_step if self.tabs.active == STEP else None
-            # the status line shows the same snapshot as the views drawn in this frame (its
-            # numbers never lead or lag the plots)
-            slow = self.status.RUNNING_MIN_INTERVAL_S
-            throttled = any(getattr(v, "RUNNING_MIN_INTERVAL_S", 0.0) for v in self.visible_views())
-            if force or force_status or drew or not running or (
-                    not throttled and now - self._drawn.get(id(self.status), 0.0) >= slow):
-                if self.status.update(snap, force or force_status or drew):
-                    self._drawn[id(self.status)] = now
+            # one frame: every visible view and the status line draw the same snapshot (while a
+            # run goes, at the pace of the slowest visible view: one set of numbers on screen)
+            self._frame.draw(snap, self.visible_views(), self.status, running=running,
+                             force=force, force_status=force_status)
             self._show_messages()
 
     def _draw_banner(self, ks):

@@ -24,7 +24,9 @@ Modules, one concern each:
   solver, keeping α across a switch, going back, loading a model from the path;
 * :mod:`~gaplab.app.session.runloop` — Step, Step ×N, Run, Pause, Stop and the worker thread;
 * :mod:`~gaplab.app.session.publish` — the snapshots a session publishes;
-* :mod:`~gaplab.app.session.snapshot` — :class:`Snapshot`, :class:`StepInfo`, :class:`RunRecord`;
+* :mod:`~gaplab.app.session.snapshot` — :class:`Snapshot`, :class:`StepInfo`, :class:`RunRecord`,
+  :class:`StepRate` (the steps/s of a run);
+* :mod:`~gaplab.app.session.tracekeep` — the run's trace records kept for plotting (bounded);
 * :mod:`~gaplab.app.session.pictures` — the anatomy's pictures, as the models describe them;
 * :mod:`~gaplab.app.session.problems` — the problems shared by the sessions of a process.
 

@@ -3,12 +3,12 @@ the model) and the immutable :class:`~gaplab.app.session.snapshot.Snapshot` the 
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
 from .pictures import display_items, role_panels, takes_keyword
-from .snapshot import RECENT_STEPS, Snapshot, StepInfo, _empty_snapshot, _frozen, _trace_since, nonuniformity
+from .snapshot import RECENT_STEPS, Snapshot, StepInfo, _empty_snapshot, _frozen, nonuniformity
+from .tracekeep import thin_points
 
 
 class SessionPublisher:
@@ -172,19 +172,11 @@ class SessionPublisher:
                                          "comparison": tuple(self._comparison),
                                          "note": self._note if self._status == "loading" else ""})
             return
-        new = _trace_since(s, len(self._trace))
-        self._trace.extend(new)
+        new = self._trace.fetch(s)   # kept bounded (TraceKeeper); the new ones all seen here
         for r in new:
             if r["kind"] == "gap_check":
                 self._last_check = r
         n = s.n
-        now = time.perf_counter()
-        t_prev, it_prev, rate = self._rate
-        if self._status == "running" and now - t_prev >= 0.25:
-            rate = (s.iteration - it_prev) / (now - t_prev)
-            self._rate = (now, s.iteration, rate)
-        elif self._status != "running":
-            self._rate = (now, s.iteration, rate)
         track = bool(s.track)
         active = _frozen(s.active_set_sizes()) if track else None
         caches = _frozen(s.cache_sizes()) if track else None
@@ -192,6 +184,7 @@ class SessionPublisher:
             hist_pt = (s.effective_passes, float(active.mean()), int(active.max()), float(caches.mean()))
             if not self._active_hist or self._active_hist[-1][0] != hist_pt[0]:
                 self._active_hist.append(hist_pt)
+                self._active_hist = thin_points(self._active_hist)
         # last exact check: periodic (trace) or manual, whichever is later
         checks = [r for r in (self._last_check, self._manual[-1] if self._manual else None) if r]
         last = max(checks, key=lambda r: r["oracle_calls"]) if checks else None
@@ -206,7 +199,7 @@ class SessionPublisher:
             status=self._status, message_count=mcount,
             iteration=s.iteration, effective_passes=s.effective_passes,
             oracle_calls=s.oracle_calls, cache_hits=int(s.step_counts()["cache_hit"]),
-            solver_time_s=s.wall_time, steps_per_s=float(rate), heuristic_gap=s.heuristic_gap,
+            solver_time_s=s.wall_time, steps_per_s=float(self._rate.rate), heuristic_gap=s.heuristic_gap,
             dual=s.dual_objective(),
             exact_gap=last["exact_gap"] if last else math.nan,
             exact_primal=last["primal"] if last else math.nan,
@@ -216,7 +209,7 @@ class SessionPublisher:
             gap_estimates=_frozen(gaps), staleness=_frozen(s.staleness),
             probabilities=_frozen(s.sampling_probabilities()), exact_block_gaps=exact_blocks,
             exact_block_gaps_iteration=int(last["iteration"]) if last else -1,
-            active_set_sizes=active, cache_sizes=caches, trace=tuple(self._trace),
+            active_set_sizes=active, cache_sizes=caches, trace=self._trace.snapshot(),
             manual_checks=tuple(self._manual), active_history=tuple(self._active_hist),
             recent_steps=_frozen(rs), last_step=self._last_step, step_counts=s.step_counts(),
             has_test=self._problem.test is not None, tracks_atoms=track,

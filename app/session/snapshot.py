@@ -131,6 +131,40 @@ class Snapshot:
     history_from: int = -1      # the earliest iteration "Back" reaches (-1: none)
 
 
+class StepRate:
+    """Block steps per second of the current run, as the status line shows it.
+
+    Measured between two snapshots the worker publishes right after a chunk of steps: the
+    steps done between them divided by the time between them (both time stamps are taken after
+    a step, so no step is counted at both ends of a window), smoothed exponentially with time
+    constant ``TAU_S``. NaN (not shown) until a run has published two such snapshots.
+    """
+
+    TAU_S = 1.0
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the previous run (called when a run starts and when the solver changes)."""
+        self._t = None
+        self._it = 0
+        self.rate = math.nan
+
+    def sample(self, t: float, iteration: int) -> float:
+        """Record that the solver was at ``iteration`` at time ``t`` (s, monotonic) right after
+        a chunk of steps; returns the smoothed rate (steps/s)."""
+        if self._t is not None and t > self._t and iteration >= self._it:
+            dt = t - self._t
+            inst = (iteration - self._it) / dt
+            if math.isfinite(self.rate):
+                self.rate += (1.0 - math.exp(-dt / self.TAU_S)) * (inst - self.rate)
+            else:
+                self.rate = inst
+        self._t, self._it = t, int(iteration)
+        return self.rate
+
+
 def nonuniformity(x) -> float:
     """χ(x) = sqrt(1 + n² Var[p]), p = x/‖x‖₁ (Paper: Theorem 2); NaN if undefined."""
     x = np.asarray(x, dtype=np.float64)

@@ -21,6 +21,8 @@ Modules, one concern each:
 * :mod:`~gaplab.app.views.convergence` — the Convergence tab's plots;
 * :mod:`~gaplab.app.views.cache` — the Cache & active sets tab;
 * :mod:`~gaplab.app.views.status` — the status line.
+* :mod:`~gaplab.app.views.frame` — one snapshot per refresh for every visible view and the
+  status line.
 
 Every name the app and the tests import from ``gaplab.app.views`` is available here.
 """

@@ -231,7 +231,7 @@ class AnatomyView(_Base):
             # StepRecord.iteration is k, the steps done before this one; the status line counts
             # steps done, so this step took the solver from iteration k to k + 1
             ("step", f"#{st.iteration + 1:,} &nbsp;<span style='font-weight:normal;color:#666'>(iteration "
-                     f"{st.iteration:,} → {st.iteration + 1:,})</span>"),
+                     f"{st.iteration:,} → {st.iteration + 1:,})</span>{_lag_words(snap, st)}"),
             ("step kind", st.kind + (" (drop step)" if st.drop else "")),
             ("γ (step size)", f"{_fmt(st.gamma, '.4g')} &nbsp;(γ<sub>max</sub> = {_fmt(st.gamma_max, '.4g')})"),
             ("oracle", hit),
@@ -253,3 +253,14 @@ class AnatomyView(_Base):
     def _big(self, text):
         return _scale_px(text, self._scale, BIG_PX if self._compact else 0.0)
 
+
+
+def _lag_words(snap, st) -> str:
+    """When the snapshot's iteration has moved past the step described (its last step was not
+    captured with it), say which step this is and how far behind: the numbers on screen come
+    from one snapshot, or say which step they describe."""
+    lag = snap.iteration - (st.iteration + 1)
+    if lag <= 0:
+        return ""
+    return (f"<br><span class='gaplab-anatomy-lag' style='font-weight:normal;color:#8a5a00'>last drawn step: "
+            f"#{st.iteration + 1:,}, {lag:,} step{'s' if lag != 1 else ''} ago</span>")
