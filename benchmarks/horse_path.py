@@ -12,7 +12,7 @@ Methods run one after the other in this one process; each has its own time budge
 own wall time, the regpath time_limit). Besides the regpath's wall times (``cum_time_s``), every
 point gets ``cum_cpu_s``: process CPU seconds (time.process_time, all threads) of the method's work,
 without the diagnostics the regpath also leaves out of its time (test error, the heuristic path's
-uncounted true gaps; measured by wrapping ``gaplab.core.regpath._diagnostics`` in this script). On
+uncounted true gaps; measured by wrapping ``gaplab.core.regpath.run._diagnostics`` in this script). On
 a machine shared with other jobs the CPU times are the ones to compare.
 
 Writes benchmarks/results/horse_path.json (after every method; ``datasets["horse-small"]`` has the
@@ -35,6 +35,8 @@ import numpy as np
 from gaplab.core.atomic import save_figure, write_text_atomic
 from gaplab.core.problems import load_problem
 from gaplab.core import regpath as rp
+from gaplab.core.jsonsafe import encode as _json_safe
+from gaplab.core.regpath import run as rp_run
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import path_result_summary  # noqa: E402
@@ -56,7 +58,7 @@ class _CpuMeter:
         self.excluded = 0.0
         self.start = time.process_time()
         self.cum = []
-        self._orig = rp._diagnostics
+        self._orig = rp_run._diagnostics
 
     def __enter__(self):
         def timed(*a, **k):
@@ -65,12 +67,12 @@ class _CpuMeter:
                 return self._orig(*a, **k)
             finally:
                 self.excluded += time.process_time() - c0
-        rp._diagnostics = timed
+        rp_run._diagnostics = timed
         self.start = time.process_time()
         return self
 
     def __exit__(self, *exc):
-        rp._diagnostics = self._orig
+        rp_run._diagnostics = self._orig
         return False
 
     def callback(self, point):
@@ -227,7 +229,7 @@ def main(argv=None):
         if cmp_ is not None:
             entry["path_vs_warm_grid"] = cmp_
         report["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-        write_text_atomic(js, json.dumps(rp._json_safe(report), indent=1, default=str))
+        write_text_atomic(js, json.dumps(_json_safe(report), indent=1, default=str))
         plot(entry, png, f"{args.problem} ({args.solver}, n = {model.n}): regularization path vs grid search "
                          f"(Paper: Fig. 4, Fig. 8); budgets {budgets}")
     print(f"wrote {js}\nwrote {png}")

@@ -55,7 +55,7 @@ def main(argv=None) -> int:
 
     from gaplab.core import ChainModel, SolverConfig
     from gaplab.core.datasets.conll import load_conll2000
-    from gaplab.core.pathstore import store_size_bytes
+    from gaplab.core.regpath.store import store_size_bytes
     from gaplab.core.regpath import PathConfig, RegPath, regularization_path
 
     t0 = time.perf_counter()

@@ -231,7 +231,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     from gaplab.core import ChainModel, load_ocr
-    from gaplab.core.regpath import _json_safe
+    from gaplab.core.jsonsafe import encode as _json_safe
 
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -1,5 +1,5 @@
-"""An appendable on-disk store of a regularization path (or grid search), one breakpoint at a
-time (Paper: Sec. 4, Alg. 6-7: the breakpoints λ_j, w_j and their certificates).
+"""The on-disk path store: an appendable directory of a regularization path (or grid search), one
+breakpoint at a time (Paper: Sec. 4, Alg. 6-7: the breakpoints λ_j, w_j and their certificates).
 
 Layout (a directory)::
 
@@ -19,12 +19,11 @@ Each breakpoint file is an ordinary ``.npz`` (a zip of ``.npy`` members, readabl
 non-zero indices in the smallest unsigned dtype holding them, deflate-compressed) and
 ``val`` (float64 non-zero values), or a **dense** ``w`` when more than a third of the entries
 are non-zero; plus a JSON header (index, λ, d, nnz, encoding) cross-checked against the
-manifest. The values are stored raw by default: on CoNLL they deflate to 30-45 % (w takes few
-distinct values, 7-16 % unique) but zlib level 1 costs 0.25-0.4 s per 10 MB breakpoint, which
-would take the store's I/O above 10 % of the path's wall time; ``compress_values=True``
-(``gaplab path --store-compress``) trades that time for a store about half the size. Reading back is bitwise
-exact (float64 values are copied, never rounded). The zip members carry CRC-32s that
-``zipfile`` checks on every read, so a corrupt chunk is detected.
+manifest. The values are stored raw by default: w takes few distinct values, so they deflate
+well, but deflating them costs far more write time than the indices;
+``compress_values=True`` (``gaplab path --store-compress``) trades that time for a smaller
+store. Reading back is bitwise exact (float64 values are copied, never rounded). The zip
+members carry CRC-32s that ``zipfile`` checks on every read, so a corrupt chunk is detected.
 
 Atomicity: a breakpoint file is written to a temporary file, fsync'ed and renamed; only then is
 the manifest (which lists it) rewritten the same way. A process killed at any moment leaves a
@@ -36,10 +35,10 @@ The writer owns the rows: they change in memory only after the manifest that lis
 disk, and a SIGINT during a write is raised when the write is complete
 (:func:`gaplab.core.interrupt.held_sigint`).
 
-Why this format: ``.npz`` is numpy's own container (no new dependency: Zarr is not installed
-here, and HDF5 is not appendable atomically), one file per breakpoint makes each append atomic
-with a rename and each lazy read touch exactly one file, and a JSON manifest gives the metadata
-(gap, test metric against λ) without opening any weight file.
+Why this format: ``.npz`` is numpy's own container (no new dependency; HDF5 is not appendable
+atomically), one file per breakpoint makes each append atomic with a rename and each lazy read
+touch exactly one file, and a JSON manifest gives the metadata (gap, test metric against λ)
+without opening any weight file.
 """
 from __future__ import annotations
 
@@ -57,9 +56,9 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from . import jsonsafe, validate
-from .atomic import atomic_write
-from .interrupt import held_sigint
+from .. import jsonsafe, validate
+from ..atomic import atomic_write
+from ..interrupt import held_sigint
 
 __all__ = ["PathStoreError", "PathStoreWarning", "PathStoreWriter", "read_manifest", "read_weights",
            "STORE_FORMAT", "STORE_VERSION", "MANIFEST", "encode_weights"]
@@ -208,8 +207,8 @@ def read_manifest(store) -> dict:
     lams = [r["lam"] for r in rows]
     for j in range(1, len(lams)):
         if not lams[j] < lams[j - 1]:
-            # what a Ctrl-C left in stores written before the writer owned the rows (row j-1
-            # copied over row j): the breakpoints before j are whole, keep them
+            # a row overwritten by an interrupted run of an older writer (row j-1 copied over
+            # row j): the breakpoints before j are whole, keep them
             warnings.warn(PathStoreWarning(
                 f"path store {str(root)!r}, breakpoint {j}: λ = {lams[j]} is not below λ_{j - 1} = {lams[j - 1]} "
                 f"(a row overwritten by an interrupted run); using the first {j} breakpoints only"), stacklevel=2)
@@ -355,7 +354,7 @@ class PathStoreWriter:
         if not isinstance(meta.get("d"), int) or not isinstance(meta.get("n"), int):
             raise ValueError("the store's meta must hold the model's n and d (ints)")
         self.d = int(meta["d"])
-        self.io_time_s = 0.0   # seconds spent encoding and writing (for the benchmark)
+        self.io_time_s = 0.0   # seconds spent encoding and writing (RegPath.io_stats)
         self.bytes_written = 0
         if self.root.exists() and not self.root.is_dir():
             raise PathStoreError(f"path store {str(self.root)!r} exists and is not a directory")
@@ -452,7 +451,7 @@ class PathStoreWriter:
         """Continue from ``rows`` and their ``files`` (a prefix of this store's breakpoints, whose
         rows may differ, e.g. in the end reason): the manifest lists them, the breakpoint files
         it no longer lists are removed, and these very lists become the writer's rows (a
-        :class:`RegPath` shares them: one owner, no copy to fall out of step)."""
+        :class:`~gaplab.core.regpath.container.RegPath` shares them: one owner, no copy to fall out of step)."""
         k = len(rows)
         if len(files) != k or k > len(self.man["rows"]):
             raise ValueError(f"adopt needs a prefix of the store's {len(self.man['rows'])} breakpoints, got "

@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from gaplab.cli import add_solver_arguments, solver_config_from_args
+from gaplab.cli.train import add_solver_arguments, solver_config_from_args
 
 __all__ = ["add_commands", "cmd_path", "cmd_grid"]
 
@@ -92,7 +92,7 @@ def _stream_large(args, d: int) -> None:
 def _check_outputs(args) -> None:
     """Refuse empty or unwritable --out / --store / --json before any work (exit 2 through the
     ValueError)."""
-    from gaplab.cli_options import check_out_arg
+    from gaplab.cli.options import check_out_arg
     from gaplab.core.atomic import check_output_path, npz_path
     for flag in ("out", "store", "json"):  # "" would write nothing and still exit 0
         if getattr(args, flag, None) is not None and not str(getattr(args, flag)).strip():
@@ -115,7 +115,7 @@ def _check_outputs(args) -> None:
 
 def _write_outputs(args, result, summary) -> list:
     """Save the path (with its solver state when resumable) and the JSON; the files written."""
-    from gaplab.cli import _write_json
+    from gaplab.cli.train import _write_json
     written = []
     if args.out:
         written.append(str(result.save(args.out)))
@@ -149,7 +149,7 @@ def _write_failed(args, what: str, exc: OSError, store) -> int:
     target = f" {exc.filename}" if exc.filename else ""
     kept = ""
     if store is not None:
-        from gaplab.core.pathstore import PathStoreError
+        from gaplab.core.regpath import PathStoreError
         from gaplab.core.regpath import RegPath
         try:
             import warnings
@@ -166,7 +166,7 @@ def _write_failed(args, what: str, exc: OSError, store) -> int:
 
 
 def _manifest_keys(store) -> set:
-    from gaplab.core.pathstore import read_manifest
+    from gaplab.core.regpath.store import read_manifest
     try:
         return set(read_manifest(store))
     except (OSError, ValueError):
@@ -343,7 +343,7 @@ def _finish(args, result, what: str, extra: dict) -> int:
 def _load_model(args):
     """(model of the training set, test set, seconds spent loading, the problem's headline test
     metric to record per breakpoint or None, the loader options) for --dataset (registry)."""
-    from gaplab.cli_options import load_problem_from_args
+    from gaplab.cli.options import load_problem_from_args
 
     t0 = time.perf_counter()
     problem = load_problem_from_args(args)
@@ -411,7 +411,7 @@ def _resume(args) -> int:
 
     import warnings
 
-    from gaplab.core.pathstore import PathStoreWarning
+    from gaplab.core.regpath.store import PathStoreWarning
     with warnings.catch_warnings(record=True) as caught:  # a damaged store: its valid prefix, said in one line
         warnings.simplefilter("always", PathStoreWarning)
         saved = RegPath.open(args.resume)  # a clear PathFileError / PathStoreError (exit 2), before any work
@@ -457,7 +457,7 @@ def _resume(args) -> int:
 
 
 def cmd_grid(args) -> int:
-    from gaplab.core.regpath import _check_grid, grid_search
+    from gaplab.core.regpath.grid import _check_grid, grid_search
 
     _check_outputs(args)
     lams = _check_grid(_lams(args.lams))
