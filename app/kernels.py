@@ -142,7 +142,7 @@ class _Warmup:
         return job
 
     def _compile_in_child(self):
-        code = "from gaplab.app.kernels import _child_main; _child_main()"
+        code = f"from gaplab.app.kernels import _child_main; _child_main({os.getpid()})"
         try:
             proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
                                     stderr=subprocess.DEVNULL, text=True)
@@ -279,18 +279,22 @@ def step_kernels():
     s.copy()   # the history's checkpoint (Back)
 
 
-def _child_main():
-    """The compile child (:meth:`_Warmup._first`): :func:`step_kernels` under a CompileWatch,
-    whose progress goes to stdout as one JSON object per line every 0.1 s; ends early when its
-    parent has gone."""
+def _child_main(parent: int):
+    """The compile child (:meth:`_Warmup._first`) of the process ``parent``: :func:`step_kernels`
+    under a CompileWatch, whose progress goes to stdout as one JSON object per line every 0.1 s;
+    ends early when its parent has gone (also before it could start)."""
+    if os.getppid() != parent:
+        os._exit(1)
     from gaplab.core.warmup import CompileWatch
-    parent = os.getppid()
     done = threading.Event()
 
     def report(watch):
         d = dataclasses.asdict(watch.progress())
-        sys.stdout.write(json.dumps(d) + "\n")
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(json.dumps(d) + "\n")
+            sys.stdout.flush()
+        except (BrokenPipeError, ValueError):   # the parent has closed the pipe: it has gone
+            os._exit(1)
 
     with CompileWatch() as watch:
         def reporter():

@@ -162,3 +162,13 @@ def test_exact_gaps_wait_for_their_kernels(app, monkeypatch):
     monkeypatch.setattr(kernels, "state", lambda: KernelState("ready", 1.0, "ready", 60.0))
     app.refresh()
     assert not app.b_step.disabled and not app.b_exact.disabled
+
+
+def test_compile_child_ends_when_its_parent_has_gone():
+    """A server stopped while its compile child still imports must not leave the child
+    compiling for a minute: a child whose parent is not the given process exits at once."""
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", "from gaplab.app.kernels import _child_main; _child_main(1)"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and r.stdout == ""
