@@ -17,7 +17,7 @@ import panel as pn
 import param
 from panel.io import hold
 
-from . import kernels
+from . import kernels, startup
 from .animate import MAX_FRAMES, last_steps_gif
 from .export import figure_export_buttons, trace_csv, trace_json
 from .keys import KEY_HELP, KeyboardShortcuts
@@ -30,6 +30,7 @@ from .session import Session
 from .settings import missing_problems
 from .toy_tab import ToyLab, ToyView
 from .views import fig_fonts
+from .views.frame import Frame
 from .views import (AnatomyView, BlockGapsView, CacheView, GapView, PrimalDualView, StatusView,
                     TestErrorView)
 
@@ -38,8 +39,9 @@ __all__ = ["GapLabApp", "build_app", "REFRESH_MS"]
 # tab indices (in TAB_NAMES order)
 STEP, CONVERGENCE, CACHE, PATH, TOY, LESSONS, SWEEPS, RACE = range(8)
 
-REFRESH_MS = 100   # the UI pulls a snapshot at most 10 times per second; while a run goes the
-#                    heavier views redraw less often (RUNNING_MIN_INTERVAL_S of each view)
+REFRESH_MS = 100   # the UI pulls a snapshot at most 10 times per second; while a run goes, a
+#                    frame (every visible view and the status line drawing one snapshot) comes at
+#                    the pace of the slowest visible view (its RUNNING_MIN_INTERVAL_S; views/frame.py)
 
 #: widget class of a parameter type (the session's parameters are generated from the schema)
 _WIDGET_CLASS = {param.Selector: pn.widgets.Select, param.Boolean: pn.widgets.Checkbox,
@@ -186,7 +188,7 @@ class GapLabApp(pn.viewable.Viewer):
         # the page's URL is left as opened
         self._url_pending = url if url is not None and not (url.empty and not url.notices) else None
         self._url_written = ("", 0.0)
-        self._anatomy_step = None   # the step the anatomy on screen describes (1-based)
+        self._frame = Frame()   # the snapshot on screen (gaplab.app.views.frame)
         self._loc = pn.state.location if _served() else None   # this page's URL (served only)
         _pin_local_resources()   # before any component is built
         _extension()
@@ -203,11 +205,10 @@ class GapLabApp(pn.viewable.Viewer):
         self._msg_seen = 0
         self._closed = False
         self.action_ms = collections.deque(maxlen=200)
-        self._drawn = {}
         self._cb = None
         # ---- views of the tabs
         self.status = StatusView()
-        self.anatomy = AnatomyView(on_part=self._choose_part)
+        self.anatomy = AnatomyView(on_choice=self._choose)
         # Served, the per-block gap plots (two figures: 40 % of the app's build time and a
         # quarter of its Bokeh models) are made when the page has loaded (_on_page_load), so
         # that the page is up and its buttons answer sooner; a spacer of their height keeps the
@@ -240,7 +241,7 @@ class GapLabApp(pn.viewable.Viewer):
     # ------------------------------------------------------------------ building
     def _lesson_view(self, key):
         if key == "anatomy":
-            return AnatomyView(stacked=True, on_part=self._choose_part)
+            return AnatomyView(stacked=True, on_choice=self._choose)
         if key == "blocks":
             return BlockGapsView(height=300, prob_height=160)
         if key == "gap":
@@ -397,7 +398,7 @@ class GapLabApp(pn.viewable.Viewer):
             return
         self.projector = on
         if on and self.anatomy_p is None:
-            self.anatomy_p = AnatomyView(stacked=True, compact=True, on_part=self._choose_part)
+            self.anatomy_p = AnatomyView(stacked=True, compact=True, on_choice=self._choose)
             self.blocks_p = BlockGapsView(height=250, prob_height=165, name="block_gaps_projector",
                                           max_bars=PROJECTOR_BARS)
             self.blocks_p.info.height = 64
@@ -556,13 +557,13 @@ class GapLabApp(pn.viewable.Viewer):
         fn()
         self.action_ms.append((fn.__name__, 1e3 * (time.perf_counter() - t0)))
 
-    def _choose_part(self, part: int):
-        """The anatomy's part picker (pose models): draw that part's score map."""
+    def _choose(self, name: str, value: int):
+        """The anatomy's picker (a model's choice about its pictures, e.g. a pose part)."""
         try:
-            self.session.set_pose_part(part)
+            self.session.set_display_option(name, value)
         except ValueError as exc:
             self.session.notify(str(exc), "warning")
-        next_tick(self.refresh)   # the part picker's handler
+        next_tick(self.refresh)   # the picker's handler
 
     def on_step(self):
         self.session.step()
@@ -754,9 +755,10 @@ class GapLabApp(pn.viewable.Viewer):
         ks = kernels.state()
         busy = snap.status == "loading" or not ks.ready
         for b in (self.b_step, self.b_step_n, self.b_run, self.b_exact, self.b_reset, self.b_back):
-            if b.disabled != busy:
-                b.disabled = busy
-        kkey = (ks.status, round(ks.fraction, 2), ks.message)
+            off = busy or (b is self.b_exact and not ks.exact_gaps_ready)   # (runs in this thread)
+            if b.disabled != off:
+                b.disabled = off
+        kkey = startup.progress_key(ks)
         if kkey != self._kkey:
             self._kkey = kkey
             self.status.compiling = None if ks.ready else ks
@@ -764,53 +766,17 @@ class GapLabApp(pn.viewable.Viewer):
             force_status = True
         else:
             force_status = False
-        now = time.perf_counter()
         with hold():  # one websocket message per refresh: all views change together
-            drew = False
-            for v in self.visible_views():
-                slow = getattr(v, "RUNNING_MIN_INTERVAL_S", 0.0)
-                if running and not force and slow and now - self._drawn.get(id(v), 0.0) < slow:
-                    continue  # e.g. the anatomy changes thousands of times per second: 2 Hz is enough
-                if v.update(snap, force):
-                    self._drawn[id(v)] = now
-                    drew = True
-                    if isinstance(v, AnatomyView):
-                        self._anatomy_step = snap.last_step.iteration + 1 if snap.last_step else None
-            # the anatomy is redrawn less often during a run: the status line says which step
-            # it shows when the numbers have moved on (one set of numbers, or says which step)
-            self.status.anatomy_step = self._anatomy_step if self.tabs.active == STEP else None
-            # the status line shows the same snapshot as the views drawn in this frame (its
-            # numbers never lead or lag the plots)
-            slow = self.status.RUNNING_MIN_INTERVAL_S
-            throttled = any(getattr(v, "RUNNING_MIN_INTERVAL_S", 0.0) for v in self.visible_views())
-            if force or force_status or drew or not running or (
-                    not throttled and now - self._drawn.get(id(self.status), 0.0) >= slow):
-                if self.status.update(snap, force or force_status or drew):
-                    self._drawn[id(self.status)] = now
+            # one frame: every visible view and the status line draw the same snapshot (while a
+            # run goes, at the pace of the slowest visible view: one set of numbers on screen)
+            self._frame.draw(snap, self.visible_views(), self.status, running=running,
+                             force=force, force_status=force_status)
             self._show_messages()
 
     def _draw_banner(self, ks):
-        if ks.status == "background":
-            self.banner.object = (
-                "<div style='color:#8a5a00;font-size:12.5px'>Solver ready. Still compiling in the "
-                f"background: {esc(ks.message)} ({100 * ks.fraction:.0f}%) — the first step with "
-                "another step kind, the cache or the path may wait for it.</div>")
-            self.banner.visible = True
-            return
-        if ks.ready:
-            self.banner.visible = False
-            self.banner.object = ""
-            return
-        pct = int(round(100 * ks.fraction))
-        self.banner.object = (
-            "<div style='background:#fff4d6;border:1px solid #f0c36d;border-radius:4px;padding:6px 10px;"
-            "font-size:14px'><b>" + kernels.COMPILE_NOTE + f"</b> — {pct}% · {ks.elapsed_s:.0f} s · "
-            f"<span style='color:#666'>{esc(ks.message)}</span><br><span style='font-size:12.5px'>"
-            "Step, Run and the other solver buttons wake up when the compile ends; the settings and "
-            "the Lessons can be read meanwhile.</span>"
-            f"<div style='background:#eee;height:6px;margin-top:4px'><div style='background:#f0a020;"
-            f"height:6px;width:{pct}%'></div></div></div>")
-        self.banner.visible = True
+        html = startup.banner_html(ks)
+        self.banner.object = html
+        self.banner.visible = bool(html)
 
     def _show_messages(self):
         msgs = self.session.messages(self._msg_seen)

@@ -35,7 +35,7 @@ from common import run_child, write_json  # noqa: E402
 CHILD = r"""
 import json, time, numpy as np
 from gaplab.core.datasets.lsp import load_lsp
-from gaplab.core.models.pose_tree import PoseModel, pose_scores, pose_oracle, build_pose_arrays, DIRECT_MAX_G
+from gaplab.core.models.pose import PoseModel, pose_scores, pose_oracle, build_pose_arrays, DIRECT_MAX_G
 G, T, n_img, reps, data_home, full, refer, both = {G}, {T}, {images}, {reps}, {data_home!r}, {full}, {reference}, {both}
 if refer:
     import sys

@@ -17,7 +17,7 @@ import time
 import numpy as np
 from gaplab.core import Solver
 from gaplab.core.datasets.lsp import load_lsp
-from gaplab.core.models.pose_tree import PoseModel
+from gaplab.core.models.pose import PoseModel
 G = int(sys.argv[1])
 n, target, every = 100, 0.1, 4
 tr, te = load_lsp(G, n_types=4, seed=0, n_train=n)

@@ -37,7 +37,8 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 def _register_subset(n_sent: int) -> str:
     from gaplab.core.datasets.conll import _locate, make_conll_datasets, parse_conll
-    from gaplab.core.problems import _chain_model, _conll_evaluate, register_problem
+    from gaplab.core.builtin_problems import _chain_model, _conll_evaluate
+    from gaplab.core.problems import register_problem
 
     def loader(data_home=None):
         d = _locate(data_home, download=False)

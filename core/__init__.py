@@ -2,16 +2,19 @@
 
 What lives where:
 
-- ``solver``: :class:`Solver` (block steps, exact gap checks, warm starts, the trace);
+- ``solver``: :class:`Solver` (block steps, exact gap checks, warm starts, runs);
+  ``solver_state``: its state handling (copies, warm starts, memory); ``solver_records``: its
+  trace records and results; ``compile_clock``: numba's compile-time clock;
   ``config``: :class:`SolverConfig` and its parts; ``state``: the solver state arrays;
   ``estimator``: the scikit-learn style :class:`~gaplab.core.estimator.SSVM`.
 - ``kernels``: the numba kernels (model-kind registry, atoms, samplers, step phases, gap passes).
 - ``reference``: the readable plain-numpy reference solver, one driver per algorithm.
 - ``models``: the SSVM models (chain, multiclass, segmentation, pose, plain-Python) and the
   model contract; ``datasets``: data containers and loaders; ``problems``: the registry of
-  named problems (data set + model) used by the CLI and the app.
+  named problems (data set + model) used by the CLI and the app; ``builtin_problems``: the
+  problems gaplab ships (registered when ``problems`` is imported).
 - ``regpath``: the regularization path (Paper: Alg. 6, Alg. 7, Prop. 1) and the grid search;
-  ``pathstore``: on-disk stores of paths and grids.
+  the package also holds the on-disk stores of paths and grids.
 - ``sweep``: sweeps of solver settings over problems, seeds and λ (spec, runs, store, Dask).
 - ``warmup``: compiling the kernels ahead of use.
 - ``validate``: checks of numeric arguments; ``jsonsafe``: JSON with non-finite numbers;

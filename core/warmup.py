@@ -8,13 +8,149 @@ Set ``NUMBA_CACHE_DIR`` to redirect the cache, ``NUMBA_DISABLE_JIT=1`` to disabl
 """
 from __future__ import annotations
 
+import threading
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
 from .config import STEP_CHOICES as STEP_KINDS  # every step kind, named once in config
 
-__all__ = ["warmup", "STEP_KINDS"]
+__all__ = ["warmup", "STEP_KINDS", "CompileWatch", "CompileProgress"]
+
+
+@dataclass(frozen=True)
+class CompileProgress:
+    """What numba has compiled in this process since a :class:`CompileWatch` was entered.
+
+    Attributes
+    ----------
+    compiles : int
+        Functions (one per signature) whose compile has ended.
+    passes : int
+        Compiler passes that have ended (typing, lowering, ... of every function, nested ones
+        included).
+    llvm_locks : int
+        Times numba took its LLVM lock (lowering and code generation take it for every piece of
+        a function): these go on during the long lowering of a big kernel, where no pass ends.
+    function : str
+        Qualified name of the innermost function being compiled ("" when none is).
+    stage : str
+        Name of the compiler pass running on it ("" when none is).
+    idle_s : float
+        Seconds since the last compile event.
+    """
+
+    compiles: int
+    passes: int
+    llvm_locks: int
+    function: str
+    stage: str
+    idle_s: float
+
+    #: LLVM lock acquisitions counted as one unit of :attr:`work` (about as many as passes in a
+    #: compile of the solver's kernels)
+    LOCKS_PER_UNIT = 15
+
+    @property
+    def work(self) -> float:
+        """Compile work done, in units that advance while numba works (passes, and LLVM lock
+        acquisitions / ``LOCKS_PER_UNIT``): for a fraction of an expected total, not seconds."""
+        return self.passes + self.llvm_locks / self.LOCKS_PER_UNIT
+
+
+class CompileWatch:
+    """Follows numba's compile events (``numba.core.event``: one per function compile and per
+    compiler pass) in every thread of this process, so that a long compile can report what it
+    is doing. Use as a context manager; :meth:`progress` may be called from any thread.
+
+    The listeners run inside numba's compiler on the compiling thread: they only update a few
+    counters under a lock. Loading a kernel from the on-disk cache raises no compile event.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._compiles = 0
+        self._passes = 0
+        self._locks = 0
+        self._stack: dict[int, list] = {}   # thread id -> [qualname, ...] of nested compiles
+        self._stage: dict[int, str] = {}
+        self._last_thread = None
+        self._t_event = time.perf_counter()
+        self._listeners = ()
+
+    # -- the listeners (numba.core.event.Listener subclasses, made on entry: numba imported lazily)
+    def _on_compile(self, start: bool, data) -> None:
+        tid = threading.get_ident()
+        with self._lock:
+            self._t_event = time.perf_counter()
+            self._last_thread = tid
+            stack = self._stack.setdefault(tid, [])
+            if start:
+                disp = (data or {}).get("dispatcher")
+                func = getattr(disp, "py_func", None)
+                stack.append(getattr(func, "__qualname__", None) or str(disp))
+            else:
+                self._compiles += 1
+                if stack:
+                    stack.pop()
+
+    def _on_pass(self, start: bool, data) -> None:
+        tid = threading.get_ident()
+        with self._lock:
+            self._t_event = time.perf_counter()
+            self._last_thread = tid
+            if start:
+                name = str((data or {}).get("name", ""))
+                self._stage[tid] = name.split(" [", 1)[0]
+            else:
+                self._passes += 1
+
+    def _on_llvm_lock(self, start: bool, data) -> None:
+        if start:
+            return
+        with self._lock:
+            self._t_event = time.perf_counter()
+            self._locks += 1
+
+    def __enter__(self):
+        from numba.core import event
+
+        watch = self
+
+        class _Listener(event.Listener):
+            def __init__(self, fn):
+                self.fn = fn
+
+            def on_start(self, ev):
+                self.fn(True, ev.data)
+
+            def on_end(self, ev):
+                self.fn(False, ev.data)
+
+        self._listeners = (("numba:compile", _Listener(watch._on_compile)),
+                           ("numba:run_pass", _Listener(watch._on_pass)),
+                           ("numba:llvm_lock", _Listener(watch._on_llvm_lock)))
+        for kind, listener in self._listeners:
+            event.register(kind, listener)
+        return self
+
+    def __exit__(self, *exc):
+        from numba.core import event
+        for kind, listener in self._listeners:
+            event.unregister(kind, listener)
+        self._listeners = ()
+        return False
+
+    def progress(self) -> CompileProgress:
+        """The counts so far and what the most recently active compiling thread works on."""
+        with self._lock:
+            tid = self._last_thread
+            stack = self._stack.get(tid) or []
+            function = stack[-1] if stack else ""
+            stage = self._stage.get(tid, "") if function else ""
+            return CompileProgress(self._compiles, self._passes, self._locks, function, stage,
+                                   time.perf_counter() - self._t_event)
 
 
 def warmup(progress=None, names=None) -> float:

@@ -24,8 +24,10 @@ Modules, one concern each:
   solver, keeping α across a switch, going back, loading a model from the path;
 * :mod:`~gaplab.app.session.runloop` — Step, Step ×N, Run, Pause, Stop and the worker thread;
 * :mod:`~gaplab.app.session.publish` — the snapshots a session publishes;
-* :mod:`~gaplab.app.session.snapshot` — :class:`Snapshot`, :class:`StepInfo`, :class:`RunRecord`;
-* :mod:`~gaplab.app.session.pictures` — the anatomy's segmentation and pose adapters;
+* :mod:`~gaplab.app.session.snapshot` — :class:`Snapshot`, :class:`StepInfo`, :class:`RunRecord`,
+  :class:`StepRate` (the steps/s of a run);
+* :mod:`~gaplab.app.session.tracekeep` — the run's trace records kept for plotting (bounded);
+* :mod:`~gaplab.app.session.pictures` — the anatomy's pictures, as the models describe them;
 * :mod:`~gaplab.app.session.problems` — the problems shared by the sessions of a process.
 
 Every name the app and the tests import from ``gaplab.app.session`` is available here.
@@ -35,7 +37,7 @@ from __future__ import annotations
 # re-exported: every name of the former single module gaplab.app.session (other app modules and
 # the tests import them from here)
 from .control import Session, SessionSettings, _session_ids
-from .pictures import _HEAT_STOPS, _OVERLAY_COLORS, _mask_overlays, _pose_panels, _takes_part, loss_heat
+from .pictures import ROLE_COLORS, display_items, role_panels, takes_keyword
 from .problems import (DATASETS, GAP_CHECK_CHOICES, PROBLEM_CACHE_SIZE, Problem, _load_problem_cached,
                        load_problem)
 from .runloop import CHUNK_TARGET_S, MAX_COMPARISON_RUNS, PASS_FRAME_S, SNAPSHOT_PERIOD_S, SPEED_CHOICES

@@ -8,7 +8,6 @@ from __future__ import annotations
 import itertools
 import math
 import threading
-import time
 
 import numpy as np
 import param
@@ -22,7 +21,8 @@ from ..settings import app_settings, dataset_parameter, option_parameters, solve
 from .problems import load_problem
 from .publish import SessionPublisher
 from .runloop import SPEED_CHOICES, SessionRunLoop
-from .snapshot import Snapshot, StepInfo, RunRecord, _empty_snapshot
+from .snapshot import RunRecord, Snapshot, StepInfo, StepRate, _empty_snapshot
+from .tracekeep import TraceKeeper
 
 _session_ids = itertools.count(1)  # only hands out ids; no session state lives at module level
 
@@ -90,15 +90,16 @@ class Session(SessionRunLoop, SessionPublisher, SessionSettings):
         self._status = "idle"
         self._version = 0
         self._chunk = 64
-        self._pose_part = None   # the part whose score map the pose anatomy draws (None: the model's default)
-        self._trace: list = []
+        self._display_option = None   # (name, value): the reader's picker choice (None: the model's default)
+        self._display_error = None    # the last reason the model's pictures were not drawn
+        self._trace = TraceKeeper()   # the run's trace records kept for plotting (bounded)
         self._last_check = None
         self._manual: list = []
         self._active_hist: list = []
         self._last_step: StepInfo | None = None
         self._comparison: list[RunRecord] = []
         self._run_counter = 0
-        self._rate = (0.0, 0, 0.0)  # (time, iteration, steps per second)
+        self._rate = StepRate()   # steps per second of the current run (Snapshot.steps_per_s)
         self._note = ""
         self._origin = ""
         self._draw_p = None    # (iteration, P of the next draw) captured by a single Step
@@ -299,17 +300,17 @@ class Session(SessionRunLoop, SessionPublisher, SessionSettings):
                 solver = Solver(problem.model, cfg, test_data=problem.test, **model_box(problem.model))
             self._origin = origin
             self._note = ""
-            if self._pose_part is not None and self._pose_part >= getattr(getattr(problem.model, "arrays", None), "N", 0):
-                self._pose_part = None   # the chosen part does not exist in the new model
+            if problem is not self._problem:
+                self._display_option = None   # a picker choice belongs to its model
             self._problem = problem
             self._solver = solver
             self._applied = self._current_values()
-            self._trace = []
+            self._trace.clear()
             self._last_check = None
             self._manual = []
             self._active_hist = []
             self._last_step = None
-            self._rate = (time.perf_counter(), 0, 0.0)
+            self._rate.reset()
             self._chunk = 64
             self._switches = []
             self._history.clear()
@@ -360,12 +361,12 @@ class Session(SessionRunLoop, SessionPublisher, SessionSettings):
             prev = self._switches if not warm else []
             mark = (new.effective_passes, new.wall_time, new.iteration, label)
             if warm:
-                self._trace = []
+                self._trace.clear()
                 self._last_check = None
                 self._manual = []
                 self._active_hist = []
                 self._origin = f"α at λ = {s.lam:g}"
-                self._rate = (time.perf_counter(), 0, 0.0)
+                self._rate.reset()
             self._solver = new
             self._applied = self._current_values()
             self._switches = prev + [mark]
@@ -422,7 +423,7 @@ class Session(SessionRunLoop, SessionPublisher, SessionSettings):
             new = self._history.reach(iteration, on_last=seen)
             self._history.note(new, force=True)   # the next Back replays from here, not from afar
             self._solver = new
-            self._trace = list(new.trace())
+            self._trace.restart(new.trace(), new.n_trace_records)
             self._last_check = next((r for r in reversed(self._trace) if r["kind"] == "gap_check"), None)
             self._manual = [r for r in self._manual if r["oracle_calls"] <= new.oracle_calls]
             self._active_hist = [h for h in self._active_hist if h[0] <= new.effective_passes]
@@ -433,7 +434,7 @@ class Session(SessionRunLoop, SessionPublisher, SessionSettings):
                 self._last_step = None
                 self._draw_p = None
             self._set_status("paused" if new.iteration else "idle")
-            self._rate = (time.perf_counter(), new.iteration, 0.0)
+            self._rate.reset()
             self._publish()
         return self._snapshot
 

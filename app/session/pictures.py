@@ -1,101 +1,78 @@
-"""Display adapters of the step anatomy: a segmentation block's overlays and a pose block's
-skeletons, built from the dictionaries the models' ``describe_block`` returns."""
+"""The anatomy's pictures of a block, built from what the model describes (the display contract
+of :mod:`gaplab.core.models.display`): the model's panels for the ground truth, the FW corner
+and the away corner, composited (a labelling's region tinted in its colour, its wrong pixels
+darkened) and ready to draw. Nothing here knows a model's kind."""
 from __future__ import annotations
+
+import inspect
 
 import numpy as np
 
+from gaplab.core.models.display import check_panels, check_picker
+
 from .snapshot import _frozen
 
-def _takes_part(model) -> bool:
-    """True if ``model.describe_block`` takes a ``part`` argument (the pose model)."""
-    import inspect
+#: the labellings' colours (RGB): ground truth, the step's corner (FW or cache), away corner
+ROLE_COLORS = {"truth": (255, 200, 0), "fw": (0, 170, 255), "away": (255, 60, 160)}
+
+
+def takes_keyword(model, name: str) -> bool:
+    """True if ``model.describe_block`` takes the keyword ``name`` (a picker's choice)."""
     try:
-        return "part" in inspect.signature(model.describe_block).parameters
+        return name in inspect.signature(model.describe_block).parameters
     except (TypeError, ValueError):
         return False
 
 
-def _pose_panels(truth, fw, away, part_names, fw_name="FW corner") -> dict | None:
-    """For a pose block (``describe_block`` kind "pose"): ``G``, ``part`` (index), ``part_name``,
-    ``part_names`` (every node's name, for the part picker), ``score_map`` (float64 (G, G), read
-    only), ``edges`` (int64 (N − 1, 2) child-parent pairs) and ``skeletons``: (name, key, cells
-    int64 (N, 2) as (x, y), loss) for the ground truth, the FW corner and the away corner (the
-    away corner only when the step had one; ``fw_name`` names the FW corner: "cache corner" on a
-    cache hit). None for other models."""
-    if truth is None or "pose" not in truth:
-        return None
-    d = truth["pose"]
-    sk = []
-    for name, key, desc in (("ground truth", "truth", truth), (fw_name, "fw", fw), ("away corner", "away", away)):
-        if desc is None or "pose" not in desc:
-            continue
-        sk.append((name, key, _frozen(np.asarray(desc["pose"]["skeleton"], dtype=np.int64)),
-                   float(desc["pose"]["loss"])))
-    N = len(sk[0][2])
-    names = tuple(str(x) for x in part_names) if part_names is not None and len(part_names) == N \
-        else tuple(str(p) for p in range(N))
-    return {"G": int(d["G"]), "part": int(d["part"]), "part_name": str(d["part_name"]), "part_names": names,
-            "score_map": _frozen(np.asarray(d["score_map"], dtype=np.float64)),
-            "edges": _frozen(np.asarray(d["edges"], dtype=np.int64)), "skeletons": tuple(sk)}
+def display_items(model, d: dict) -> dict:
+    """The checked display entries of one description: ``panels`` (tuple), ``picker`` (dict or
+    None) and ``legend`` (str)."""
+    name = getattr(model, "name", None) or type(model).__name__
+    return {"panels": check_panels(d.get("panels"), name), "picker": check_picker(d.get("picker"), name),
+            "legend": str(d.get("legend") or "")}
 
 
-_OVERLAY_COLORS = {"truth": (255, 200, 0), "fw": (0, 170, 255), "away": (255, 60, 160)}
-#: the loss heat ramp: (t, RGB) stops, t = ω_p [y_p ≠ g_p] / max_p ω_p (light yellow → dark red)
-_HEAT_STOPS = ((0.0, (255, 245, 140)), (0.5, (255, 140, 0)), (1.0, (170, 0, 0)))
-
-
-def loss_heat(per, weight) -> np.ndarray:
-    """RGB heat colours (float64 (V, 3)) of per-superpixel loss contributions ``per`` (float (V,),
-    ω_p [y_p ≠ g_p]) on the scale of the image's largest loss weight ``max(weight)`` (ω_p: what
-    superpixel p costs when wrong), and a mask (bool (V,)) of the superpixels that add loss."""
-    per = np.asarray(per, dtype=np.float64)
-    top = float(np.max(weight)) if np.size(weight) else 0.0
-    t = np.clip(per / top, 0.0, 1.0) if top > 0 else np.zeros_like(per)
-    ts = np.array([p for p, _ in _HEAT_STOPS])
-    cols = np.array([c for _, c in _HEAT_STOPS], dtype=np.float64)
-    rgb = np.stack([np.interp(t, ts, cols[:, k]) for k in range(3)], axis=1)
-    return rgb, per > 0
-
-
-def _mask_overlays(truth, fw, away, fw_name="FW corner") -> tuple | None:
-    """For a segmentation block (``describe_block`` kind "mask"): (name, uint8 (H, W, 3)) pairs:
-    the photo with its superpixel borders, then the ground truth, the FW corner and the away
-    corner as coloured overlays (foreground tinted, wrong superpixels darkened), then the FW
-    corner's per-superpixel loss as a heat map over the grey photo (each wrong superpixel filled
-    with the colour of ω_p [y_p ≠ g_p] on the scale 0 … max_p ω_p, see :func:`loss_heat`; the
-    name gives the sum, L_i(y*), and the scale; ``fw_name`` names the FW corner: "cache corner" on
-    a cache hit). None otherwise."""
-    if truth is None or "mask" not in truth:
-        return None
-    d = truth["mask"]
-    photo = d.get("photo")
-    base = (np.asarray(photo, dtype=np.float64) if photo is not None
-            else np.full(d["superpixels"].shape + (3,), 128.0))
-    gt = np.asarray(d["truth"], dtype=bool)
-    first = base.copy()
-    first[np.asarray(d["boundaries"], dtype=bool)] = (255, 255, 0)
-    out = [("photo and superpixels", first)]
-    for name, key, desc in (("ground truth", "truth", truth), (fw_name, "fw", fw), ("away corner", "away", away)):
-        if desc is None or "mask" not in desc:
-            continue
-        m = np.asarray(desc["mask"]["mask"], dtype=bool)
+def _composite(panel, key) -> np.ndarray:
+    """The panel's image as uint8 RGB with the labelling's region tinted in its colour and its
+    wrong pixels darkened (the ground truth's never are)."""
+    img = np.asarray(panel["image"], dtype=np.float64)
+    if img.ndim == 2:
+        img = np.repeat(img[:, :, None], 3, axis=2)
+    region, wrong = panel["region"], panel["wrong"]
+    if region is None and wrong is None:
+        return np.asarray(panel["image"])
+    base = img
+    if region is not None:
         img = 0.55 * base
-        img[m] = 0.45 * base[m] + 0.55 * np.array(_OVERLAY_COLORS[key], dtype=np.float64)
-        if key != "truth":
-            wrong = m != gt
-            img[wrong] *= 0.5
-            name = f"{name} (loss {float(np.sum(desc['mask']['loss_per_superpixel'])):.3f})"
-        out.append((name, img))
-    fd = fw.get("mask") if fw is not None else None
-    if fd is not None and fd.get("loss_per_superpixel") is not None and fd.get("loss_weight") is not None:
-        per = np.asarray(fd["loss_per_superpixel"], dtype=np.float64)
-        rgb, wrong = loss_heat(per, fd["loss_weight"])
-        seg = np.asarray(d["superpixels"])
-        grey = base.mean(axis=2, keepdims=True) * np.ones(3)
-        img = 0.35 * grey + 60.0
-        px = wrong[seg]
-        img[px] = rgb[seg[px]]
-        img[np.asarray(d["boundaries"], dtype=bool) & px] *= 0.6
-        out.append((f"{fw_name} loss per superpixel (Σ {per.sum():.3f}; red {float(np.max(fd['loss_weight'])):.3f})",
-                    img))
-    return tuple((name, _frozen(np.clip(img, 0, 255).astype(np.uint8))) for name, img in out)
+        img[region] = 0.45 * base[region] + 0.55 * np.array(ROLE_COLORS[key], dtype=np.float64)
+    if wrong is not None and key != "truth":
+        img = img.copy() if img is base else img
+        img[wrong] *= 0.5
+    return np.clip(img, 0, 255).astype(np.uint8)
+
+
+def role_panels(truth, fw, away, fw_name: str = "FW corner") -> tuple | None:
+    """The anatomy's pictures: (key, caption, panel) for the ground truth's ``input`` panels
+    (key "input", shown once), then every labelling's own panels (key "truth", "fw", "away";
+    ``fw_name`` names the step's corner: "cache corner" on a cache hit). A panel's ``image`` is
+    composited (see :func:`_composite`); a corner's panel with points gets ``under``: the ground
+    truth's points of the same panel (drawn dashed beneath). None if the model gives no panels."""
+    if truth is None or not truth.get("panels"):
+        return None
+    names = {"truth": "ground truth", "fw": fw_name, "away": "away corner"}
+    out = [("input", p["caption"].replace("{who}", names["truth"]), p) for p in truth["panels"] if p["input"]]
+    truth_own = [p for p in truth["panels"] if not p["input"]]
+    for key, desc in (("truth", truth), ("fw", fw), ("away", away)):
+        if desc is None:
+            continue
+        own = [p for p in desc["panels"] if not p["input"]]
+        for k, p in enumerate(own):
+            cap = p["caption"]
+            cap = cap.replace("{who}", names[key]) if "{who}" in cap else (
+                f"{names[key]}: {cap}" if cap else names[key])
+            q = dict(p, image=_frozen(_composite(p, key)), region=None, wrong=None, under=None)
+            if key != "truth" and p["points"] is not None and k < len(truth_own) \
+                    and truth_own[k]["points"] is not None:
+                q["under"] = truth_own[k]["points"]
+            out.append((key, cap, q))
+    return tuple(out)

@@ -3,12 +3,12 @@ the model) and the immutable :class:`~gaplab.app.session.snapshot.Snapshot` the 
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
-from .pictures import _mask_overlays, _pose_panels, _takes_part
-from .snapshot import RECENT_STEPS, Snapshot, StepInfo, _empty_snapshot, _frozen, _trace_since, nonuniformity
+from .pictures import display_items, role_panels, takes_keyword
+from .snapshot import RECENT_STEPS, Snapshot, StepInfo, _empty_snapshot, _frozen, nonuniformity
+from .tracekeep import thin_points
 
 
 class SessionPublisher:
@@ -28,12 +28,16 @@ class SessionPublisher:
         model = s.model
         i = r.block
         names = self._label_names()
-        part = self._pose_part
-        truth = self._describe(model, i, model.ground_truth(i), names, part)
-        fw = self._describe(model, i, r.fw_corner, names, part)
-        away = self._describe(model, i, r.away_corner, names, part)
+        option = self._display_option
+        truth = self._describe(model, i, model.ground_truth(i), names, option)
+        fw = self._describe(model, i, r.fw_corner, names, option)
+        away = self._describe(model, i, r.away_corner, names, option)
         image = truth.get("image")
         words = truth.get("words")
+        err = next((x["error"] for x in (truth, fw, away) if x is not None and x.get("error")), None)
+        if err is not None and err != self._display_error:
+            self.notify(f"The model's pictures of block {i} are not drawn: {err}", "error")
+        self._display_error = err
         note = truth.get("note") or (self._problem.block_note(i) if self._problem is not None else "")
         # on a cache hit the step's corner is the cache corner y^c (Alg. 5), not a max-oracle answer
         fw_name = "cache corner" if r.cache_hit else "FW corner"
@@ -51,61 +55,81 @@ class SessionPublisher:
             gap_after=s.block_gap_now(i), improvement=r.improvement,
             active_set_size=r.active_set_size, truth=truth["labels"], fw_corner=fw["labels"],
             away_corner=away["labels"] if away else None,
-            overlays=_mask_overlays(truth, fw, away, fw_name),
-            pose=_pose_panels(truth, fw, away, getattr(getattr(model, "data", None), "node_names", None), fw_name),
+            panels=role_panels(truth, fw, away, fw_name), picker=truth["picker"], legend=truth["legend"],
+            subtitle=truth["text"],
             image=_frozen(image) if image is not None else None,
             tokens=tuple(words) if words is not None and not isinstance(words, str) else None, note=note,
             probability=prob, sampling=str(self.sampling), gap_prev=gprev, unvisited=unvisited,
             box=bool(np.size(getattr(s.S, "lb", ()))))
 
-    def set_pose_part(self, part) -> None:
-        """Choose the part whose score map the pose anatomy draws (an int node index, or None
-        for the model's default); the last step is described again with it."""
-        if part is not None:
-            if isinstance(part, bool) or not isinstance(part, (int, np.integer)) or part < 0:
-                raise ValueError(f"part must be None or an int >= 0 (a node of the pose tree), got {part!r}")
-            part = int(part)
+    def set_display_option(self, name: str, value) -> None:
+        """Make the reader's choice about the block's pictures (a model's ``picker``, e.g. the
+        part whose score map is drawn): ``describe_block`` is called with ``name=value`` (when
+        it takes that keyword); ``value`` None returns to the model's default. The last step is
+        described again with it.
+
+        Raises
+        ------
+        ValueError
+            If ``value`` is not None or an index of the picker's options (when the last step has
+            that picker)."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name must be a non-empty str (a picker's name), got {name!r}")
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise ValueError(f"value must be None or an int >= 0 (an index of the {name} picker's "
+                                 f"options), got {value!r}")
+            value = int(value)
         with self._lock:
-            s = self._solver
-            n_parts = getattr(getattr(s, "model", None), "arrays", None)
-            n_parts = getattr(n_parts, "N", None)
-            if part is not None and n_parts is not None and part >= n_parts:
-                raise ValueError(f"part must lie in [0, {n_parts}) for this pose model, got {part}")
-            if part == self._pose_part:
+            st = self._last_step
+            pk = st.picker if st is not None else None
+            if value is not None and pk is not None and pk["name"] == name and value >= len(pk["options"]):
+                raise ValueError(f"value must lie in [0, {len(pk['options'])}) for the {name} picker, got {value}")
+            option = None if value is None else (name, value)
+            if option == self._display_option:
                 return
-            self._pose_part = part
-            if s is not None and self._last_step is not None and self._last_step.pose is not None:
+            self._display_option = option
+            if self._solver is not None and pk is not None:
                 self._capture_last_step()
                 self._publish()
 
     @staticmethod
-    def _describe(model, i, y, names, part=None) -> dict | None:
-        """What the anatomy shows of labelling y of block i, from ``model.describe_block(i, y)``:
-        ``labels`` (one display string per position: the model's ``label_text`` if it gives it,
-        else the label names of its data), ``image``, ``words``, ``note``. Entries the model does
-        not give yet are taken from the training data's extras (``images``, ``words``)."""
+    def _describe(model, i, y, names, option=None) -> dict | None:
+        """What the anatomy shows of labelling y of block i, from ``model.describe_block(i, y)``
+        (called with the reader's choice ``option`` = (name, value) when the model takes that
+        keyword): ``labels`` (one display string per position: the model's ``label_text`` if it
+        gives it, else the label names of its data), ``image``, ``words``, ``note``, ``text`` and
+        the display entries (``panels``, ``picker``, ``legend``; gaplab.core.models.display).
+
+        Display entries that do not fit the contract are left out (``error`` says why, naming
+        the model)."""
         if y is None:
             return None
-        if part is not None and _takes_part(model):
-            d = dict(model.describe_block(i, y, part=part))
-        else:
+        d = None
+        if option is not None and takes_keyword(model, option[0]):
+            try:
+                d = dict(model.describe_block(i, y, **{option[0]: option[1]}))
+            except (ValueError, IndexError):   # the choice does not fit this model: its default
+                d = None
+        if d is None:
             d = dict(model.describe_block(i, y))
         if d.get("label_text") is not None:
             labels = tuple(str(t) for t in d["label_text"])
         else:
             ys = np.asarray(d.get("labels", y)).ravel()
             labels = tuple(names[int(k)] if names is not None else str(int(k)) for k in ys)
-        out = {"labels": labels, "image": d.get("image"), "words": d.get("words"), "note": d.get("note", "")}
-        if d.get("kind") == "mask":
-            out["mask"] = d
-        if d.get("kind") == "pose":
-            out["pose"] = d
-        data = getattr(model, "data", None)
-        extras = getattr(data, "extras", None) or {}
-        if out["image"] is None and extras.get("images") is not None:
-            out["image"] = extras["images"][data.tokens(i)]
-        if out["words"] is None and extras.get("words") is not None:
-            out["words"] = extras["words"][i]
+        try:
+            shown = display_items(model, d)
+        except (TypeError, ValueError) as exc:   # drawn without pictures; the session says why
+            shown = {"panels": (), "picker": None, "legend": "", "error": str(exc)}
+        out = {"labels": labels, "image": d.get("image"), "words": d.get("words"), "note": d.get("note", ""),
+               "text": str(d.get("text", "")), **shown}
+        img = out["image"]
+        if img is not None and (np.asarray(img).dtype != np.uint8 or np.ndim(img) != 3):
+            out["image"] = None
+            out["error"] = (f"{getattr(model, 'name', type(model).__name__)}: describe_block's image must be "
+                            f"uint8 of shape (L_i, h, w) (one picture per position), got "
+                            f"{np.asarray(img).dtype} of shape {np.shape(img)}")
         return out
 
     def _label_names(self):
@@ -148,19 +172,11 @@ class SessionPublisher:
                                          "comparison": tuple(self._comparison),
                                          "note": self._note if self._status == "loading" else ""})
             return
-        new = _trace_since(s, len(self._trace))
-        self._trace.extend(new)
+        new = self._trace.fetch(s)   # kept bounded (TraceKeeper); the new ones all seen here
         for r in new:
             if r["kind"] == "gap_check":
                 self._last_check = r
         n = s.n
-        now = time.perf_counter()
-        t_prev, it_prev, rate = self._rate
-        if self._status == "running" and now - t_prev >= 0.25:
-            rate = (s.iteration - it_prev) / (now - t_prev)
-            self._rate = (now, s.iteration, rate)
-        elif self._status != "running":
-            self._rate = (now, s.iteration, rate)
         track = bool(s.track)
         active = _frozen(s.active_set_sizes()) if track else None
         caches = _frozen(s.cache_sizes()) if track else None
@@ -168,6 +184,7 @@ class SessionPublisher:
             hist_pt = (s.effective_passes, float(active.mean()), int(active.max()), float(caches.mean()))
             if not self._active_hist or self._active_hist[-1][0] != hist_pt[0]:
                 self._active_hist.append(hist_pt)
+                self._active_hist = thin_points(self._active_hist)
         # last exact check: periodic (trace) or manual, whichever is later
         checks = [r for r in (self._last_check, self._manual[-1] if self._manual else None) if r]
         last = max(checks, key=lambda r: r["oracle_calls"]) if checks else None
@@ -182,7 +199,7 @@ class SessionPublisher:
             status=self._status, message_count=mcount,
             iteration=s.iteration, effective_passes=s.effective_passes,
             oracle_calls=s.oracle_calls, cache_hits=int(s.step_counts()["cache_hit"]),
-            solver_time_s=s.wall_time, steps_per_s=float(rate), heuristic_gap=s.heuristic_gap,
+            solver_time_s=s.wall_time, steps_per_s=float(self._rate.rate), heuristic_gap=s.heuristic_gap,
             dual=s.dual_objective(),
             exact_gap=last["exact_gap"] if last else math.nan,
             exact_primal=last["primal"] if last else math.nan,
@@ -192,7 +209,7 @@ class SessionPublisher:
             gap_estimates=_frozen(gaps), staleness=_frozen(s.staleness),
             probabilities=_frozen(s.sampling_probabilities()), exact_block_gaps=exact_blocks,
             exact_block_gaps_iteration=int(last["iteration"]) if last else -1,
-            active_set_sizes=active, cache_sizes=caches, trace=tuple(self._trace),
+            active_set_sizes=active, cache_sizes=caches, trace=self._trace.snapshot(),
             manual_checks=tuple(self._manual), active_history=tuple(self._active_hist),
             recent_steps=_frozen(rs), last_step=self._last_step, step_counts=s.step_counts(),
             has_test=self._problem.test is not None, tracks_atoms=track,

@@ -191,7 +191,7 @@ class SessionRunLoop:
         with self._lock:
             self._history.note(self._solver)
             self._set_status("running")
-            self._rate = (time.perf_counter(), self._solver.iteration, self._rate[2])
+            self._rate.reset()   # measured anew from this run's first two snapshots
             self._publish()
         self._start_thread(lambda: self._worker(target_steps), "run")
 
@@ -245,6 +245,7 @@ class SessionRunLoop:
                     now = time.perf_counter()
                     if now - last_pub >= SNAPSHOT_PERIOD_S or (dt_step > 0 and k * dt_step >= SNAPSHOT_PERIOD_S):
                         self._history.note(s, running=True)
+                        self._rate.sample(now, s.iteration)   # taken right after a chunk
                         self._capture_last_step()
                         self._publish()
                         last_pub = now
@@ -273,7 +274,7 @@ class SessionRunLoop:
         with self._lock:
             self._solver = None
             self._problem = None
-            self._trace = []
+            self._trace.clear()
             self._manual = []
             self._comparison = []
             self._history.clear()   # its checkpoints are solver copies

@@ -47,20 +47,20 @@ class StepInfo:
     truth: tuple
     fw_corner: tuple
     away_corner: tuple | None
-    image: np.ndarray | None = field(default=None, repr=False)  # OCR: uint8 (T, 16, 8) letter images
-    tokens: tuple | None = None         # CoNLL: the words of the sentence
+    image: np.ndarray | None = field(default=None, repr=False)  # uint8 (T, h, w): a picture per position
+    tokens: tuple | None = None         # the words of the positions (e.g. a sentence)
     note: str = ""                      # toy: "hard block" / "easy block"
     probability: float = math.nan      # P(i) of the draw (known for a single Step), else NaN
     sampling: str = ""                  # the sampler that drew the block
     gap_prev: float = math.nan          # the block's estimate ĝᵢ before the step (+inf: unvisited)
     unvisited: int = -1                 # blocks with ĝ = +inf when the block was drawn (-1: unknown)
     box: bool = False                   # the model has box constraints (w = clip(v), App. H)
-    # segmentation (describe_block kind "mask"): uint8 (H, W, 3) RGB overlays of the photo with
-    # superpixel borders, the ground truth, the FW and the away corner (see _mask_overlays)
-    overlays: tuple | None = field(default=None, repr=False)
-    # pose (describe_block kind "pose"): what the anatomy draws (see _pose_panels): the score map
-    # of one part and the skeletons of the ground truth, the FW corner and the away corner
-    pose: dict | None = field(default=None, repr=False)
+    # the model's pictures of the block (its describe_block "panels", gaplab.core.models.display):
+    # (key, caption, panel) with key "input", "truth", "fw" or "away" (see pictures.role_panels)
+    panels: tuple | None = field(default=None, repr=False)
+    picker: dict | None = None          # a choice about the pictures the model offers (display.picker)
+    legend: str = ""                    # the model's legend of its pictures (plain text)
+    subtitle: str = ""                  # the model's one-line text of the ground truth
 
 
 
@@ -130,6 +130,40 @@ class Snapshot:
     # settings switched mid-run with α kept: (effective passes, solver time s, iteration, label)
     switches: tuple = ()
     history_from: int = -1      # the earliest iteration "Back" reaches (-1: none)
+
+
+class StepRate:
+    """Block steps per second of the current run, as the status line shows it.
+
+    Measured between two snapshots the worker publishes right after a chunk of steps: the
+    steps done between them divided by the time between them (both time stamps are taken after
+    a step, so no step is counted at both ends of a window), smoothed exponentially with time
+    constant ``TAU_S``. NaN (not shown) until a run has published two such snapshots.
+    """
+
+    TAU_S = 1.0
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the previous run (called when a run starts and when the solver changes)."""
+        self._t = None
+        self._it = 0
+        self.rate = math.nan
+
+    def sample(self, t: float, iteration: int) -> float:
+        """Record that the solver was at ``iteration`` at time ``t`` (s, monotonic) right after
+        a chunk of steps; returns the smoothed rate (steps/s)."""
+        if self._t is not None and t > self._t and iteration >= self._it:
+            dt = t - self._t
+            inst = (iteration - self._it) / dt
+            if math.isfinite(self.rate):
+                self.rate += (1.0 - math.exp(-dt / self.TAU_S)) * (inst - self.rate)
+            else:
+                self.rate = inst
+        self._t, self._it = t, int(iteration)
+        return self.rate
 
 
 def nonuniformity(x) -> float:

@@ -15,12 +15,14 @@ Modules, one concern each:
   formats, projector fonts, inline PNGs (shared by every view and by the path tab);
 * :mod:`~gaplab.app.views.base` — the view base classes and :func:`trace_columns`;
 * :mod:`~gaplab.app.views.anatomy` — the Step tab's anatomy of the last step;
-* :mod:`~gaplab.app.views.pictures` — pose skeletons and chunked sentences drawn in it;
+* :mod:`~gaplab.app.views.pictures` — a model's picture panels and chunked sentences drawn in it;
 * :mod:`~gaplab.app.views.narration` — the step sentence and the status line's test words;
 * :mod:`~gaplab.app.views.blocks` — the per-block bars of the Step tab;
 * :mod:`~gaplab.app.views.convergence` — the Convergence tab's plots;
 * :mod:`~gaplab.app.views.cache` — the Cache & active sets tab;
 * :mod:`~gaplab.app.views.status` — the status line.
+* :mod:`~gaplab.app.views.frame` — one snapshot per refresh for every visible view and the
+  status line.
 
 Every name the app and the tests import from ``gaplab.app.views`` is available here.
 """
@@ -40,8 +42,8 @@ from .figures import (_BOLD, _FIG_FONTS, _LOG_MAJOR_JS, _LOG_MINOR_JS, _LOG_TICK
 from .narration import (_TIP_BEFORE, _TIP_BEFORE_HIT, _TIP_DIRECTION_HIT, _TIP_IMPROVEMENT_BOX,
                         SAMPLER_WORDS, _drawn_words, _fw_row_label, _sampler_words, corner_name,
                         status_test_words, step_sentence)
-from .pictures import (CHUNK_COLORS, CHUNK_OTHER, MISTAKE, POSE_COLORS, chunk_row_html, iob_chunks, is_iob,
-                       pose_svg)
+from .pictures import (CHUNK_COLORS, CHUNK_OTHER, MISTAKE, ROLE_COLORS, chunk_row_html, iob_chunks, is_iob,
+                       panel_html)
 from .status import StatusView
 
 __all__ = ["AnatomyView", "BlockGapsView", "GapView", "PrimalDualView", "TestErrorView",

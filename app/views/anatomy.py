@@ -1,9 +1,8 @@
 """The Step tab's anatomy of the last block step: the block's input and labellings (word
-images, a chunked sentence, segmentation overlays, pose skeletons), the step's numbers in a
+images, a chunked sentence, the model's pictures), the step's numbers in a
 table and one sentence saying what happened."""
 from __future__ import annotations
 
-import numpy as np
 import panel as pn
 
 from ..safe_html import esc
@@ -11,10 +10,10 @@ from .base import _Base
 from .figures import BIG_PX, LiveHTML, _fmt, _fmt_gap, _png, _scale_px
 from .narration import (_TIP_BEFORE, _TIP_BEFORE_HIT, _TIP_DIRECTION_HIT, _TIP_IMPROVEMENT_BOX,
                         _fw_row_label, corner_name, step_sentence)
-from .pictures import chunk_row_html, is_iob, pose_svg
+from .pictures import chunk_row_html, is_iob, panel_html
 
 class AnatomyView(_Base):
-    """The last block step: the input (OCR word image), its ground truth, the FW corner and the
+    """The last block step: the input (e.g. letter images), its ground truth, the FW corner and the
     away corner decoded, step kind, γ, cache hit or miss, block gap before and after.
 
     Drawn as HTML (pixel-exact letter images, real text the browser tests can read)."""
@@ -22,15 +21,17 @@ class AnatomyView(_Base):
     MAX_TOKENS = 16
     RUNNING_MIN_INTERVAL_S = 0.45   # while a run goes, redraw at most twice per second
 
-    def __init__(self, stacked: bool = False, name=None, compact: bool = False, on_part=None):
+    def __init__(self, stacked: bool = False, name=None, compact: bool = False, on_choice=None):
         super().__init__()
-        # pose models: a part picker (whose score map is drawn); on_part(index) asks the session
-        # to describe the last step again with that part
-        self._on_part = on_part
-        self._part_guard = False
-        self.part_picker = pn.widgets.Select(name="score map of part", options={}, width=230, margin=(0, 10),
-                                             visible=False, css_classes=["gaplab-part-picker"])
-        self.part_picker.param.watch(self._part_chosen, "value")
+        # a model that offers a choice about its pictures (its describe_block's "picker", e.g.
+        # the part whose score map is drawn): on_choice(name, index) asks the session to
+        # describe the last step again with that choice
+        self._on_choice = on_choice
+        self._picker_guard = False
+        self._picker_name = None
+        self.picker = pn.widgets.Select(name="", options={}, width=230, margin=(0, 10),
+                                        visible=False, css_classes=["gaplab-picker"])
+        self.picker.param.watch(self._chosen, "value")
         # fixed heights: content that changes 10x/s must not make the browser re-layout the page
         # (a long CoNLL sentence chunked three times may need more: the word pane then scrolls)
         self._stacked = stacked
@@ -52,13 +53,13 @@ class AnatomyView(_Base):
                                      styles={"font-size": "13.5px", "overflow-x": "hidden", "overflow-y": "auto",
                                              "background": "#f4f7fa", "border-left": "4px solid #1f3b57",
                                              "padding": "2px 8px"})
-        self.panel = pn.Column(self.part_picker, layout(self.word, self.table, sizing_mode="stretch_width"),
+        self.panel = pn.Column(self.picker, layout(self.word, self.table, sizing_mode="stretch_width"),
                                self.sentence, sizing_mode="stretch_width", css_classes=["gaplab-anatomy"])
 
-    def _part_chosen(self, event):
-        if self._part_guard or event.new is None or self._on_part is None:
+    def _chosen(self, event):
+        if self._picker_guard or event.new is None or self._on_choice is None or self._picker_name is None:
             return
-        self._on_part(int(event.new))
+        self._on_choice(self._picker_name, int(event.new))
 
     def _height(self, chunks: bool) -> int:
         """Height of the input pane: taller for a chunked sentence (three wrapped rows); it only
@@ -100,12 +101,9 @@ class AnatomyView(_Base):
             return
         chunks = st.tokens is not None and is_iob(st.truth)
         self._set_height(chunks)
-        pose = getattr(st, "pose", None)
-        self._show_picker(pose)
-        if pose:
-            self._draw_pose(snap, st, pose)
-        elif getattr(st, "overlays", None):
-            self._draw_masks(snap, st)
+        self._show_picker(st.picker)
+        if st.panels:
+            self._draw_panels(snap, st)
         elif chunks:
             self._draw_chunks(snap, st)
         else:
@@ -137,69 +135,51 @@ class AnatomyView(_Base):
             "type X, I-X continues it); red box: not a gold chunk; red word: its tag differs from the "
             "gold tag (adds loss); hover a word for its tag</div>")
 
-    def _show_picker(self, pose):
-        """The part picker: shown for a pose block (when a session listens), its options the
-        tree's nodes, its value the part drawn (set without calling back)."""
-        want = pose is not None and self._on_part is not None
-        if self.part_picker.visible != want:
-            self.part_picker.visible = want
+    def _show_picker(self, pk):
+        """The model's picker (its describe_block's "picker"): shown when the model offers one
+        and a session listens, its options the model's, its value the one drawn (set without
+        calling back)."""
+        want = pk is not None and self._on_choice is not None
+        if self.picker.visible != want:
+            self.picker.visible = want
         if not want:
             return
-        opts = {f"{k}: {nm}": k for k, nm in enumerate(pose["part_names"])}
-        self._part_guard = True
+        self._picker_name = pk["name"]
+        opts = {f"{k}: {nm}": k for k, nm in enumerate(pk["options"])}
+        self._picker_guard = True
         try:
-            if self.part_picker.options != opts:
-                self.part_picker.options = opts
-            if self.part_picker.value != pose["part"]:
-                self.part_picker.value = pose["part"]
+            if self.picker.name != pk["label"]:
+                self.picker.name = pk["label"]
+            if self.picker.options != opts:
+                self.picker.options = opts
+            if self.picker.value != pk["value"]:
+                self.picker.value = pk["value"]
         finally:
-            self._part_guard = False
+            self._picker_guard = False
 
-    def _draw_pose(self, snap, st, pose):
-        """A pose block (Paper: App. I): the score map of one part (bright: high score) with
-        the skeleton (the 26-node tree) of the ground truth, the FW corner and the away corner
-        over it, one panel each; the corners' panels repeat the ground truth thin and dashed, and
-        the drawn part is ringed."""
+    def _draw_panels(self, snap, st):
+        """The model's pictures of the block (its describe_block's panels, Paper: App. I for the
+        segmentation and pose models): the input once, then the ground truth's, the step's
+        corner's and the away corner's pictures in one row of equal columns (every one stays in
+        view, scaled down), each with its caption; the model's legend under them."""
         px = max(110, self.word.height - 95)
-        note = f" — {esc(st.note)}" if st.note else ""
         cells = "".join(
-            f"<td style='text-align:center;padding:0 4px;vertical-align:top'>{pose_svg(pose, k, px)}"
-            f"<div style='font-size:12px;color:#444'>{esc(name)}"
-            + (f" (loss {loss:.3f})" if key != "truth" else "") + "</div></td>"
-            for k, (name, key, _, loss) in enumerate(pose["skeletons"]))
+            f"<td style='text-align:center;padding:0 3px;vertical-align:top'>{panel_html(p, key, px)}"
+            f"<div style='font-size:11.5px;line-height:1.2;color:#444'>{esc(cap)}</div></td>"
+            for key, cap, p in st.panels)
+        note = f" — {esc(st.note)}" if st.note else ""
+        sub = f" <span style='font-weight:normal;font-size:12.5px;color:#555'>({esc(st.subtitle)})</span>" \
+            if st.subtitle else ""
+        pk = st.picker
+        chosen = (f"<div style='color:#444;font-size:12px'>{esc(pk['label'])}: <b class='gaplab-picked'>"
+                  f"{esc(pk['options'][pk['value']])}</b></div>") if pk is not None else ""
+        legend = f"; {esc(st.legend)}" if st.legend else ""
         self.word.object = self._big(
             f"<div style='font-weight:600;font-size:15px;margin-bottom:4px'>Anatomy of the last step: "
-            f"block <span class='gaplab-block'>{st.block}</span>{note} "
-            f"<span style='font-weight:normal;font-size:12.5px;color:#555'>({len(pose['skeletons'][0][2])} "
-            f"parts on a {pose['G']}×{pose['G']} grid; score map of "
-            f"<b class='gaplab-part'>{esc(pose['part_name'])}</b>)</span></div>"
-            f"<div style='overflow-x:auto'><table><tr>{cells}</tr></table></div>"
-            f"<div style='color:#666;font-size:12px'>gold: ground truth; blue: {corner_name(st)}; pink: away corner; "
-            "ring: the part whose score map is shown (bright: high score)</div>")
-
-    def _draw_masks(self, snap, st):
-        """A segmentation block (Paper: App. I): the photo with its superpixels, the ground truth,
-        the FW corner and the away corner as coloured overlays (darkened: superpixels whose label
-        differs from the ground truth, i.e. that add loss), and the FW corner's per-superpixel
-        loss as a heat map (the class-balanced, area-weighted Hamming loss, superpixel by
-        superpixel)."""
-        # equal columns over the pane's width: every panel (up to five) stays in view, scaled down
-        cells = "".join(
-            f"<td style='text-align:center;padding:0 3px;vertical-align:top'>"
-            f"<img class='gaplab-mask' src='{_png(img)}' style='max-width:100%;max-height:140px;"
-            f"object-fit:contain;border:1px solid #ddd'>"
-            f"<div style='font-size:11.5px;line-height:1.2;color:#444'>{esc(name)}</div></td>"
-            for name, img in st.overlays)
-        note = f" — {esc(st.note)}" if st.note else ""
-        self.word.object = (
-            f"<div style='font-weight:600;font-size:15px;margin-bottom:6px'>Anatomy of the last step: "
-            f"block <span class='gaplab-block'>{st.block}</span>{note} "
-            f"<span style='font-weight:normal;font-size:12.5px;color:#555'>({len(st.truth)} superpixels)</span></div>"
+            f"block <span class='gaplab-block'>{st.block}</span>{note}{sub}</div>{chosen}"
             f"<div style='overflow-x:auto'><table style='width:100%;table-layout:fixed'><tr>{cells}</tr></table></div>"
-            f"<div style='color:#666;font-size:11.5px;line-height:1.25'>yellow: true horse; blue: {corner_name(st)}; "
-            "pink: away corner; darkened: wrong label (adds loss). Loss heat map: what each wrong superpixel "
-            f"of the {corner_name(st)} adds to its loss, ω<sub>p</sub> = area / (2 · area of its true class), light "
-            "yellow → dark red (the image's largest ω<sub>p</sub>); they sum to the loss</div>")
+            f"<div style='color:#666;font-size:11.5px;line-height:1.25'>gold: ground truth; blue: "
+            f"{corner_name(st)}; pink: away corner{legend}</div>")
 
     def _draw_tokens(self, snap, st):
         T = len(st.truth)
@@ -211,7 +191,7 @@ class AnatomyView(_Base):
         rows = []
         if st.image is not None:
             cells = "".join(
-                f"<td style='padding:0 3px'><img src='{_png(255 - 255 * np.asarray(st.image[t]))}' "
+                f"<td style='padding:0 3px'><img src='{_png(st.image[t])}' "
                 f"style='width:24px;height:48px;image-rendering:pixelated;border:1px solid #ddd'></td>"
                 for t in range(show))
             rows.append("<tr>" + label.format("input x<sub>i</sub>") + cells + "</tr>")
@@ -251,7 +231,7 @@ class AnatomyView(_Base):
             # StepRecord.iteration is k, the steps done before this one; the status line counts
             # steps done, so this step took the solver from iteration k to k + 1
             ("step", f"#{st.iteration + 1:,} &nbsp;<span style='font-weight:normal;color:#666'>(iteration "
-                     f"{st.iteration:,} → {st.iteration + 1:,})</span>"),
+                     f"{st.iteration:,} → {st.iteration + 1:,})</span>{_lag_words(snap, st)}"),
             ("step kind", st.kind + (" (drop step)" if st.drop else "")),
             ("γ (step size)", f"{_fmt(st.gamma, '.4g')} &nbsp;(γ<sub>max</sub> = {_fmt(st.gamma_max, '.4g')})"),
             ("oracle", hit),
@@ -273,3 +253,14 @@ class AnatomyView(_Base):
     def _big(self, text):
         return _scale_px(text, self._scale, BIG_PX if self._compact else 0.0)
 
+
+
+def _lag_words(snap, st) -> str:
+    """When the snapshot's iteration has moved past the step described (its last step was not
+    captured with it), say which step this is and how far behind: the numbers on screen come
+    from one snapshot, or say which step they describe."""
+    lag = snap.iteration - (st.iteration + 1)
+    if lag <= 0:
+        return ""
+    return (f"<br><span class='gaplab-anatomy-lag' style='font-weight:normal;color:#8a5a00'>last drawn step: "
+            f"#{st.iteration + 1:,}, {lag:,} step{'s' if lag != 1 else ''} ago</span>")

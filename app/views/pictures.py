@@ -1,5 +1,6 @@
-"""Pictures of a block for the step anatomy: a pose skeleton over a part's score map (inline
-SVG) and a chunked sentence (IOB tags as coloured chunk boxes, mistakes marked)."""
+"""Pictures of a block for the step anatomy: a model's picture panel (an image, or an inline SVG
+with points and segments over it) and a chunked sentence (IOB tags as coloured chunk boxes,
+mistakes marked)."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,43 +8,50 @@ import numpy as np
 from ..safe_html import esc
 from .figures import _png
 
-POSE_COLORS = {"truth": "#ffc800", "fw": "#00aaff", "away": "#ff3ca0"}
+#: the labellings' colours: ground truth, the step's corner (FW or cache), away corner
+ROLE_COLORS = {"truth": "#ffc800", "fw": "#00aaff", "away": "#ff3ca0"}
 
 
-def pose_svg(pose, k: int, px: int) -> str:
-    """An inline SVG (px × px) of skeleton k of ``pose`` (StepInfo.pose: ``score_map`` (G, G),
-    ``edges`` (N − 1, 2), ``skeletons`` (name, key, cells (N, 2) as (x, y), loss), ``part``)
-    over the part's score map (grayscale PNG, bright = high). Cell (x, y) is drawn at its centre
-    (x + ½, y + ½) in a viewBox of G × G; the ground truth is repeated thin and dashed under a
-    corner's skeleton."""
-    G = int(pose["G"])
-    m = np.asarray(pose["score_map"], dtype=np.float64)
-    lo, hi = float(m.min()), float(m.max())
-    img = np.zeros(m.shape, np.uint8) if hi <= lo else np.round(255 * (m - lo) / (hi - lo)).astype(np.uint8)
-    edges = np.asarray(pose["edges"], dtype=np.int64)
-    lw = max(G / 70, 0.25)
+def panel_html(panel, key: str, px: int) -> str:
+    """One of the model's pictures (a :func:`gaplab.core.models.display.image_panel`, composited
+    by the session) as inline HTML ``px`` pixels high, scaled to fit its column with its aspect
+    ratio kept (small pictures are enlarged): an ``<img>``, or an SVG when the
+    panel has points: the segments joining them and a dot per point in the labelling's colour
+    (``key``: "input", "truth", "fw" or "away"), the ``mark`` point ringed, and ``under`` (the
+    ground truth's points) thin and dashed beneath. A point (x, y) is in pixel units of the
+    image (a pixel's centre at +0.5)."""
+    img = np.asarray(panel["image"])
+    h, w = img.shape[:2]
+    render = "image-rendering:pixelated;" if panel.get("pixelated") else ""
+    if panel.get("points") is None:
+        return (f"<img class='gaplab-panel' data-key='{esc(key)}' src='{_png(img)}' style='width:100%;"
+                f"height:{px}px;object-fit:contain;{render}'>")
+    seg = panel.get("segments")
+    seg = np.zeros((0, 2), np.int64) if seg is None else np.asarray(seg, dtype=np.int64)
+    lw = max(max(h, w) / 70, 0.25)
 
-    def lines(cells, color, width, dash=""):
-        c = np.asarray(cells, dtype=np.float64) + 0.5
+    def lines(pts, color, width, dash=""):
+        c = np.asarray(pts, dtype=np.float64)
         segs = "".join(f"<line x1='{c[a, 0]:.1f}' y1='{c[a, 1]:.1f}' x2='{c[b, 0]:.1f}' y2='{c[b, 1]:.1f}'/>"
-                       for a, b in edges)
+                       for a, b in seg)
         dots = "".join(f"<circle cx='{x:.1f}' cy='{y:.1f}' r='{1.3 * width:.2f}'/>" for x, y in c) if not dash else ""
         return (f"<g stroke='{color}' stroke-width='{width:.2f}' stroke-linecap='round' fill='{color}'"
                 + (f" stroke-dasharray='{dash}'" if dash else "") + f">{segs}{dots}</g>")
 
-    name, key, cells, _ = pose["skeletons"][k]
+    pts = np.asarray(panel["points"], dtype=np.float64)
     body = ""
-    if key != "truth":
-        body += lines(pose["skeletons"][0][2], POSE_COLORS["truth"], 0.6 * lw, dash=f"{2 * lw:.2f}")
-    body += lines(cells, POSE_COLORS.get(key, "#fff"), lw)
-    px_, py_ = (np.asarray(cells)[int(pose["part"])] + 0.5)
-    body += (f"<circle class='gaplab-part-ring' cx='{px_:.1f}' cy='{py_:.1f}' r='{max(G / 18, 0.8):.2f}' fill='none' "
-             f"stroke='white' stroke-width='{0.8 * lw:.2f}'/>")
-    return (f"<svg class='gaplab-pose' data-key='{key}' viewBox='0 0 {G} {G}' width='{px}' height='{px}' "
-            f"style='border:1px solid #ddd;background:#000'>"
-            f"<image href='{_png(img)}' x='0' y='0' width='{G}' height='{G}' preserveAspectRatio='none' "
-            f"style='image-rendering:pixelated'/>{body}</svg>")
-
+    under = panel.get("under")
+    if under is not None and len(under) == len(pts):
+        body += lines(under, ROLE_COLORS["truth"], 0.6 * lw, dash=f"{2 * lw:.2f}")
+    body += lines(pts, ROLE_COLORS.get(key, "#ffffff"), lw)
+    if panel.get("mark") is not None:
+        mx, my = pts[int(panel["mark"])]
+        body += (f"<circle class='gaplab-mark' cx='{mx:.1f}' cy='{my:.1f}' r='{max(max(h, w) / 18, 0.8):.2f}' "
+                 f"fill='none' stroke='white' stroke-width='{0.8 * lw:.2f}'/>")
+    return (f"<svg class='gaplab-panel' data-key='{esc(key)}' viewBox='0 0 {w} {h}' "
+            f"style='width:100%;height:{px}px'>"
+            f"<image href='{_png(img)}' x='0' y='0' width='{w}' height='{h}' preserveAspectRatio='none' "
+            f"style='{render}'/>{body}</svg>")
 
 
 CHUNK_COLORS = {"NP": "#d4e6f7", "VP": "#d6efd0", "PP": "#fde2c8", "ADVP": "#eadcf5", "ADJP": "#f8d5e5",

@@ -14,9 +14,6 @@ class StatusView(_Base):
     RUNNING_MIN_INTERVAL_S = 0.15
     #: the background compile's KernelState while it runs (set by the app), else None
     compiling = None
-    #: the step (1-based) the anatomy on screen describes, when it is drawn less often than this
-    #: line (set by the app; None: no anatomy shown). A lag is said with the numbers.
-    anatomy_step = None
 
     def __init__(self):
         super().__init__()
@@ -25,13 +22,14 @@ class StatusView(_Base):
 
     def _draw(self, snap):
         from ..session import STATUS_LABELS
+        from ..startup import status_words
         status = STATUS_LABELS.get(snap.status, snap.status)
         color = {"running": "#1a9641", "error": "#d7191c", "loading": "#fdae61",
                  "budget": "#2c7fb8"}.get(snap.status, "#555")
         ks = self.compiling
         if ks is not None and snap.status in ("idle", "loading"):
             # never "ready" while the first Step would wait for the compiler
-            status, color = f"compiling kernels {100 * ks.fraction:.0f}%", "#d08000"
+            status, color = status_words(ks), "#d08000"
         note = (f" <span style='color:#8a5a00'>{esc(snap.note)}</span>"
                 if snap.status == "loading" and snap.note else "")
         if not snap.n:
@@ -42,7 +40,7 @@ class StatusView(_Base):
             self.panel.object = (f"<div class='gaplab-status'><span style='color:{color};font-weight:bold'>"
                                  f"● {status}</span> <b>{esc(snap.dataset)}</b> (n = {snap.n:,}) ·{note}</div>")
             return
-        rate = f" · {snap.steps_per_s:,.0f} steps/s" if snap.status == "running" and snap.steps_per_s else ""
+        rate = _rate_words(snap)
         exact = (f"exact gap <b>{_fmt(snap.exact_gap)}</b> @ {snap.exact_passes:.1f} passes"
                  if math.isfinite(snap.exact_gap) else "exact gap –")
         test = status_test_words(snap)
@@ -53,11 +51,13 @@ class StatusView(_Base):
             f"<div class='gaplab-status'><span style='color:{color};font-weight:bold'>● {status}</span> &nbsp;"
             f"<b>{esc(snap.dataset)}</b> (n = {snap.n:,}) · iteration <b>{snap.iteration:,}</b> · "
             f"<b>{snap.effective_passes:.2f}</b> passes · heuristic gap <b>{_fmt(snap.heuristic_gap)}</b> · "
-            f"{exact}{test}{rate}{self._anatomy_lag(snap)}</div>")
+            f"{exact}{test}{rate}</div>")
 
-    def _anatomy_lag(self, snap) -> str:
-        shown = self.anatomy_step
-        if shown is None or snap.iteration <= shown:
-            return ""
-        return (f" · <span class='gaplab-anatomy-lag' style='color:#666'>anatomy: step #{shown:,}, "
-                f"{snap.iteration - shown:,} steps ago</span>")
+
+def _rate_words(snap) -> str:
+    """The run's speed, while it runs and once measured (``Snapshot.steps_per_s`` is NaN until
+    the run has published two snapshots): whole steps per second, one decimal below 10."""
+    r = snap.steps_per_s
+    if snap.status != "running" or not (math.isfinite(r) and r > 0):
+        return ""
+    return f" · {r:,.0f} steps/s" if r >= 10 else f" · {r:.1f} steps/s"

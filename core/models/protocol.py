@@ -115,8 +115,21 @@ class StructuredModel(abc.ABC):
 
     def describe_block(self, i: int, y) -> dict:
         """What the app draws for block i and labelling y: a dict with at least ``"text"`` (a
-        short string: letters for OCR, chunks for CoNLL) and ``"kind"`` (``"sequence"``,
-        ``"label"``, ``"mask"``, ...), plus model-specific entries (an image, a mask)."""
+        short string: letters for OCR, chunks for CoNLL) and ``"kind"`` (a name for people; the
+        app never branches on it), plus the display contract of :mod:`gaplab.core.models.display`,
+        which the app draws without knowing the model:
+
+        * ``"labels"`` (int array (L_i,)) or ``"label_text"`` (L_i strings): one token per
+          position, drawn as the rows of the ground truth and the corners (label texts in IOB2,
+          ``B-X``/``I-X``/``O``, are drawn as chunks);
+        * ``"words"`` (L_i strings) or ``"image"`` (uint8 (L_i, h, w), dark ink on white): the
+          input of each position, drawn above the rows;
+        * ``"panels"``: pictures of y (:func:`~gaplab.core.models.display.image_panel`), with
+          ``"legend"`` (plain text under them) and ``"picker"``
+          (:func:`~gaplab.core.models.display.picker`) when the reader can choose what they show;
+        * ``"note"``: a short remark on the block (e.g. "hard block").
+
+        A new model with a picture needs no change in the app: it returns panels."""
         return {"kind": "labels", "text": " ".join(str(int(v)) for v in np.asarray(y).ravel())}
 
 

@@ -34,7 +34,8 @@ ROOT = DOCS.parent
 API_SECTIONS = (
     ("The package", ("gaplab",)),
     ("Solver core", ("gaplab.core", "gaplab.core.config", "gaplab.core.solver",
-                     "gaplab.core.problems", "gaplab.core.estimator", "gaplab.core.reference",
+                     "gaplab.core.solver_state", "gaplab.core.problems", "gaplab.core.estimator",
+                     "gaplab.core.reference",
                      "gaplab.core.warmup")),
     ("Models", ("gaplab.core.models", "gaplab.core.models.protocol")),
     ("Data sets", ("gaplab.core.datasets",)),
@@ -230,8 +231,10 @@ def api_pages() -> dict[str, str]:
             for name, obj, _ in own:
                 kind = _kind(obj)
                 if kind == "class":
+                    # a class built from gaplab base classes (the Solver) lists their members too
+                    inherits = any(b.__module__.startswith("gaplab") for b in obj.__mro__[1:])
                     lines += [f".. autoclass:: {modname}.{name}", "   :members:",
-                              "   :show-inheritance:", ""]
+                              "   :show-inheritance:"] + (["   :inherited-members:"] if inherits else []) + [""]
                 elif kind == "function":
                     lines += [f".. autofunction:: {modname}.{name}", ""]
                 else:   # constants: their value when it is short, their #: comment if any
@@ -264,7 +267,7 @@ def generate_api(app) -> None:
 _FENCE = re.compile(r"^```\{(results-index|module-map)\}[ \t]*(.*?)\n```[ \t]*$", re.M)
 
 # the folders and top-level modules of the repository's layout, in reading order
-LAYOUT = ("core", "app", "toy_examples", "cli*.py", "plots.py", "assets", "benchmarks", "scripts",
+LAYOUT = ("core", "app", "toy_examples", "cli", "plots.py", "assets", "benchmarks", "scripts",
           "tests", "examples", "docs")
 # folders that are not Python packages say what they hold here
 LAYOUT_NOTES = {

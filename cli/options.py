@@ -1,5 +1,5 @@
 """CLI options generated from the settings schema and the problem registry (used by
-``gaplab.cli`` and ``gaplab.cli_path``; one place, so that a new :class:`~gaplab.core.SolverConfig`
+``gaplab.cli.train`` and ``gaplab.cli.path``; one place, so that a new :class:`~gaplab.core.SolverConfig`
 field or a newly registered problem appears in every command)."""
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from gaplab.cli import add_solver_arguments, solver_config_from_args
+from gaplab.cli.train import add_solver_arguments, solver_config_from_args
 
 __all__ = ["add_commands", "cmd_path", "cmd_grid"]
 
@@ -92,7 +92,7 @@ def _stream_large(args, d: int) -> None:
 def _check_outputs(args) -> None:
     """Refuse empty or unwritable --out / --store / --json before any work (exit 2 through the
     ValueError)."""
-    from gaplab.cli_options import check_out_arg
+    from gaplab.cli.options import check_out_arg
     from gaplab.core.atomic import check_output_path, npz_path
     for flag in ("out", "store", "json"):  # "" would write nothing and still exit 0
         if getattr(args, flag, None) is not None and not str(getattr(args, flag)).strip():
@@ -115,7 +115,7 @@ def _check_outputs(args) -> None:
 
 def _write_outputs(args, result, summary) -> list:
     """Save the path (with its solver state when resumable) and the JSON; the files written."""
-    from gaplab.cli import _write_json
+    from gaplab.cli.train import _write_json
     written = []
     if args.out:
         written.append(str(result.save(args.out)))
@@ -343,7 +343,7 @@ def _finish(args, result, what: str, extra: dict) -> int:
 def _load_model(args):
     """(model of the training set, test set, seconds spent loading, the problem's headline test
     metric to record per breakpoint or None, the loader options) for --dataset (registry)."""
-    from gaplab.cli_options import load_problem_from_args
+    from gaplab.cli.options import load_problem_from_args
 
     t0 = time.perf_counter()
     problem = load_problem_from_args(args)

@@ -1,0 +1,49 @@
+"""What the page says while the solver kernels compile at start-up: the banner above the status
+line and the status line's first words, both made from one :class:`gaplab.app.kernels.KernelState`.
+
+The page redraws them whenever :func:`progress_key` changes: the compile's phase, its fraction
+(in whole percent), what numba is compiling now, and the elapsed seconds, so that a class
+watching a cold start sees the clock and the fraction move while numba works. No Panel import.
+"""
+from __future__ import annotations
+
+from .kernels import COMPILE_NOTE, KernelState
+from .safe_html import esc
+
+__all__ = ["progress_key", "banner_html", "status_words"]
+
+
+def progress_key(ks: KernelState) -> tuple:
+    """What the banner and the status line show of ``ks``: when it changes, they are redrawn.
+    The elapsed seconds (to a tenth, so that a page whose server is slowed by a busy machine
+    still shows it is alive) count only while the buttons wait for the compile."""
+    seconds = None if ks.ready else round(ks.elapsed_s, 1)
+    return ks.status, int(round(100 * ks.fraction)), ks.message, seconds
+
+
+def status_words(ks: KernelState) -> str:
+    """The status line's first words while a Step waits for the compile (plain text)."""
+    return f"compiling kernels {int(round(100 * ks.fraction))}% · {ks.elapsed_s:.0f} s"
+
+
+def banner_html(ks: KernelState) -> str:
+    """The banner's HTML for ``ks`` ("" when there is nothing to say: kernels ready, or no
+    background compile). Every text from the compile (function names, errors) is escaped."""
+    if ks.status == "background":
+        return ("<div style='color:#8a5a00;font-size:12.5px'>Solver ready. Still compiling in the "
+                f"background: {esc(ks.message)} ({100 * ks.fraction:.0f}%) — the first exact gap "
+                "check, or the first step with another step kind, the cache or the path may wait "
+                "for it.</div>")
+    if ks.ready:
+        return ""
+    pct = int(round(100 * ks.fraction))
+    return (
+        "<div class='gaplab-startup' style='background:#fff4d6;border:1px solid #f0c36d;"
+        "border-radius:4px;padding:6px 10px;font-size:14px'><b>" + esc(COMPILE_NOTE) + "</b> — "
+        f"<span class='gaplab-startup-fraction'>{pct}%</span> · "
+        f"<span class='gaplab-startup-seconds'>{ks.elapsed_s:.1f} s</span> · "
+        f"<span class='gaplab-startup-what' style='color:#666'>{esc(ks.message)}</span><br>"
+        "<span style='font-size:12.5px'>Step, Run and the other solver buttons wake up when the "
+        "kernels of a Step are compiled; the settings and the Lessons can be read meanwhile."
+        "</span><div style='background:#eee;height:6px;margin-top:4px'><div style='background:"
+        f"#f0a020;height:6px;width:{pct}%'></div></div></div>")
