@@ -28,6 +28,7 @@ from .session import Session
 from .settings import missing_problems
 from .toy_tab import ToyLab, ToyView
 from .views import fig_fonts
+from .styles import PROJECTOR_CSS, TABS_CSS, WRAP_CSS, designed_for_projector, projector_sizes
 from .views import (AnatomyView, BlockGapsView, CacheView, GapView, PrimalDualView, StatusView,
                     TestErrorView)
 
@@ -68,13 +69,6 @@ SETTING_NOTES = {
     "gap_power": "The paper uses p = 1 only (Alg. 2: P(i) ∝ ĝᵢ), and Theorem 2 covers p = 1 with exact "
                  "gaps; p ≠ 1 is an experiment of this app, with no guarantee.",
 }
-
-#: projector mode's stylesheet for widgets, the tabs and the status line (inside their shadow roots)
-PROJECTOR_CSS = """
-.bk-btn, .bk-input, select, input, label, .bk-tab, .bk-input-group { font-size: 18px !important; }
-.bk-btn { min-height: 38px; }
-.gaplab-status { font-size: 18px !important; }
-"""
 
 #: tooltips of the buttons (what each does; Pause vs Stop)
 TOOLTIPS = {
@@ -377,10 +371,15 @@ class GapLabApp(pn.viewable.Viewer):
             return
         self.projector = on
         if on and self.anatomy_p is None:
-            self.anatomy_p = AnatomyView(stacked=True, compact=True, on_part=self._choose_part)
-            self.blocks_p = BlockGapsView(height=250, prob_height=165, name="block_gaps_projector",
+            a = self.anatomy_p = AnatomyView(stacked=True, compact=True, on_part=self._choose_part)
+            # the narration right under the input and the corners (above the fold at 1280×720),
+            # the table of numbers after it
+            a.panel.objects = [a.part_picker, a.word, a.sentence, a.table]
+            a.sentence.height = 160
+            self.blocks_p = BlockGapsView(height=225, prob_height=145, name="block_gaps_projector",
                                           max_bars=PROJECTOR_BARS)
-            self.blocks_p.info.height = 64
+            self.blocks_p.info.height = 82
+            designed_for_projector(a.word, a.sentence, a.table, self.blocks_p.info)
         if self.w_projector.value != on:
             self.w_projector.value = on
         wd = self.widgets
@@ -408,13 +407,9 @@ class GapLabApp(pn.viewable.Viewer):
 
     @staticmethod
     def _apply_big(layout, on: bool):
-        """Projector sizes on or off for every widget, figure and text pane in ``layout``."""
-        css = [PROJECTOR_CSS] if on else []
-        for wdg in layout.select(pn.widgets.Widget):
-            if list(wdg.stylesheets) != css:
-                wdg.stylesheets = css
-        for tabs in layout.select(pn.Tabs):
-            tabs.stylesheets = css
+        """Projector sizes on or off for every widget, figure and text pane in ``layout``
+        (:func:`gaplab.app.styles.projector_sizes`)."""
+        projector_sizes(layout, on)
         fig_fonts(layout, on)
 
     def _build(self):
@@ -437,7 +432,8 @@ class GapLabApp(pn.viewable.Viewer):
         step_tab = pn.Column(*self._step_objects(), sizing_mode="stretch_width")
         self._step_tab = step_tab
         self._boxes = [step_tab] + [pn.Column(sizing_mode="stretch_width") for _ in self.TAB_NAMES[1:]]
-        self.tabs = pn.Tabs(*zip(self.TAB_NAMES, self._boxes), dynamic=True, sizing_mode="stretch_width")
+        self.tabs = pn.Tabs(*zip(self.TAB_NAMES, self._boxes), dynamic=True, sizing_mode="stretch_width",
+                            stylesheets=[TABS_CSS])
         self.tabs.param.watch(handler(self._on_tab), "active")
         self.banner = pn.pane.HTML("", visible=False, sizing_mode="stretch_width", margin=(0, 10),
                                    css_classes=["gaplab-compiling"])

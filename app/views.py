@@ -328,7 +328,7 @@ def fig_fonts(panel, big: bool) -> None:
             a.axis_label_text_font_size = "18px" if big else lab
             a.major_label_text_font_size = "18px" if big else tick
         for leg, size in zip(fig.legend, legs):
-            leg.label_text_font_size = "16px" if big else size
+            leg.label_text_font_size = "18px" if big else size
     for pane in list(panel.select(pn.pane.Markdown)) + list(panel.select(pn.pane.HTML)):
         st = dict(pane.styles or {})
         orig = st.get("--gaplab-font-size", st.get("font-size"))
@@ -591,7 +591,8 @@ class BlockGapsView(_Base):
         legend_above(f)
         f.add_tools(HoverTool(renderers=[bars], tooltips=[("blocks", "@lo–@hi"), ("ĝᵢ (max)", "@gap{0.000e}"),
                                                           ("staleness (iterations)", "@stale{0}")]))
-        cb = ColorBar(color_mapper=self.mapper, title="staleness: iterations since ĝᵢ was computed",
+        cb = ColorBar(color_mapper=self.mapper, title="staleness: iterations since ĝᵢ was computed"
+                      if max_bars is None else "staleness",
                       title_text_font_size="11px", label_standoff=6, width=12,
                       major_label_text_font_size="11px", location=(0, 0))
         f.add_layout(cb, "right")
@@ -1033,7 +1034,7 @@ class AnatomyView(_Base):
         # cache hit's, scrolls rather than being cut off)
         self.sentence = LiveHTML("", sizing_mode="stretch_width", margin=(0, 10),
                                      height=64 if not compact else 120,
-                                     css_classes=["gaplab-sentence"],
+                                     css_classes=["gaplab-sentence", "gaplab-narration"],
                                      styles={"font-size": "13.5px", "overflow-x": "hidden", "overflow-y": "auto",
                                              "background": "#f4f7fa", "border-left": "4px solid #1f3b57",
                                              "padding": "2px 8px"})
