@@ -109,12 +109,35 @@ def _fig_sizes(fig, big: bool) -> None:
             setattr(model, prop, want)
 
 
+_LEGENDS = weakref.WeakKeyDictionary()  # legend -> (its normal panel, orientation)
+
+
+def _legend_places(fig, big: bool) -> None:
+    """Projector mode: every legend drawn inside the plot frame goes below it (at 18 px a
+    legend in a corner covers the curves and is cut at the frame's edge); off puts it back."""
+    from bokeh.models import Legend
+    for leg in fig.select({"type": Legend}):
+        if leg not in _LEGENDS:
+            panel = next((name for name in ("center", "above", "below", "left", "right")
+                          if leg in getattr(fig, name)), None)
+            _LEGENDS[leg] = (panel, leg.orientation)
+        panel, orientation = _LEGENDS[leg]
+        want = "below" if big and panel == "center" else panel
+        now = next((name for name in ("center", "above", "below", "left", "right")
+                    if leg in getattr(fig, name)), None)
+        if now != want and now is not None and want is not None:
+            getattr(fig, now).remove(leg)
+            fig.add_layout(leg, want)
+        if leg.orientation != orientation:
+            leg.orientation = orientation
+
+
 def projector_sizes(layout, big: bool) -> None:
     """Projector mode on (``big``) or off for everything in a Panel ``layout``: widgets and tabs
     get :data:`PROJECTOR_CSS`; HTML/Markdown panes :data:`PROJECTOR_TEXT_CSS`, and a fixed
     height grown with their text (a 42-px summary of 13-px lines holds the same lines at
     18 px); every text of a Bokeh figure at least :data:`BIG_PX` px. Off restores the normal
-    stylesheets, heights and sizes."""
+    stylesheets, heights and sizes. Legends inside a plot frame move below it (and back)."""
     for wdg in list(layout.select(pn.widgets.Widget)) + list(layout.select(pn.Tabs)):
         if wdg not in _WIDGETS:
             _WIDGETS[wdg] = list(wdg.stylesheets)
@@ -138,3 +161,4 @@ def projector_sizes(layout, big: bool) -> None:
         fig = pane.object
         if fig is not None and hasattr(fig, "title"):
             _fig_sizes(fig, big)
+            _legend_places(fig, big)
