@@ -56,6 +56,9 @@ _LAYOUT = (("dataset", "lam"), ("sampling", "gap_power"), ("step_kind", "gap_che
 
 PROJECTOR_BARS = 120
 
+MAIN_MIN_WIDTH = 520   # px: the tabs' column is never narrower (it goes below the sidebar)
+ANATOMY_INPUT_MIN_WIDTH = 360   # px: the anatomy's input and corners; the table goes below them
+
 BLOCKS_HEIGHT = 560   # px taken by the Step tab's per-block gap plots (their place while unmade)
 
 LESSON_TITLES = [lesson.title.split("·", 1)[-1].strip() for lesson in LESSON_PAGES]
@@ -200,6 +203,10 @@ class GapLabApp(pn.viewable.Viewer):
         # ---- views of the tabs
         self.status = StatusView()
         self.anatomy = AnatomyView(on_part=self._choose_part)
+        # in a narrow output area the anatomy's table goes below the input and its corners
+        # (side by side the input pane shrank to one word per line and hid the word images)
+        self.anatomy.word.min_width = ANATOMY_INPUT_MIN_WIDTH
+        self.anatomy.panel[1].stylesheets = [WRAP_CSS]
         # Served, the per-block gap plots (two figures: 40 % of the app's build time and a
         # quarter of its Bokeh models) are made when the page has loaded (_on_page_load), so
         # that the page is up and its buttons answer sooner; a spacer of their height keeps the
@@ -231,6 +238,14 @@ class GapLabApp(pn.viewable.Viewer):
 
     # ------------------------------------------------------------------ building
     def _lesson_view(self, key):
+        """A live view of a lesson page (made when the page is first shown), in projector sizes
+        before it is shown when projector mode is on (see ``_ensure_tab``)."""
+        view = self._new_lesson_view(key)
+        if self.projector:
+            self._apply_big(view.panel, True)
+        return view
+
+    def _new_lesson_view(self, key):
         if key == "anatomy":
             return AnatomyView(stacked=True, on_part=self._choose_part)
         if key == "blocks":
@@ -380,6 +395,8 @@ class GapLabApp(pn.viewable.Viewer):
                                           max_bars=PROJECTOR_BARS)
             self.blocks_p.info.height = 82
             designed_for_projector(a.word, a.sentence, a.table, self.blocks_p.info)
+            for view in (a, self.blocks_p):   # sized before they are shown (see _ensure_tab)
+                self._apply_big(view.panel, True)
         if self.w_projector.value != on:
             self.w_projector.value = on
         wd = self.widgets
@@ -416,7 +433,7 @@ class GapLabApp(pn.viewable.Viewer):
         self.subtitle = pn.pane.HTML(
             "<span style='font-size:13px;color:#dfe8f0'>Block-coordinate Frank-Wolfe for structured "
             "SVMs — gap sampling, pairwise &amp; away steps, caching (Osokin et al., ICML 2016)</span>",
-            margin=(12, 10, 0, 0))
+            margin=(12, 10, 0, 0), sizing_mode="stretch_width", min_width=200)
         self.w_projector = pn.widgets.Toggle(label="Projector mode", value=False, width=170, height=36,
                                              margin=(8, 10), stylesheets=[".bk-btn {font-size: 16px;}"],
                                              css_classes=["gaplab-projector-toggle"])
@@ -425,9 +442,11 @@ class GapLabApp(pn.viewable.Viewer):
                              margin=(8, 14))
         self.keys = KeyboardShortcuts(width=0, height=0, margin=0)
         self.keys.param.watch(lambda e: self.on_key(KeyboardShortcuts.action_of(e.new)), "press")
-        header = pn.Row(title, self.subtitle, pn.layout.HSpacer(), self.w_projector, self.keys,
+        # a narrow output area (JupyterLab with its file browser open): the subtitle wraps, the
+        # header's items go onto a second row rather than past the right edge
+        header = pn.Row(title, self.subtitle, self.w_projector, self.keys,
                         styles={"background": "#1f3b57", "border-radius": "4px"},
-                        sizing_mode="stretch_width", margin=(5, 10))
+                        sizing_mode="stretch_width", margin=(5, 10), stylesheets=[WRAP_CSS])
         self.topbar = pn.Row(visible=False, sizing_mode="stretch_width", css_classes=["gaplab-topbar"])
         step_tab = pn.Column(*self._step_objects(), sizing_mode="stretch_width")
         self._step_tab = step_tab
@@ -437,9 +456,11 @@ class GapLabApp(pn.viewable.Viewer):
         self.tabs.param.watch(handler(self._on_tab), "active")
         self.banner = pn.pane.HTML("", visible=False, sizing_mode="stretch_width", margin=(0, 10),
                                    css_classes=["gaplab-compiling"])
-        main = pn.Column(self.banner, self.topbar, self.status.panel, self.tabs, sizing_mode="stretch_width")
+        main = pn.Column(self.banner, self.topbar, self.status.panel, self.tabs, sizing_mode="stretch_width",
+                         min_width=MAIN_MIN_WIDTH)
         self.sidebar = self._controls()
-        return pn.Column(header, pn.Row(self.sidebar, main, sizing_mode="stretch_width"),
+        # narrower than the sidebar and MAIN_MIN_WIDTH: the tabs go below the settings
+        return pn.Column(header, pn.Row(self.sidebar, main, sizing_mode="stretch_width", stylesheets=[WRAP_CSS]),
                          sizing_mode="stretch_width")
 
     def __panel__(self):
@@ -485,29 +506,35 @@ class GapLabApp(pn.viewable.Viewer):
             self._gap_time = GapView("time", height=320)
             self._primal_dual = PrimalDualView(height=300)
             self._test_error = TestErrorView(height=300)
-            self._boxes[1].objects = [
+            objs = [
                 pn.Row(self._gap_passes.panel, self._gap_time.panel, sizing_mode="stretch_width"),
                 pn.Row(self._primal_dual.panel, self._test_error.panel, sizing_mode="stretch_width")]
         elif tab == CACHE:
             self._cache = CacheView(height=290)
-            self._boxes[CACHE].objects = [self._cache.panel]
+            objs = [self._cache.panel]
         elif tab == PATH:
             self._path_view = PathView(self.session.path, self.session, name="path")
-            self._boxes[PATH].objects = [self._path_view.panel]
+            objs = [self._path_view.panel]
         elif tab == TOY:
             self._toy_view = ToyView(self.toy, self.session)
-            self._boxes[TOY].objects = [self._toy_view.panel]
+            objs = [self._toy_view.panel]
         elif tab == LESSONS:
             self._lessons = LessonPanel(self.session, self._lesson_view, on_page=self._lesson_page)
-            self._boxes[LESSONS].objects = [self._lessons.panel]
+            objs = [self._lessons.panel]
         elif tab == SWEEPS:  # a stored sweep's figures (gaplab.app.sweeps_tab)
             from .sweeps_tab import SweepsView
             self._sweeps_view = SweepsView()
-            self._boxes[SWEEPS].objects = [self._sweeps_view.panel]
+            objs = [self._sweeps_view.panel]
         elif tab == RACE:  # uniform vs gap sampling in lockstep (gaplab.app.race)
             from .race import RaceView
             self._race_view = RaceView()
-            self._boxes[RACE].objects = [self._race_view.panel]
+            objs = [self._race_view.panel]
+        if self.projector:
+            # projector sizes before the views are shown: a stylesheet set on a model in the
+            # tick that creates it did not reach the page
+            for obj in objs:
+                self._apply_big(obj, True)
+        self._boxes[tab].objects = objs
 
     def _tab_attr(self, tab, name):
         self._ensure_tab(tab)

@@ -37,7 +37,7 @@ WRAP_CSS = """
 #: projector mode's stylesheet for widgets and tabs (inside their shadow roots); a widget's
 #: label wraps inside the widget's width (at 18 px "n (1 hard + n−1 easy)" is wider than its box)
 PROJECTOR_CSS = f"""
-.bk-btn, .bk-input, select, input, label, .bk-tab, .bk-input-group, .bk-slider-title, .bk-slider-value
+.bk-btn, .bk-input, select, input, label, .bk-label, .bk-tab, .bk-input-group, .bk-slider-title, .bk-slider-value
   {{ font-size: {BIG_PX:g}px !important; }}
 label, .bk-input-group > label, .bk-slider-title {{ white-space: normal; overflow-wrap: break-word; }}
 .bk-btn {{ min-height: 38px; }}

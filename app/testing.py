@@ -103,7 +103,7 @@ class AppServer:
 #: (shadow roots included), one box per line fragment, with its computed font size and the box
 #: of the nearest ancestor that clips it (overflow other than "visible").
 _TEXT_LAYOUT_JS = r"""
-(skipSel) => {
+([skipSel, within]) => {
   const out = [];
   const skipTags = new Set(["STYLE", "SCRIPT", "NOSCRIPT", "TEMPLATE", "OPTION", "TITLE", "TEXTAREA"]);
   const parentOf = (el) => el.parentElement || (el.parentNode && el.parentNode.host) || null;
@@ -153,21 +153,25 @@ _TEXT_LAYOUT_JS = r"""
       }
     }
   };
-  visit(document);
+  for (const root of (within ? document.querySelectorAll(within) : [document])) {
+    visit(root);
+  }
   return {boxes: out, vw: window.innerWidth, vh: window.innerHeight,
           scrollW: document.documentElement.scrollWidth};
 }
 """
 
 
-def text_layout(page, skip: str | None = ".notyf, .bk-tooltip") -> dict:
+def text_layout(page, skip: str | None = ".notyf, .bk-tooltip, .bk-tool-overflow",
+                within: str | None = None) -> dict:
     """Every visible DOM text fragment of a Playwright ``page`` (shadow roots included): a dict
     with ``boxes`` (one per line fragment: ``text``, ``x0 y0 x1 y1`` in CSS px of the viewport,
     computed ``font`` size in px, the clipping ancestors' boxes ``clips``), the viewport size
     ``vw``, ``vh`` and the document's ``scrollW``. Text drawn in canvases (Bokeh plots) is not
     DOM text and is not here. ``skip``: a CSS selector of subtrees left out (transient toasts,
-    tooltips)."""
-    return page.evaluate(_TEXT_LAYOUT_JS, skip)
+    tooltips, the "⋯" glyph of a plot toolbar's overflow button: an icon like the tool icons).
+    ``within``: a CSS selector of the elements whose text is measured (default: the page)."""
+    return page.evaluate(_TEXT_LAYOUT_JS, [skip, within])
 
 
 def layout_problems(layout: dict, *, min_font: float | None = None, tol: float = 1.5) -> list[str]:
