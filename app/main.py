@@ -56,7 +56,8 @@ _LAYOUT = (("dataset", "lam"), ("sampling", "gap_power"), ("step_kind", "gap_che
 
 PROJECTOR_BARS = 120
 
-MAIN_MIN_WIDTH = 520   # px: the tabs' column is never narrower (it goes below the sidebar)
+MAIN_MIN_WIDTH = 800   # px: the tabs' column is never narrower (it goes below the sidebar); the
+#                        per-block plots and their colour bar and toolbar need about 780 px
 ANATOMY_INPUT_MIN_WIDTH = 360   # px: the anatomy's input and corners; the table goes below them
 
 BLOCKS_HEIGHT = 560   # px taken by the Step tab's per-block gap plots (their place while unmade)
@@ -460,7 +461,9 @@ class GapLabApp(pn.viewable.Viewer):
                          min_width=MAIN_MIN_WIDTH)
         self.sidebar = self._controls()
         # narrower than the sidebar and MAIN_MIN_WIDTH: the tabs go below the settings
-        return pn.Column(header, pn.Row(self.sidebar, main, sizing_mode="stretch_width", stylesheets=[WRAP_CSS]),
+        main.styles = {"flex": "1 1 0"}
+        return pn.Column(header, pn.FlexBox(self.sidebar, main, flex_wrap="wrap", align_items="flex-start",
+                                            sizing_mode="stretch_width"),
                          sizing_mode="stretch_width")
 
     def __panel__(self):

@@ -31,7 +31,7 @@ TABS_CSS = """
 
 #: a flex row whose children go below each other when the row is too narrow for them
 WRAP_CSS = """
-:host { flex-wrap: wrap; }
+:host { flex-wrap: wrap !important; }
 """
 
 #: projector mode's stylesheet for widgets and tabs (inside their shadow roots); a widget's
