@@ -13,7 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["CHROMIUM_ARGS", "find_chromium", "free_port", "AppServer", "text_layout", "layout_problems"]
+__all__ = ["CHROMIUM_ARGS", "find_chromium", "free_port", "AppServer", "JupyterLabServer", "text_layout",
+           "layout_problems"]
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -214,3 +215,56 @@ def layout_problems(layout: dict, *, min_font: float | None = None, tol: float =
                 out.append(f"overlap: {a['text']!r} at ({a['x0']:.0f}, {a['y0']:.0f}) and {b['text']!r} "
                            f"at ({b['x0']:.0f}, {b['y0']:.0f}) ({w:.0f}×{h:.0f} px)")
     return out
+
+
+class JupyterLabServer:
+    """JupyterLab (``python -m jupyterlab``) on 127.0.0.1 serving a copy of ``notebook`` from
+    the directory ``root`` (its own config, workspace and runtime directories there; no news,
+    no update check); output to ``log_path``. ``url`` opens the notebook. A context manager;
+    ``__enter__`` raises RuntimeError when JupyterLab exits or does not answer in ``timeout`` s."""
+
+    def __init__(self, notebook, root, log_path, *, timeout: float = 90.0):
+        self.notebook, self.root, self.log_path = Path(notebook), Path(root), Path(log_path)
+        self.timeout = timeout
+        self.port, self.token = free_port(), "gaplab-test"
+        self.proc = None
+        self.url = (f"http://127.0.0.1:{self.port}/lab/tree/{self.notebook.name}?token={self.token}")
+
+    def __enter__(self):
+        import urllib.request
+        self.root.mkdir(parents=True, exist_ok=True)
+        shutil.copy(self.notebook, self.root / self.notebook.name)   # JupyterLab may save it
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_path, "w")
+        env = dict(os.environ, JUPYTER_CONFIG_DIR=str(self.root / ".jupyter"),
+                   JUPYTERLAB_WORKSPACES_DIR=str(self.root / ".workspaces"),
+                   JUPYTER_RUNTIME_DIR=str(self.root / ".runtime"))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={self.port}",
+             f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}",
+             "--ServerApp.open_browser=False", "--allow-root", "--LabApp.news_url=None",
+             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+            stdout=self._log, stderr=subprocess.STDOUT, env=env, cwd=self.root)
+        deadline = time.time() + self.timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                self.__exit__()
+                raise RuntimeError("JupyterLab exited:\n" + self.log_path.read_text()[-3000:])
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/status?token={self.token}", timeout=3)
+                return self
+            except OSError:
+                time.sleep(0.3)
+        self.__exit__()
+        raise RuntimeError(f"JupyterLab did not start within {self.timeout:g} s")
+
+    def __exit__(self, *exc):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        if getattr(self, "_log", None):
+            self._log.close()
+        return False

@@ -13,17 +13,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from browser_env import require_browser
-from gaplab.app.testing import CHROMIUM_ARGS, free_port, layout_problems, text_layout
+from gaplab.app.testing import CHROMIUM_ARGS, JupyterLabServer, layout_problems, text_layout
 
 pytestmark = pytest.mark.browser
 
@@ -47,42 +43,11 @@ def _kernel_available() -> bool:
 def lab(tmp_path_factory):
     if not _kernel_available():
         pytest.skip("no 'python3' Jupyter kernel (python -m ipykernel install --sys-prefix)")
-    root = tmp_path_factory.mktemp("lab")
-    shutil.copy(NOTEBOOK, root / NOTEBOOK.name)     # JupyterLab may save the notebook: not ours
-    port, token = free_port(), "gaplab-test"
-    ARTIFACTS.mkdir(exist_ok=True)
-    log = open(ARTIFACTS / "jupyterlab.log", "w")
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(root / ".jupyter"),
-               JUPYTERLAB_WORKSPACES_DIR=str(root / ".workspaces"),
-               JUPYTER_RUNTIME_DIR=str(root / ".runtime"))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.open_browser=False",
-         "--allow-root",
-         "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            log.close()
-            pytest.fail("JupyterLab exited:\n" + (ARTIFACTS / "jupyterlab.log").read_text()[-3000:])
-        try:
-            urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=3)
-            break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        proc.terminate()
-        log.close()
-        pytest.fail("JupyterLab did not start within 90 s")
-    yield f"{base}/lab/tree/{NOTEBOOK.name}?token={token}"
-    proc.terminate()
     try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+        with JupyterLabServer(NOTEBOOK, tmp_path_factory.mktemp("lab"), ARTIFACTS / "jupyterlab.log") as jl:
+            yield jl.url
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
 
 
 def _wait_text(locator, pattern, timeout):
