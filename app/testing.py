@@ -189,11 +189,14 @@ def layout_problems(layout: dict, *, min_font: float | None = None, tol: float =
             out.append(f"font {b['font']:.1f} px < {min_font:g} px: {where}")
         if b["x0"] < -tol or b["x1"] > vw + tol:
             out.append(f"outside the viewport's width {vw}: {where}")
-        for x0, y0, x1, y1, sx, sy, cls in b["clips"]:
+        scrolled = False   # inside a vertical scroll box: what it scrolls away is not cut
+        for x0, y0, x1, y1, sx, sy, cls in b["clips"]:   # innermost first
             # a line cut at the side is cut even in a horizontal scroll box (no one scrolls
-            # sideways in a lecture); a vertical scroll box only hides what is scrolled away
+            # sideways in a lecture); a vertical scroll box, and the boxes around it (e.g. a
+            # notebook's page), only hide what is scrolled away
+            scrolled = scrolled or sy
             cut_x = b["x0"] < x0 - tol or b["x1"] > x1 + tol
-            cut_y = not sy and (b["y0"] < y0 - tol or b["y1"] > y1 + tol)
+            cut_y = not scrolled and (b["y0"] < y0 - tol or b["y1"] > y1 + tol)
             if cut_x or cut_y:
                 out.append(f"cut by its container {cls} ({x0:.0f}, {y0:.0f})–({x1:.0f}, {y1:.0f}): {where}")
                 break

@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TABS = ("Step", "Convergence", "Cache & active sets", "Regularization path", "Toy example", "Lessons",
         "Sweeps", "Race")
-APP_OUTPUT = ".jp-Notebook .jp-CodeCell:first-child .jp-OutputArea-output"
+APP_OUTPUT = ".jp-Notebook .jp-CodeCell .jp-OutputArea-output"   # only the app cell has run
 
 
 def _wait(fn, timeout, what):
@@ -113,6 +113,9 @@ def jupyterlab(browser, out, report):
             except Exception:
                 continue
         _wait(lambda: "ready" in status.inner_text(), 300, "ready in JupyterLab")
+        news = p.get_by_role("button", name="No", exact=True)   # JupyterLab's "notified about news?" toast
+        if news.count() and news.first.is_visible():
+            news.first.click()
         p.get_by_role("button", name="Step", exact=True).first.click()
         _wait(lambda: "iteration 1 " in status.inner_text(), 300, "a step in JupyterLab")
         for tab in TABS:

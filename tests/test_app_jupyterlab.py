@@ -62,7 +62,7 @@ def _wait_text(locator, pattern, timeout):
 
 
 #: the app cell's output (the app's DOM) in the notebook
-APP_OUTPUT = ".jp-Notebook .jp-CodeCell:first-child .jp-OutputArea-output"
+APP_OUTPUT = ".jp-Notebook .jp-CodeCell .jp-OutputArea-output"   # only the app cell has run
 
 
 def _open_file_browser(page):
