@@ -28,7 +28,7 @@ from .session import Session
 from .settings import missing_problems
 from .toy_tab import ToyLab, ToyView
 from .views import fig_fonts
-from .styles import PROJECTOR_CSS, TABS_CSS, WRAP_CSS, designed_for_projector, projector_sizes
+from .styles import TABS_CSS, WRAP_CSS, designed_for_projector, projector_sizes
 from .views import (AnatomyView, BlockGapsView, CacheView, GapView, PrimalDualView, StatusView,
                     TestErrorView)
 
@@ -203,7 +203,7 @@ class GapLabApp(pn.viewable.Viewer):
         self._cb = None
         # ---- views of the tabs
         self.status = StatusView()
-        self.anatomy = AnatomyView(on_part=self._choose_part)
+        self.anatomy = AnatomyView(on_choice=self._choose)
         # in a narrow output area the anatomy's table goes below the input and its corners
         # (side by side the input pane shrank to one word per line and hid the word images)
         self.anatomy.word.min_width = ANATOMY_INPUT_MIN_WIDTH
@@ -248,7 +248,7 @@ class GapLabApp(pn.viewable.Viewer):
 
     def _new_lesson_view(self, key):
         if key == "anatomy":
-            return AnatomyView(stacked=True, on_part=self._choose_part)
+            return AnatomyView(stacked=True, on_choice=self._choose)
         if key == "blocks":
             return BlockGapsView(height=300, prob_height=160)
         if key == "gap":
@@ -387,10 +387,10 @@ class GapLabApp(pn.viewable.Viewer):
             return
         self.projector = on
         if on and self.anatomy_p is None:
-            a = self.anatomy_p = AnatomyView(stacked=True, compact=True, on_part=self._choose_part)
+            a = self.anatomy_p = AnatomyView(stacked=True, compact=True, on_choice=self._choose)
             # the narration right under the input and the corners (above the fold at 1280×720),
             # the table of numbers after it
-            a.panel.objects = [a.part_picker, a.word, a.sentence, a.table]
+            a.panel.objects = [a.picker, a.word, a.sentence, a.table]
             a.sentence.height = 160
             self.blocks_p = BlockGapsView(height=225, prob_height=145, name="block_gaps_projector",
                                           max_bars=PROJECTOR_BARS)
@@ -562,13 +562,13 @@ class GapLabApp(pn.viewable.Viewer):
         fn()
         self.action_ms.append((fn.__name__, 1e3 * (time.perf_counter() - t0)))
 
-    def _choose_part(self, part: int):
-        """The anatomy's part picker (pose models): draw that part's score map."""
+    def _choose(self, name: str, value: int):
+        """The anatomy's picker (a model's choice about its pictures, e.g. a pose part)."""
         try:
-            self.session.set_pose_part(part)
+            self.session.set_display_option(name, value)
         except ValueError as exc:
             self.session.notify(str(exc), "warning")
-        next_tick(self.refresh)   # the part picker's handler
+        next_tick(self.refresh)   # the picker's handler
 
     def on_step(self):
         self.session.step()

@@ -42,7 +42,7 @@ in the session's worker thread (status "loading"), never in the UI thread; a cou
 pass then shows the model's duality gap and test error.
 
 The path's weights W (J × d float64) are not kept in memory: every breakpoint is streamed to an
-on-disk path store (:mod:`gaplab.core.pathstore`, a temporary directory owned by the lab and
+on-disk path store (:mod:`gaplab.core.regpath.store`, a temporary directory owned by the lab and
 removed on reset/close) as soon as it is computed, so a CoNLL path (d = 7.4 M) keeps all its
 breakpoints; the plots use the rows only (no weights), and ``w_at(λ)`` reads the one breakpoint
 file it needs. The grid search keeps its rows only.

@@ -295,14 +295,14 @@ class SimplexLab:
         return ref.away_corner(self.state, self.block)
 
     def preview(self) -> tuple[SimplexGeometry, object]:
-        """The next step on the chosen block: (geometry, the reference's StepInfo)."""
+        """The next step on the chosen block: (geometry, the reference's ReferenceStep)."""
         from gaplab.core import reference as ref
         st = copy.deepcopy(self.state)
         info = ref.block_step(st, self.block, self.kind)
         return self._geometry(self.alpha(), info, self._away_corner()), info
 
     def step(self) -> tuple[SimplexGeometry, object]:
-        """Step the chosen block: (geometry of the step taken, StepInfo); α_i moves to its γ point."""
+        """Step the chosen block: (geometry of the step taken, ReferenceStep); α_i moves to its γ point."""
         from gaplab.core import reference as ref
         before, away = self.alpha(), self._away_corner()
         info = ref.block_step(self.state, self.block, self.kind)

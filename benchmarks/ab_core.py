@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_core import CHILD  # noqa: E402
-from common import run_child, write_json  # noqa: E402
+from common import describe_root, run_child, write_json  # noqa: E402
 
 COMPILE_WORKLOAD = r"""
 import time, json, numpy as np
@@ -84,7 +84,7 @@ def main(argv=None):
                 runs[(k, c)].append(r)
                 print(rep, k, c, round(r["s_per_effective_pass"], 4), file=sys.stderr, flush=True)
     out = {"dataset": "ocr-large", "lam": a.lam, "passes": a.passes, "repeats": a.repeats, "cache_size": a.cache_size,
-           "roots": roots,
+           "roots": {k: describe_root(r) for k, r in roots.items()},
            "configs": {}}
     for c in configs:
         row = {}

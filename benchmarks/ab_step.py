@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import run_child, write_json  # noqa: E402
+from common import describe_root, run_child, write_json  # noqa: E402
 
 CHILD = r"""
 import time, json, numpy as np
@@ -71,7 +71,8 @@ def main(argv=None):
                 r = run_child(CHILD.format(warm=a.warm, reps=a.reps, steps=a.steps, **cfg), {"PYTHONPATH": roots[k]})
                 res[(k, c)].append(r)
                 print(rnd, k, c, round(r["us_per_step"], 3), r["hits"], file=sys.stderr, flush=True)
-    out = {"dataset": "ocr-large", "lam": 0.001, "warm_passes": a.warm, "steps": a.steps, "rounds": a.rounds,
+    out = {"roots": {k: describe_root(r) for k, r in roots.items()},
+           "dataset": "ocr-large", "lam": 0.001, "warm_passes": a.warm, "steps": a.steps, "rounds": a.rounds,
            "clock": "time.thread_time (CPU time of the stepping thread)", "configs": {}}
     for c in configs:
         o = float(np.median([r["us_per_step"] for r in res[("old", c)]]))

@@ -1,4 +1,4 @@
-"""Speed and memory of the solver core on OCR-large (issues 2 and 3).
+"""Speed and memory of the solver core on OCR-large.
 
 Prints JSON (medians over repeated runs) and writes benchmarks/out/bench_core.json:
   - numba compile time (cold cache, separate),

@@ -1,4 +1,4 @@
-"""Cost of the horse-small segmentation model (issue 17): feature extraction, feature memory and
+"""Cost of the horse-small segmentation model (Paper: App. I): feature extraction, feature memory and
 the graph-cut max oracle.
 
 * feature extraction: seconds of the first (uncached) load -- resizing, SLIC, DAISY, the two

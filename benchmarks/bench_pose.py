@@ -1,4 +1,4 @@
-"""Pose oracle cost against the grid side G (issue 18, the "cost dial"; Paper: App. I).
+"""Pose oracle cost against the grid side G (the "cost dial"; Paper: App. I).
 
 For each G, in a fresh interpreter (so its peak RSS is its own): load LSP (1,000 training poses,
 T types), build PoseModel, draw a w with random unary/pair weights and positive quadratic
@@ -8,7 +8,7 @@ times each; report the median ms per call, the 10/90 % quantiles, and the child'
 (model arrays + scratch + one pass of the oracle over every training image).
 
 With ``--reference`` the same child also times the previous implementation of the oracle
-(tests/pose_oracle_reference.py: the envelope transform with back-pointers, commit 46249a5) on
+(tests/pose_oracle_reference.py: the envelope transform with back-pointers) on
 the same images, interleaved call by call, and checks that both attain the same value (to
 1e-12 relative) and how often the labelling is the same (near-ties may be broken differently):
 ``ref_cpu_ms_median`` and ``speedup_cpu`` in the JSON (before/after under the same machine
@@ -35,7 +35,7 @@ from common import run_child, write_json  # noqa: E402
 CHILD = r"""
 import json, time, numpy as np
 from gaplab.core.datasets.lsp import load_lsp
-from gaplab.core.models.pose_tree import PoseModel, pose_scores, pose_oracle, build_pose_arrays, DIRECT_MAX_G
+from gaplab.core.models.pose import PoseModel, pose_scores, pose_oracle, build_pose_arrays, DIRECT_MAX_G
 G, T, n_img, reps, data_home, full, refer, both = {G}, {T}, {images}, {reps}, {data_home!r}, {full}, {reference}, {both}
 if refer:
     import sys

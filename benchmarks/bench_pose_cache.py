@@ -1,4 +1,4 @@
-"""The cost dial (issue 18; Paper: Sec. 3.3, App. I): where the oracle cache starts to pay off
+"""The cost dial (Paper: Sec. 3.3, App. I): where the oracle cache starts to pay off
 in wall time as the max oracle gets dearer.
 
 For each grid side G (the oracle costs O(26·T·G³) with its direct transform, G <= 72, and
@@ -40,7 +40,7 @@ CHILD = r"""
 import json, time, numpy as np
 from gaplab.core import Solver
 from gaplab.core.datasets.lsp import load_lsp
-from gaplab.core.models.pose_tree import PoseModel, pose_scores, pose_oracle
+from gaplab.core.models.pose import PoseModel, pose_scores, pose_oracle
 G, n, lam, target, gc, max_passes, data_home = {G}, {n}, {lam}, {gap}, {gap_check}, {max_passes}, {data_home!r}
 evaluate, n_test, steps = {evaluate}, {n_test}, {steps!r}
 tr, te = load_lsp(G, n_types=4, seed=0, data_home=data_home, n_train=n)
@@ -106,7 +106,7 @@ if evaluate:
     r0 = s0.run()
     def joint_err(wv):
         Y = model.predict(wv, test)
-        from gaplab.core.models.pose_tree import build_pose_arrays
+        from gaplab.core.models.pose import build_pose_arrays
         Mt = build_pose_arrays(test, model.deform_unit)
         c = Y[:, 0:2 * 14:2]
         g = Mt.gt.reshape(test.n, -1)[:, 0:2 * 14:2]

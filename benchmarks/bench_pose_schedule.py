@@ -1,4 +1,4 @@
-"""Where the cache's gain goes (issue 18, Paper Sec. 3.3): exact gap checks scheduled every 4n
+"""Where the cache's gain goes (Paper: Sec. 3.3): exact gap checks scheduled every 4n
 block steps (the Solver's rule: ``gap_check`` counts passes of block steps) against every 4n
 oracle calls of block steps (cache hits not counted), driven from outside through the public
 Solver API (``gap_check = inf``, ``Solver.steps(n)`` one pass at a time, ``Solver.gap_check()``
@@ -17,7 +17,7 @@ import time
 import numpy as np
 from gaplab.core import Solver
 from gaplab.core.datasets.lsp import load_lsp
-from gaplab.core.models.pose_tree import PoseModel
+from gaplab.core.models.pose import PoseModel
 G = int(sys.argv[1])
 n, target, every = 100, 0.1, 4
 tr, te = load_lsp(G, n_types=4, seed=0, n_train=n)

@@ -1,4 +1,4 @@
-"""Where the time of BCPFW + gap sampling + cache goes on OCR-large (issue 3).
+"""Where the time of BCPFW + gap sampling + cache goes on OCR-large.
 
 The cached run's seconds per effective pass depend on how many cache hits it takes per oracle
 call, and that number grows with the run. This script separates the two costs: it runs the

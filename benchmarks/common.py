@@ -37,6 +37,20 @@ def write_json(name: str, data) -> Path:
     return p
 
 
+def describe_root(root: str) -> dict:
+    """A package root of an A/B run (a directory whose ``gaplab`` entry is a checkout): its path
+    and, when the checkout is a git work tree, its commit, so a result file names what it compared."""
+    checkout = (Path(root) / "gaplab").resolve()
+    try:
+        top, commit = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--show-toplevel", "HEAD"],
+                                     capture_output=True, text=True, check=True).stdout.split()
+    except (OSError, ValueError, subprocess.CalledProcessError):
+        top = commit = None
+    if top is None or Path(top).resolve() != checkout:  # not a work tree of its own (an extracted archive)
+        commit = None
+    return {"root": str(root), "checkout": str(checkout), "commit": commit}
+
+
 def run_child(code: str, env_extra=None) -> dict:
     """Run python code in a fresh interpreter; it must print one JSON object on its last line.
     Adds the child's peak RSS (MB)."""

@@ -1,4 +1,4 @@
-"""CoNLL-2000 at scale (issue 7): seconds per effective pass and peak RSS for BCFW + gap
+"""CoNLL-2000 at scale: seconds per effective pass and peak RSS for BCFW + gap
 sampling and BCPFW + gap sampling + cache at λ = 1/n (medians over repeated runs, each in a
 fresh process), and test chunk F1 (conlleval) over a small λ grid.
 

@@ -1,15 +1,15 @@
 """Convergence figures: duality gap vs effective passes and vs time.
 
---preset sampling      (issue 2) BCFW uniform vs gap sampling on OCR-small (λ = 0.01) and
+--preset sampling      BCFW uniform vs gap sampling on OCR-small (λ = 0.01) and
                        OCR-large (λ = 0.001).
---preset combinations  (issue 3, the paper's Fig. 3, 5, 6) the 8 combinations
+--preset combinations  (the paper's Fig. 3, 5, 6) the 8 combinations
                        uniform/gap × FW/pairwise × cache/no cache, median and min–max band over
                        seeds, OCR-small λ ∈ {0.1, 0.01, 0.001} and OCR-large λ = 0.001.
---preset conll         (issue 7) the 8 combinations on CoNLL-2000 at λ ∈ {0.01, 1/n, 0.0001},
+--preset conll         the 8 combinations on CoNLL-2000 at λ ∈ {0.01, 1/n, 0.0001},
                        3 seeds (data from --data-home or $GAPLAB_DATA).
---preset horse         (issue 17) the 8 combinations on horse-small (graph-cut oracle, w_P >= 0)
+--preset horse         the 8 combinations on horse-small (graph-cut oracle, w_P >= 0)
                        at λ ∈ {100, 10, 1}, 1 seed, 30 passes (data from $GAPLAB_DATA).
---preset pose          (issue 18) the 8 combinations on LSP pose (G = 32, the first 100 training
+--preset pose          the 8 combinations on LSP pose (G = 32, the first 100 training
                        poses, λ = 0.1, the model's box), 1 seed (joints.mat from --data-home or
                        $GAPLAB_DATA). --pose-n / --pose-G set the training poses and the grid
                        (e.g. --pose-n 1000: all of LSP's training poses; the outputs are then
@@ -132,7 +132,7 @@ def _median_on(curves, grid):
 
 
 def comparisons(results):
-    """Final median gaps, and the two questions of issue 3: was gap sampling ever slower than
+    """Final median gaps, and two questions: was gap sampling ever slower than
     uniform sampling, did the cache ever cost time?
 
     ``reference_gap`` is the largest median final gap over the methods (a level every method

@@ -1,10 +1,10 @@
-"""horse-small on the Solver (issue 17): λ grid, test pixel accuracy / foreground IoU against the
+"""horse-small on the Solver: λ grid, test pixel accuracy / foreground IoU against the
 unary-only baseline (w_P fixed at 0 by ub = 0 on the pairwise weights), seconds per effective
 pass with and without the cache, peak RSS, and a figure of test images, truth and prediction.
 
 Paper: App. I (HorseSeg), App. H (box constraints), Sec. 5.
 
-Usage: GAPLAB_DATA=/work/shared/data python benchmarks/horse_eval.py [--passes 30] [--lams 1,0.1,...]
+Usage: GAPLAB_DATA=DIR python benchmarks/horse_eval.py [--passes 30] [--lams 1,0.1,...]
 Writes benchmarks/results/horse_eval.json and benchmarks/results/horse_eval.png.
 """
 from __future__ import annotations

@@ -1,18 +1,18 @@
-"""The paper's Fig. 4 / Fig. 8 on horse-small (issue 17; Paper: Sec. 5 Fig. 4, App. K Fig. 8): the
+"""The paper's Fig. 4 / Fig. 8 on horse-small (Paper: Sec. 5 Fig. 4, App. K Fig. 8): the
 ε-approximate regularization path (ε = 0.1, κ = 0.9), the heuristic path (κ = 0.7) and grid search
 over 2^15 … 2^-15 with the keep-primal warm start (Proposition 1) and without warm start;
 cumulative effective passes, seconds and CPU seconds to reach each λ. The box w_P >= 0 (App. H)
 comes from the model's bounds(); the path supports it because its finite bounds are 0
 (see gaplab.core.regpath.check_path_box).
 
-    GAPLAB_DATA=/work/shared/data NUMBA_NUM_THREADS=1 nice python benchmarks/horse_path.py \\
+    GAPLAB_DATA=DIR NUMBA_NUM_THREADS=1 nice python benchmarks/horse_path.py \\
         --budgets eps_path=900,heuristic_path=600,grid_primal=1200,grid_none=600
 
 Methods run one after the other in this one process; each has its own time budget (seconds of its
 own wall time, the regpath time_limit). Besides the regpath's wall times (``cum_time_s``), every
 point gets ``cum_cpu_s``: process CPU seconds (time.process_time, all threads) of the method's work,
 without the diagnostics the regpath also leaves out of its time (test error, the heuristic path's
-uncounted true gaps; measured by wrapping ``gaplab.core.regpath._diagnostics`` in this script). On
+uncounted true gaps; measured by wrapping ``gaplab.core.regpath.run._diagnostics`` in this script). On
 a machine shared with other jobs the CPU times are the ones to compare.
 
 Writes benchmarks/results/horse_path.json (after every method; ``datasets["horse-small"]`` has the
@@ -35,6 +35,8 @@ import numpy as np
 from gaplab.core.atomic import save_figure, write_text_atomic
 from gaplab.core.problems import load_problem
 from gaplab.core import regpath as rp
+from gaplab.core.jsonsafe import encode as _json_safe
+from gaplab.core.regpath import run as rp_run
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import path_result_summary  # noqa: E402
@@ -56,7 +58,7 @@ class _CpuMeter:
         self.excluded = 0.0
         self.start = time.process_time()
         self.cum = []
-        self._orig = rp._diagnostics
+        self._orig = rp_run._diagnostics
 
     def __enter__(self):
         def timed(*a, **k):
@@ -65,12 +67,12 @@ class _CpuMeter:
                 return self._orig(*a, **k)
             finally:
                 self.excluded += time.process_time() - c0
-        rp._diagnostics = timed
+        rp_run._diagnostics = timed
         self.start = time.process_time()
         return self
 
     def __exit__(self, *exc):
-        rp._diagnostics = self._orig
+        rp_run._diagnostics = self._orig
         return False
 
     def callback(self, point):
@@ -227,7 +229,7 @@ def main(argv=None):
         if cmp_ is not None:
             entry["path_vs_warm_grid"] = cmp_
         report["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-        write_text_atomic(js, json.dumps(rp._json_safe(report), indent=1, default=str))
+        write_text_atomic(js, json.dumps(_json_safe(report), indent=1, default=str))
         plot(entry, png, f"{args.problem} ({args.solver}, n = {model.n}): regularization path vs grid search "
                          f"(Paper: Fig. 4, Fig. 8); budgets {budgets}")
     print(f"wrote {js}\nwrote {png}")

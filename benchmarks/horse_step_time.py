@@ -1,8 +1,8 @@
-"""Seconds per effective pass of block steps on horse-small (issue 17 target: <= 0.1 s), without
+"""Seconds per effective pass of block steps on horse-small (target: <= 0.1 s), without
 exact gap passes (gap_check = inf): min and median over 6 timed passes after 5 warm passes, for
 BCFW, BCPFW and BCPFW + cache at λ = 10, and one pass of 147 graph-cut max-oracle calls alone.
 
-Usage: GAPLAB_DATA=/work/shared/data python benchmarks/horse_step_time.py
+Usage: GAPLAB_DATA=DIR python benchmarks/horse_step_time.py
 Writes benchmarks/results/horse_step_time.json.
 """
 from __future__ import annotations

@@ -1,21 +1,21 @@
-"""Picking a λ on the app's own CoNLL path (issue 19): before, every pick loaded the path's dual
-point into the session's solver by replaying the breakpoints since the nearest solver
-checkpoint (on CoNLL only ~1 solver copy fits the lab's 256 MB checkpoint budget, so a late λ
-replays most of the path); now a pick reads w_at(λ) from the lab's on-disk store and shows its
-numbers (nnz, test error, chunk F1) at once, and the replay runs only on request.
+"""Picking a λ on the app's own CoNLL path: the time to show w(λ)'s numbers (nnz, test error,
+chunk F1) read from the path lab's on-disk store (``PathLab.pick(λ)``), against loading the path's
+dual point into the session's solver by replaying the breakpoints since the nearest solver
+checkpoint (``PathLab.pick(λ, load=True)``; on CoNLL few solver copies fit the lab's 256 MB
+checkpoint budget, so a late λ replays most of the path).
 
-    GAPLAB_DATA=/work/shared/data/conll2000 python benchmarks/path_pick_bench.py [--sentences N]
+    GAPLAB_DATA=DIR python benchmarks/path_pick_bench.py [--sentences N]
 
 ``--sentences N`` (default 0: all 8,936) uses the first N training sentences (the full test set);
 ``--budget-copies C`` then sets the lab's checkpoint budget to C solver copies, as many as fit
-the real 256 MB budget on the full data set (C = 1: 195 MB per copy), so that the replays are
+the real 256 MB budget on the full data set, so that the replays are
 as long as they are on the full path. The path is the tab's default ε-path (ε = 0.1,
 λ_min = 1e-4, at most 200 passes per breakpoint), traced by the app's PathLab in a Session.
 
 Numbers (seconds, medians over the picks; written to benchmarks/results/path_pick_conll*.json):
 * pick_w_at_s: from ``PathLab.pick(λ)`` to the published w_at(λ) numbers (read from the store
   + test error + chunk F1); read_s: the store read alone;
-* replay_load_s: from ``PathLab.pick(λ, load=True)`` (the old behaviour of every pick) to the
+* replay_load_s: from ``PathLab.pick(λ, load=True)`` to the
   session back to idle with the loaded solver (replay + warm start + a counted exact gap pass).
 """
 from __future__ import annotations
@@ -37,7 +37,8 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 def _register_subset(n_sent: int) -> str:
     from gaplab.core.datasets.conll import _locate, make_conll_datasets, parse_conll
-    from gaplab.core.problems import _chain_model, _conll_evaluate, register_problem
+    from gaplab.core.builtin_problems import _chain_model, _conll_evaluate
+    from gaplab.core.problems import register_problem
 
     def loader(data_home=None):
         d = _locate(data_home, download=False)

@@ -1,7 +1,7 @@
-"""The ε-approximate regularization path on CoNLL-2000 streamed to an on-disk path store
-(issue 19): peak RSS, store size, I/O time against wall and solver time, and lazy reads.
+"""The ε-approximate regularization path on CoNLL-2000 streamed to an on-disk path store:
+peak RSS, store size, I/O time against wall and solver time, and lazy reads.
 
-    GAPLAB_DATA=/work/shared/data python benchmarks/path_store_bench.py [--eps 0.1] [--time-limit S]
+    GAPLAB_DATA=DIR python benchmarks/path_store_bench.py [--eps 0.1] [--time-limit S]
 
 The whole path runs (to its end: ρ <= 0 or λ_min) unless --time-limit is given; test F1 is not
 computed (as ``gaplab path --no-test-error``). Writes benchmarks/results/path_store_conll.json
@@ -55,7 +55,7 @@ def main(argv=None) -> int:
 
     from gaplab.core import ChainModel, SolverConfig
     from gaplab.core.datasets.conll import load_conll2000
-    from gaplab.core.pathstore import store_size_bytes
+    from gaplab.core.regpath.store import store_size_bytes
     from gaplab.core.regpath import PathConfig, RegPath, regularization_path
 
     t0 = time.perf_counter()
@@ -112,7 +112,7 @@ def main(argv=None) -> int:
     files = [f["nnz"] for f in opened._files]
     solver_time = float(np.nansum(opened.column("solver_time_s")))
     out = {
-        "what": "ε-approximate regularization path on CoNLL-2000 streamed to a path store (issue 19)",
+        "what": "ε-approximate regularization path on CoNLL-2000 streamed to a path store",
         "dataset": "conll2000", "n": int(model.n), "d": int(model.d), "eps": args.eps, "kappa": 0.9,
         "solver": "BCFW + gap sampling (SolverConfig(sampling='gap'))",
         "store_compress": bool(args.store_compress), "load_avg_at_end": os.getloadavg(),

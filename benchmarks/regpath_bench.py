@@ -10,7 +10,7 @@ Cumulative time and cumulative effective passes vs λ go to PNG, every number to
     python benchmarks/regpath_bench.py --kappa-sweep         # + Fig. 7 (κ) on OCR-small
     python benchmarks/regpath_bench.py --solver bcpfw-cache  # BCPFW + gap sampling + cache
     python benchmarks/regpath_bench.py --solver bcfw-perm --methods eps_path,grid_primal  # other samplers
-    # Fig. 8 on OCR-small, OCR-large and CoNLL-2000 with a machine-sized budget (issue 19):
+    # Fig. 8 on OCR-small, OCR-large and CoNLL-2000 with a machine-sized budget:
     python benchmarks/regpath_bench.py --small-budget 90 --large --large-budget 150 --conll \
         --conll-budget 300 --methods eps_path,heuristic_path,grid_none,grid_primal --out benchmarks/results \
         --tag _fig8
@@ -231,7 +231,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     from gaplab.core import ChainModel, load_ocr
-    from gaplab.core.regpath import _json_safe
+    from gaplab.core.jsonsafe import encode as _json_safe
 
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)

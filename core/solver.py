@@ -4,238 +4,36 @@
 Stepping and running share one code path and one RNG stream: a run of whole passes and the
 same number of single steps give the same trace. Paper: Alg. 1-5 (block steps, samplers,
 cache), Alg. 8 (batch FW step), Sec. 2.3 (duality gap).
+
+What lives where: this module holds the :class:`Solver`'s construction, inspection, stepping
+and running; :mod:`~gaplab.core.solver_records` the records it reports (:class:`StepRecord`,
+:class:`ExactGap`, :class:`Result`) and its trace; :mod:`~gaplab.core.solver_state` its copies
+and warm starts and the checks of its bounds and sampling weights;
+:mod:`~gaplab.core.compile_clock` numba's compile time kept apart (:func:`watch_compiles`).
 """
 from __future__ import annotations
 
-import bisect
 import contextlib
 import math
-import threading
 import time
-from dataclasses import asdict, dataclass, field
 from typing import Callable
 
-import numba.core.event
 import numpy as np
 
 from . import kernels as kr
 from . import validate
-from .config import CacheConfig, Sampling, SolverConfig, Status, StepKind, check_run_ends
+from .compile_clock import COMPILE_CLOCK, watch_compiles
+from .config import CacheConfig, Sampling, SolverConfig, Status, check_run_ends
 from .models.protocol import check_arrays, check_interface, check_labelling
 from .interrupt import Interrupted, deferred_sigint
-from .state import allocate_state, config_arrays, copy_state, grow_atoms, state_nbytes
+from .solver_records import ExactGap, Result, StepRecord, TraceRecords
+from .solver_state import SolverState, check_bounds, check_sampling_weights
+from .state import allocate_state, config_arrays, grow_atoms
 
 __all__ = ["Solver", "StepRecord", "Result", "ExactGap", "watch_compiles"]
 
-_KIND_NAMES = {kr.KIND_FW: "fw", kr.KIND_AWAY: "away", kr.KIND_PAIRWISE: "pairwise", kr.KIND_NONE: "none"}
 
-
-class _CompileClock(numba.core.event.Listener):
-    """Seconds each thread spends in numba's global compiler lock: compiling a kernel for new
-    argument types, or loading its machine code from the on-disk cache (a call of a kernel
-    already compiled for its argument types does not take the lock). The solver subtracts
-    this time from its own (``wall_time_s``) and reports it as ``compile_time_s``: on a cold
-    cache the first pass and the first gap check are mostly compilation, which is not the
-    method's cost. Per thread, because the app runs several solvers in worker threads;
-    nested (reentrant) lock holds count once."""
-
-    def __init__(self):
-        self._local = threading.local()
-
-    def _state(self):
-        st = self._local
-        if not hasattr(st, "depth"):
-            st.depth, st.t0, st.total, st.watchers = 0, 0.0, 0.0, []
-        return st
-
-    def on_start(self, event):
-        st = self._state()
-        if st.depth == 0:
-            st.t0 = time.perf_counter()
-            self._notify(st, True)
-        st.depth += 1
-
-    def on_end(self, event):
-        st = self._state()
-        st.depth = max(st.depth - 1, 0)
-        if st.depth == 0:
-            st.total += time.perf_counter() - st.t0
-            self._notify(st, False)
-
-    @staticmethod
-    def _notify(st, active):
-        for fn in list(st.watchers):
-            try:
-                fn(active)
-            except Exception:  # noqa: BLE001 - a failing display must not fail numba's compile
-                pass
-
-    def total(self) -> float:
-        """Seconds this thread has spent in the compiler lock (finished holds)."""
-        return self._state().total
-
-
-_COMPILE_CLOCK = _CompileClock()
-numba.core.event.register("numba:compiler_lock", _COMPILE_CLOCK)
-
-
-@contextlib.contextmanager
-def watch_compiles(callback: Callable[[bool], None]):
-    """Within the block, ``callback(True)`` when this thread starts compiling (or loading
-    compiled kernels from the cache) and ``callback(False)`` when it is done: the CLI's progress
-    bar says "compiling" meanwhile."""
-    st = _COMPILE_CLOCK._state()
-    st.watchers.append(callback)
-    try:
-        yield
-    finally:
-        st.watchers.remove(callback)
-
-
-@dataclass(frozen=True)
-class StepRecord:
-    """What one block step did (Paper: Alg. 1, 3, 4, 5).
-
-    Attributes
-    ----------
-    iteration : int
-        Iteration k of the step (block steps done before it).
-    block : int
-        The block (training example) i that was updated.
-    kind : str
-        "fw", "away" or "pairwise".
-    cache_hit : bool
-        The FW corner came from the cache (no oracle call).
-    drop : bool
-        The away corner's mass reached 0 (drop step).
-    oracle_called : bool
-        A max-oracle call was made (cache miss or no cache).
-    gamma, gamma_max : float
-        Step size and its upper bound (1 for FW, α_a for pairwise, α_a/(1-α_a) for away).
-    block_gap_estimate : float
-        The block's gap estimate after the step's oracle call (exact at the step's iterate when
-        the oracle was called; unchanged and stale on a cache hit).
-    direction_gap : float
-        ⟨-∇_i f, d⟩ of the chosen direction d (the FW gap for a FW step).
-    improvement : float
-        Decrease of the dual objective f (>= 0).
-    active_set_size : int
-        Number of atoms with α > 0 on the block after the step (-1 when not tracked).
-    fw_corner, away_corner : ndarray of int64 or None
-        The labellings of the FW corner and of the away corner (None for a FW step).
-    """
-
-    iteration: int
-    block: int
-    kind: str
-    cache_hit: bool
-    drop: bool
-    oracle_called: bool
-    gamma: float
-    gamma_max: float
-    block_gap_estimate: float
-    direction_gap: float
-    improvement: float
-    active_set_size: int
-    fw_corner: np.ndarray | None = None
-    away_corner: np.ndarray | None = None
-
-
-@dataclass(frozen=True)
-class ExactGap:
-    """Result of an exact gap pass (n oracle calls at the current w).
-
-    Attributes
-    ----------
-    gap : float
-        Duality gap g(α) = Σ_i g_i = primal − dual (Paper: Eq. (5)-(7)).
-    primal, dual : float
-        Primal objective λ/2‖w‖² + (1/n)Σ_i max_y H_i(y; w) and dual objective (maximization form).
-    block_gaps : ndarray of float64, shape (n,)
-        Exact block gaps g_i (Paper: Eq. (6)-(7)); NaN for an uncounted pass.
-    block_deltas : ndarray of float64, shape (n,)
-        δ_i = (1/n) Σ_y α_i(y) H_i(y; w) at the same point, Σ_i δ_i = ℓ − λ‖w‖² (Paper: Alg. 7,
-        line 4; what a regularization path step adds to the gap, Proposition 1). Computed for
-        free from the scores of the pass.
-    """
-
-    gap: float
-    primal: float
-    dual: float
-    block_gaps: np.ndarray
-    block_deltas: np.ndarray
-
-
-@dataclass
-class Result:
-    """Outcome of :meth:`Solver.run`.
-
-    Attributes
-    ----------
-    status : Status
-    primal, dual, exact_gap : float
-        At the last exact gap pass (fresh at the end of the run when ``final_gap_check``).
-    heuristic_gap : float
-        Sum of the (stale) block gap estimates at the end.
-    effective_passes : float
-        Oracle calls / n (gap passes included).
-    oracle_calls, cache_hits, steps : int
-    wall_time_s : float
-        Seconds spent in the solver (block steps and gap passes; test-error evaluation and
-        numba's compilation excluded). The trace's ``wall_time_s`` is on the same clock.
-    step_counts : dict
-        Counts of "fw", "away", "pairwise", "drop", "cache_hit", "purge", "batch" steps.
-    w : ndarray of float64, shape (d,)
-    trace : list of dict
-        One record per pass over the data and per gap check (see :meth:`Solver.trace`).
-    compile_time_s : float
-        Seconds numba spent compiling the solver's kernels (or loading them from its on-disk
-        cache) during the solver's calls, apart from ``wall_time_s``.
-    """
-
-    status: Status
-    primal: float
-    dual: float
-    exact_gap: float
-    heuristic_gap: float
-    effective_passes: float
-    oracle_calls: int
-    cache_hits: int
-    steps: int
-    wall_time_s: float
-    step_counts: dict
-    w: np.ndarray
-    trace: list = field(default_factory=list)
-    compile_time_s: float = 0.0
-
-    def to_dict(self, include_w: bool = False) -> dict:
-        out = {k: v for k, v in asdict(self).items() if k not in ("w", "status")}
-        out["status"] = self.status.name.lower()
-        if include_w:
-            out["w"] = self.w.tolist()
-        return out
-
-
-def _check_bounds(lb, ub, d):
-    if lb is None and ub is None:
-        return None, None
-    lb = np.full(d, -np.inf) if lb is None else np.asarray(lb, dtype=np.float64)
-    ub = np.full(d, np.inf) if ub is None else np.asarray(ub, dtype=np.float64)
-    if lb.shape != (d,):
-        raise ValueError(f"lower bound lb must have shape ({d},), got {lb.shape}")
-    if ub.shape != (d,):
-        raise ValueError(f"upper bound ub must have shape ({d},), got {ub.shape}")
-    if np.isnan(lb).any() or np.isnan(ub).any():
-        raise ValueError("box bounds lb/ub contain NaN")
-    if np.any(lb > ub):
-        j = int(np.flatnonzero(lb > ub)[0])
-        raise ValueError(f"box bounds need lb <= ub; coordinate {j} has lb={lb[j]} > ub={ub[j]}")
-    if np.any(lb == np.inf) or np.any(ub == -np.inf):
-        raise ValueError("box bounds need lb < +inf and ub > -inf")
-    return lb, ub
-
-
-class Solver:
+class Solver(TraceRecords, SolverState):
     """BCFW-family solver for the SSVM dual (Paper: Eq. (3)).
 
     Parameters
@@ -288,20 +86,11 @@ class Solver:
             own = model.bounds()  # the box the model needs (App. H: e.g. w_pairwise >= 0), or None
             if own is not None:
                 lb, ub = own
-        lb, ub = _check_bounds(lb, ub, model.arrays.d)
+        lb, ub = check_bounds(lb, ub, model.arrays.d)
         log_size = validate.int_at_least("log_size", log_size, 1)
         trace_limit = validate.int_at_least("trace_limit", trace_limit, 16)
         n = model.arrays.n
-        if config.sampling == Sampling.WEIGHTS:
-            if sampling_weights is None:
-                raise ValueError("sampling='weights' needs sampling_weights (shape (n,))")
-            sampling_weights = np.asarray(sampling_weights, dtype=np.float64)
-            if sampling_weights.shape != (n,):
-                raise ValueError(f"sampling_weights must have shape ({n},), got {sampling_weights.shape}")
-            if not np.all(np.isfinite(sampling_weights)) or np.any(sampling_weights < 0) or sampling_weights.sum() <= 0:
-                raise ValueError("sampling_weights must be finite, >= 0 and not all 0")
-        elif sampling_weights is not None:
-            raise ValueError("sampling_weights is only used with sampling='weights'")
+        sampling_weights = check_sampling_weights(config.sampling, sampling_weights, n)
         self.python_oracle = getattr(model, "oracle_tier", "compiled") == "python"
         if self.python_oracle and config.sampling == Sampling.EXACT_GAP:
             raise ValueError("sampling='exact_gap' recomputes every block gap inside the compiled step and needs a "
@@ -486,13 +275,13 @@ class Solver:
     def _timed(self, solver_time: bool = True):
         """Add the block's time to ``wall_time`` (when ``solver_time``), less what numba spent
         compiling meanwhile, which goes to ``compile_time``."""
-        c0 = _COMPILE_CLOCK.total()
+        c0 = COMPILE_CLOCK.total()
         t0 = time.perf_counter()
         try:
             yield
         finally:
             dt = time.perf_counter() - t0
-            dc = _COMPILE_CLOCK.total() - c0
+            dc = COMPILE_CLOCK.total() - c0
             self.compile_time += dc
             if solver_time:
                 self.wall_time += max(dt - dc, 0.0)
@@ -608,40 +397,6 @@ class Solver:
         self._record("batch", extra={"gamma": float(gam)})
         return float(gam)
 
-    def _record(self, kind, exact: ExactGap | None = None, test_error=math.nan, extra=None):
-        c = self.S.counters
-        rec = {
-            "kind": kind,
-            "iteration": int(c[kr.C_ITER]),
-            "effective_passes": self.effective_passes,
-            "oracle_calls": int(c[kr.C_ORACLE]),
-            "wall_time_s": self.wall_time,
-            "heuristic_gap": self.heuristic_gap,
-            "exact_gap": exact.gap if exact else math.nan,
-            "primal": exact.primal if exact else math.nan,
-            "dual": self.dual_objective(),
-            "cache_hits": int(c[kr.C_HIT]),
-            "test_error": test_error,
-        }
-        rec.update(self.step_counts())
-        if extra:
-            rec.update(extra)
-        self._trace.append(rec)
-        self._trace_ids.append(self._n_records)
-        self._n_records += 1
-        if len(self._trace) > self._trace_limit:
-            self._thin_trace()
-        return rec
-
-    def _thin_trace(self):
-        """Drop every second record of the older half of the trace (the first record kept)."""
-        old = len(self._trace) - self._trace_limit // 2
-        keep = [j for j in range(len(self._trace)) if j >= old or j % 2 == 0]
-        self._trace = [self._trace[j] for j in keep]
-        self._trace_ids = [self._trace_ids[j] for j in keep]
-
-    def _records_since(self, since: int) -> list:
-        return self._trace[bisect.bisect_left(self._trace_ids, since):]
 
     def step(self) -> StepRecord:
         """One block step (k = 1 of the same kernel that runs whole passes)."""
@@ -657,31 +412,6 @@ class Solver:
             done += self._advance(int(k - done))
         return done
 
-    def last_steps(self, m: int) -> list[StepRecord]:
-        """The last m step records (at most the ring log's size)."""
-        S = self.S
-        total = int(S.counters[kr.C_LOG_POS])
-        cap = S.log.shape[0]
-        m = min(m, total, cap)
-        out = []
-        for j in range(total - m, total):
-            r = S.log[j % cap]
-            flags = int(r[kr.L_FLAGS])
-            kind = _KIND_NAMES[int(r[kr.L_KIND])]
-            is_last = j == total - 1
-            i = int(r[kr.L_BLOCK])
-            L = int(self._M.lab_off[i + 1] - self._M.lab_off[i])
-            out.append(StepRecord(
-                iteration=int(r[kr.L_ITER]), block=i, kind=kind,
-                cache_hit=bool(flags & kr.FLAG_HIT), drop=bool(flags & kr.FLAG_DROP),
-                oracle_called=bool(flags & kr.FLAG_ORACLE), gamma=float(r[kr.L_GAMMA]),
-                gamma_max=float(r[kr.L_GAMMA_MAX]), block_gap_estimate=float(r[kr.L_GAP]),
-                direction_gap=float(r[kr.L_CORNER_GAP]), improvement=float(r[kr.L_IMPROVE]),
-                active_set_size=int(r[kr.L_ACTIVE]),
-                fw_corner=S.last_fw[:L].copy() if is_last else None,
-                away_corner=S.last_away[:L].copy() if (is_last and self.config.step != StepKind.FW) else None,
-            ))
-        return out
 
     def block_gap_now(self, i: int) -> float:
         """Exact gap of block i at the current w (a diagnostic oracle call, not counted)."""
@@ -738,21 +468,10 @@ class Solver:
             (status ``interrupted``; its exact gap is the last one computed, see
             :attr:`fresh_exact_gap`). A second Ctrl-C raises KeyboardInterrupt at once.
         """
-        cfg = self.config
-        max_passes = cfg.max_passes if max_passes is None else validate.positive("max_passes", max_passes,
-                                                                                  allow_inf=True)
-        time_limit = cfg.time_limit if time_limit is None else validate.positive("time_limit", time_limit,
-                                                                                  allow_inf=True)
-        thr = cfg.gap_threshold if gap_threshold is None else validate.nonnegative("gap_threshold", gap_threshold,
-                                                                                    allow_inf=True)
-        if callback is None and should_stop is None:  # else the caller may end the run
-            try:
-                check_run_ends(max_passes, time_limit, thr, cfg.gap_check, cfg.stop_on_heuristic_gap)
-            except ValueError as exc:
-                raise ValueError(f"run(): {exc} (or pass a callback / should_stop that ends the run)") from None
-        n = self.n
+        max_passes, time_limit, thr = self._run_limits(max_passes, time_limit, gap_threshold,
+                                                       callback is None and should_stop is None)
         start_time = self.wall_time
-        budget_calls = max_passes * n
+        budget_calls = max_passes * self.n
         status = Status.RUNNING
         n_records = self._n_records
         self._run_threshold = thr
@@ -778,6 +497,24 @@ class Solver:
             status = Status.CONVERGED  # the budget ran out, but the final iterate's exact gap meets it
         self.status = status
         return self.result()
+
+    def _run_limits(self, max_passes, time_limit, gap_threshold, must_end: bool):
+        """(max_passes, time_limit, gap_threshold) of a run: the overrides checked, else the
+        config's; with ``must_end`` (no callback or should_stop) a ValueError when nothing
+        would ever stop the run."""
+        cfg = self.config
+        max_passes = cfg.max_passes if max_passes is None else validate.positive("max_passes", max_passes,
+                                                                                  allow_inf=True)
+        time_limit = cfg.time_limit if time_limit is None else validate.positive("time_limit", time_limit,
+                                                                                  allow_inf=True)
+        thr = cfg.gap_threshold if gap_threshold is None else validate.nonnegative("gap_threshold", gap_threshold,
+                                                                                    allow_inf=True)
+        if must_end:
+            try:
+                check_run_ends(max_passes, time_limit, thr, cfg.gap_check, cfg.stop_on_heuristic_gap)
+            except ValueError as exc:
+                raise ValueError(f"run(): {exc} (or pass a callback / should_stop that ends the run)") from None
+        return max_passes, time_limit, thr
 
     def _run_loop(self, status, budget_calls, n_records, thr, start_time, time_limit, callback,
                   should_stop, sigint):
@@ -811,45 +548,6 @@ class Solver:
                 status = Status.STOPPED
         return status
 
-    def result(self) -> Result:
-        ex = self._last_exact
-        return Result(
-            status=self.status,
-            primal=ex.primal if ex else math.nan,
-            dual=self.dual_objective(),
-            exact_gap=ex.gap if ex else math.nan,
-            heuristic_gap=self.heuristic_gap,
-            effective_passes=self.effective_passes,
-            oracle_calls=self.oracle_calls,
-            cache_hits=int(self.S.counters[kr.C_HIT]),
-            steps=self.iteration,
-            wall_time_s=self.wall_time,
-            step_counts=self.step_counts(),
-            w=self.w,
-            trace=[dict(r) for r in self._trace],
-            compile_time_s=self.compile_time,
-        )
-
-    def trace(self, since: int = 0) -> list[dict]:
-        """Trace records ``since`` onwards (copies): one per pass ("pass"), per gap check
-        ("gap_check") and per batch step ("batch"), with iteration, effective_passes,
-        oracle_calls, wall_time_s, heuristic_gap, exact_gap (NaN unless computed), primal
-        (idem), dual, cache_hits, step counts and test_error (at gap checks when test data is
-        given). Records are numbered in the order they are made and ``since`` is such a number,
-        so ``trace(since=n_trace_records)`` taken earlier gives the new ones. Past ``trace_limit``
-        records, older ones are thinned (see :class:`Solver`), never the newest half."""
-        since = validate.int_at_least("since", since, 0)
-        return [dict(r) for r in self._records_since(int(since))]
-
-    @property
-    def n_trace_records(self) -> int:
-        """Records made so far (kept or thinned)."""
-        return self._n_records
-
-    @property
-    def trace_records_dropped(self) -> int:
-        """Records dropped by thinning (0 unless the trace outgrew ``trace_limit``)."""
-        return self._n_records - len(self._trace)
 
     @property
     def fresh_exact_gap(self) -> ExactGap | None:
@@ -882,108 +580,3 @@ class Solver:
 
     def train_error(self) -> float:
         return self.model.error(self.S.w)
-
-    # ------------------------------------------------------------------ warm starts & copies
-    def copy(self) -> "Solver":
-        """An independent copy (state, RNG, counters and trace)."""
-        other = object.__new__(Solver)
-        other.__dict__.update(self.__dict__)
-        other.S = copy_state(self.S)
-        other._trace = [dict(r) for r in self._trace]
-        other._trace_ids = list(self._trace_ids)
-        other._ci, other._cf = self._ci.copy(), self._cf.copy()
-        return other
-
-    def warm_start(self, lam: float, *, keep: str = "primal") -> "Solver":
-        """A new solver at regularization ``lam`` started from this solver's point.
-
-        keep="dual": same α, w scaled by λ_old/λ (the authors' warm start on the dual).
-        keep="primal": same w; α moved towards the ground truth, α(y) ← ρα(y) for y ≠ y_i with
-        ρ = λ/λ_old (Paper: Proposition 1); needs λ <= λ_old and tracked atoms or FW steps.
-        Counters and trace start from zero; gap estimates are kept (stale) and g^(k_0) reset.
-        """
-        if keep not in ("primal", "dual"):
-            raise ValueError(f"keep must be 'primal' or 'dual', got {keep!r}")
-        new_cfg = self.config.replace(lam=lam)
-        other = self.copy()
-        other.config = new_cfg
-        other._ci, other._cf = config_arrays(new_cfg, bool(self._ci[kr.I_BOX]), self.track)
-        S = other.S
-        ratio = self.lam / new_cfg.lam
-        if keep == "dual":
-            S.v[:] *= ratio
-            if S.w is not S.v:
-                np.clip(S.v, S.lb, S.ub, out=S.w)
-        else:
-            rho = new_cfg.lam / self.lam
-            if rho > 1:
-                raise ValueError(f"keep='primal' needs lam <= {self.lam} (the current λ), got {lam}")
-            _rescale_to_gt(other, rho)
-        S.counters[:] = 0
-        S.counters[kr.C_UNVISITED] = int(np.sum(S.gap_iter < 0))
-        S.counters[kr.C_LAST_CHECK] = -1
-        S.gap_iter[S.gap_iter >= 0] = 0
-        S.scalars[kr.S_GLOBAL_GAP] = np.inf
-        other.wall_time = 0.0
-        other.compile_time = 0.0
-        other.passes_since_check = 0
-        other._trace = []
-        other._trace_ids = []
-        other._n_records = 0
-        other._last_exact = None
-        other._last_exact_iter = -1
-        other.status = Status.RUNNING
-        if new_cfg.sampling in (Sampling.GAP, Sampling.EXACT_GAP, Sampling.WEIGHTS):
-            kr.tree_rebuild(S, other._cf, other.n)
-        return other
-
-    def set_vertices(self, labels) -> None:
-        """Move every block to the corner α_i = e_{y~_i} of its simplex and recompute w.
-
-        Parameters
-        ----------
-        labels : list of int arrays
-            ``labels[i]`` is the labelling y~_i of block i (shape (T_i,) for chains, (1,) for
-            multiclass), each label in range. Paper: Alg. 6 (α^∞ of the regularization path).
-        """
-        M = self._M
-        if len(labels) != self.n:
-            raise ValueError(f"labels must hold {self.n} labellings, got {len(labels)}")
-        flat = []
-        for i, y in enumerate(labels):
-            if callable(getattr(type(self.model), "check_labelling", None)):  # the model's own labellings
-                flat.append(self.model.check_labelling(i, y, f"labels[{i}]"))
-                continue
-            y = np.asarray(y, dtype=np.int64).ravel()
-            L = int(M.lab_off[i + 1] - M.lab_off[i])
-            if y.shape != (L,):
-                raise ValueError(f"labels[{i}] must have shape ({L},), got {y.shape}")
-            hi = int(self.model.n_labels(i))
-            if y.size and (y.min() < 0 or y.max() >= hi):
-                raise ValueError(f"labels[{i}] must lie in [0, {hi}), got {y.tolist()}")
-            flat.append(y)
-        kr.set_vertices(M, self.S, self._ci, self._cf, np.concatenate(flat))
-        self._last_exact = None
-        self._last_exact_iter = -1
-
-    def recompute_primal(self) -> None:
-        """Recompute w = Aα from the block statistics (removes accumulated round-off)."""
-        kr.recompute_primal(self._M, self.S, self._ci, self._cf)
-
-    def memory_bytes(self) -> int:
-        return state_nbytes(self.S)
-
-
-def _rescale_to_gt(solver: Solver, rho: float):
-    """α(y) ← ρ α(y) for y ≠ y_i, the rest on y_i (w unchanged; Paper: Prop. 1). Grows the atom
-    pools when a block has no room for its ground-truth atom, and keeps a free slot after."""
-    done_upto = 0
-    while True:
-        # the kernel stops at the first full block, before touching it; blocks before it are done
-        sub = kr.rescale_to_gt_from(solver._M, solver.S, solver._ci, rho, done_upto)
-        if sub < 0:
-            break
-        solver.S = grow_atoms(solver._M, solver.S)
-        done_upto = sub
-    if solver.S.counters[kr.C_GROW]:
-        solver.S = grow_atoms(solver._M, solver.S, cache_size=solver._cache_slots())

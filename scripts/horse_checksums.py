@@ -5,7 +5,7 @@ Database, which :func:`gaplab.core.datasets.horse.load_weizmann_horses` checks b
     python scripts/horse_checksums.py /path/to/weizmann_horse
 
 The directory must be the official database: the files concatenated in sorted-path order must
-hash to ``HORSE_SHA256`` (the value in /work/shared/data/README.md), or nothing is written.
+hash to ``HORSE_SHA256`` (the value in the data folder's README.md), or nothing is written.
 """
 from __future__ import annotations
 

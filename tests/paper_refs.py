@@ -193,7 +193,7 @@ CITE_FIG = re.compile(r"\bFigs?\.?\s+(\d+)([a-c])?\b")
 CITE_SEC = re.compile(r"\bSec(?:tion)?s?\.?\s+(\d+(?:\.\d+)?)(?:\s*(?:-|–)\s*(\d+(?:\.\d+)?))?")
 
 # where the repository cites the paper
-CITED_FILES = ("core/**/*.py", "app/**/*.py", "toy_examples/**/*.py", "cli*.py", "plots.py",
+CITED_FILES = ("core/**/*.py", "app/**/*.py", "toy_examples/**/*.py", "cli/*.py", "plots.py",
                "README.md", "__init__.py", "docs/*.md", "docs/guide/*.md")
 
 

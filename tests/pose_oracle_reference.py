@@ -7,7 +7,8 @@ timed by benchmarks/bench_pose.py --reference on the same calls. Not used by the
 import numpy as np
 from numba import njit
 
-from gaplab.core.models.pose_tree import pose_label_dot, pose_score_map
+from gaplab.core.datasets.lsp_scoremaps import pose_score_map
+from gaplab.core.models.pose.primitives import pose_label_dot
 
 _NEG = -np.inf
 

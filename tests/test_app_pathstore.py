@@ -105,7 +105,7 @@ def test_the_tab_plots_the_recorded_test_metric_from_the_rows_without_reading_we
                                                                                       monkeypatch):
     pytest.importorskip("panel")
     from gaplab.app.path_tab import PathView
-    from gaplab.core import pathstore as pst
+    from gaplab.core.regpath import store as pst
     from gaplab.core.regpath import PathMetric
 
     model = sess.problem.model

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from gaplab.app import session as session_mod
+from gaplab.app.session import control as session_control   # where Session looks up its loader
 from gaplab.app.session import GAP_CHECK_CHOICES, Session
 
 
@@ -185,14 +186,14 @@ def test_invalid_values_are_impossible(sess, name, value):
 
 def test_rejected_combination_gives_a_notification_and_keeps_the_solver(sess, monkeypatch):
     solver = sess.solver
-    real = session_mod.SolverConfig
+    real = session_control.SolverConfig
 
     def picky(**kw):
         if str(kw.get("step")) == "away" and kw["cache"].enabled:
             raise ValueError("away steps with a cache are not supported here")
         return real(**kw)
 
-    monkeypatch.setattr(session_mod, "SolverConfig", picky)
+    monkeypatch.setattr(session_control, "SolverConfig", picky)
     sess.cache = True
     solver = sess.solver
     sess.step_kind = "away"  # no exception escapes the parameter callback
@@ -202,14 +203,14 @@ def test_rejected_combination_gives_a_notification_and_keeps_the_solver(sess, mo
 
 
 def test_dataset_that_cannot_load_gives_a_notification(sess, monkeypatch):
-    real = session_mod.load_problem
+    real = session_control.load_problem
 
     def loader(name, *a, **k):
         if name == "ocr-large":
             raise FileNotFoundError("OCR-large not found; set GAPLAB_DATA")
         return real(name, *a, **k)
 
-    monkeypatch.setattr(session_mod, "load_problem", loader)
+    monkeypatch.setattr(session_control, "load_problem", loader)
     sess.dataset = "ocr-large"
     assert sess.wait_idle(30)
     assert sess.status == "error" and sess.messages()[-1][0] == "error"
@@ -248,13 +249,13 @@ def test_picker_offers_only_problems_whose_data_is_installed(tmp_path, monkeypat
 
 
 def test_actions_while_loading_are_refused_politely(monkeypatch):
-    real = session_mod.load_problem
+    real = session_control.load_problem
 
     def slow(name, *a, **k):
         time.sleep(0.6)
         return real(name, *a, **k)
 
-    monkeypatch.setattr(session_mod, "load_problem", slow)
+    monkeypatch.setattr(session_control, "load_problem", slow)
     s = Session()
     try:
         assert s.status == "loading"

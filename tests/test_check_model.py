@@ -64,7 +64,7 @@ def test_a_broken_numba_primitive_is_caught(monkeypatch):
     """A compiled model whose statistics disagree with its ψ (here: a chain whose joint_feature
     drops the transitions) is reported with the numbers."""
     from gaplab.core.models import ChainModel
-    from gaplab.core.problems import _tiny_chain
+    from gaplab.core.builtin_problems import _tiny_chain
     model = _tiny_chain()
     good = ChainModel.joint_feature
 

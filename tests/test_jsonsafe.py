@@ -31,7 +31,7 @@ def test_decode_reads_the_old_spellings():
 
 
 def test_cli_json_report_spells_infinity(tmp_path):
-    from gaplab.cli import _write_json
+    from gaplab.cli.train import _write_json
     _write_json(tmp_path / "r.json", {"lam_end": math.inf, "gap": math.nan, "n": np.int64(3)})
     assert _strict((tmp_path / "r.json").read_text()) == {"lam_end": "inf", "gap": "nan", "n": 3}
 

@@ -252,8 +252,11 @@ def test_segmentation_anatomy_names_the_cache_corner_on_a_hit():
                 break
         else:
             pytest.fail("no cache hit on seg-tiny")
-        names = [name for name, _ in st.overlays]
-        assert names[2].startswith("cache corner") and names[-1].startswith("cache corner loss per superpixel")
+        names = [cap for _, cap, _ in st.panels]
+        fw = [cap for key, cap, _ in st.panels if key == "fw"]
+        assert fw[0].startswith("cache corner") and all(c.startswith("cache corner") for c in fw)
+        loss = s.problem.model.loss(st.block, np.array([int(t) for t in st.fw_corner]))
+        assert any(c.startswith("cache corner loss per superpixel") for c in fw) == (loss > 0)
         assert not any(n.startswith("FW corner") for n in names)
         view = AnatomyView()
         view.update(s.snapshot)

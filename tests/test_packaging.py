@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_every_package_folder_is_listed_in_pyproject():
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {"gaplab"}
-    for top in ("core", "app", "toy_examples", "assets"):
+    for top in ("core", "app", "cli", "toy_examples", "assets"):
         for init in (ROOT / top).rglob("__init__.py"):
             if "__pycache__" in init.parts:
                 continue

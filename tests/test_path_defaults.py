@@ -10,7 +10,7 @@ def test_path_defaults_are_pathconfigs():
 
 
 def test_cli_path_and_grid_defaults_equal_pathconfig():
-    from gaplab import cli_path
+    from gaplab.cli import path as cli_path
 
     sub = argparse.ArgumentParser().add_subparsers()
     cli_path.add_commands(sub)
@@ -25,7 +25,7 @@ def test_cli_path_and_grid_defaults_equal_pathconfig():
 
 
 def test_sweep_spec_defaults_equal_pathconfig():
-    from gaplab.core.sweep import _check_method
+    from gaplab.core.sweep.spec import _check_method
 
     d = PathConfig()
     m = _check_method("p", {"kind": "path"})

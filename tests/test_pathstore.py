@@ -17,7 +17,7 @@ import pytest
 
 from conftest import random_chain_data
 from gaplab.core import ChainModel
-from gaplab.core import pathstore as pst
+from gaplab.core.regpath import store as pst
 from gaplab.core.regpath import PathConfig, PathFileError, PathStoreError, RegPath, regularization_path, resume_path
 
 ENV = dict(os.environ)
@@ -128,7 +128,7 @@ _CHILD = textwrap.dedent("""
     from pathlib import Path
     from conftest import random_chain_data
     from gaplab.core import ChainModel
-    from gaplab.core import pathstore as pst
+    from gaplab.core.regpath import store as pst
     from gaplab.core.regpath import PathConfig, regularization_path
     store, mode = Path(sys.argv[1]), sys.argv[2]
     model = ChainModel(random_chain_data(n=12, T_range=(1, 4), K=3, F=30, seed=3, density=0.15))

@@ -234,43 +234,49 @@ def test_exact_gap_pass_threads_share_no_scratch():
 
 
 def test_app_pose_anatomy_draws_the_tree_over_the_chosen_part():
-    """What the step anatomy draws for a pose block (issue 18, item 5): the chosen part's
-    score map, and per labelling (ground truth, FW corner, away corner) one SVG line per tree
-    edge joining the centres of the two nodes' cells, every coordinate inside the G×G map, the
-    chosen part ringed; the corners' panels repeat the ground truth (dashed). Bad parts are
-    refused with a clear error."""
+    """What the step anatomy draws for a pose block (issue 18, item 5), through the model's own
+    picture (describe_block's panels): the chosen part's score map, and per labelling (ground
+    truth, FW corner, away corner) one SVG line per tree edge joining the centres of the two
+    nodes' cells, every coordinate inside the G×G map, the chosen part ringed; the corners'
+    panels repeat the ground truth (dashed). Bad parts are refused with a clear error."""
     import re
 
-    from gaplab.app.session import Session, _pose_panels
-    from gaplab.app.views import pose_svg
+    from gaplab.app.session import Session, role_panels
+    from gaplab.app.views import panel_html
     model = stick_model(n=3, G=8)
     M, G, part = model.arrays, model.G, 7
     rng = np.random.default_rng(3)
     w = rng.normal(0, 0.5, size=model.d)
     w[model.quadratic_index()] = rng.uniform(0, 1, size=model.quadratic_index().size)
     ys = [model.ground_truth(1), model.max_oracle(1, w), model.max_oracle(1, np.zeros(model.d))]
-    desc = [Session._describe(model, 1, y, None, part) for y in ys]
-    pose = _pose_panels(*desc, model.data.node_names)
+    desc = [Session._describe(model, 1, y, None, ("part", part)) for y in ys]
+    assert desc[0]["picker"] == {"name": "part", "label": "score map of part",
+                                 "options": tuple(model.data.node_names), "value": part}
+    panels = role_panels(*desc)
     tree = {(q, int(M.parent[q])) for q in range(M.N) if M.parent[q] >= 0}
-    assert {tuple(e) for e in pose["edges"]} == tree and len(pose["edges"]) == M.N - 1 == 25
-    assert pose["part"] == part and pose["part_name"] == model.data.node_names[part]
-    np.testing.assert_array_equal(pose["score_map"], model.score_map(1, part))
-    assert [k for _, k, _, _ in pose["skeletons"]] == ["truth", "fw", "away"]
-    for k, (_, key, cells, loss) in enumerate(pose["skeletons"]):
+    smap = model.score_map(1, part)
+    grey = np.round(255 * (smap - smap.min()) / (smap.max() - smap.min())).astype(np.uint8)
+    assert [k for k, _, _ in panels] == ["truth", "fw", "away"]
+    for k, (key, cap, p) in enumerate(panels):
+        assert {tuple(e) for e in p["segments"]} == tree and len(p["segments"]) == M.N - 1 == 25
+        assert p["mark"] == part
+        np.testing.assert_array_equal(p["image"], grey)
+        cells = p["points"] - 0.5
         np.testing.assert_array_equal(cells[:, 1] * G + cells[:, 0], ys[k][0::2])
-        assert loss == pytest.approx(model.loss(1, ys[k]))
-        svg = pose_svg(pose, k, 150)
+        differs = not np.array_equal(ys[k], ys[0])
+        assert (f"(loss {model.loss(1, ys[k]):.3f})" in cap) == differs
+        svg = panel_html(p, key, 150)
         lines = [tuple(map(float, m)) for m in
                  re.findall(r"<line x1='([\d.]+)' y1='([\d.]+)' x2='([\d.]+)' y2='([\d.]+)'/>", svg)]
         assert len(lines) == (25 if key == "truth" else 50)       # + the dashed ground truth
         centres = cells + 0.5
-        want = {(*np.round(centres[a], 1), *np.round(centres[b], 1)) for a, b in pose["edges"]}
+        want = {(*np.round(centres[a], 1), *np.round(centres[b], 1)) for a, b in p["segments"]}
         assert set(lines[-25:]) == want
         assert all(0 < v < G for ln in lines for v in ln)
-        ring = re.search(r"class='gaplab-part-ring' cx='([\d.]+)' cy='([\d.]+)'", svg)
+        ring = re.search(r"class='gaplab-mark' cx='([\d.]+)' cy='([\d.]+)'", svg)
         assert (float(ring[1]), float(ring[2])) == tuple(np.round(centres[part], 1))
     s = Session(load=False)
-    with pytest.raises(ValueError, match="part must be None or an int >= 0.*-1"):
-        s.set_pose_part(-1)
+    with pytest.raises(ValueError, match="value must be None or an int >= 0.*-1"):
+        s.set_display_option("part", -1)
     with pytest.raises(IndexError, match=r"part must lie in \[0, 26\)"):
         model.describe_block(0, ys[0], part=26)

@@ -11,7 +11,7 @@ import pytest
 
 from gaplab.core.datasets import lsp
 from gaplab.core.datasets.lsp import PoseData, ScoreMapSpec, kmeans_types, load_lsp, read_lsp_joints
-from gaplab.core.models.pose_tree import (
+from gaplab.core.models.pose import (
     PoseModel, build_pose_arrays, distance_transform_1d, distance_transform_2d, pose_axpy, pose_gt_label,
     pose_label_add, pose_label_dot, pose_label_loss, pose_oracle, pose_scores, pose_sqnorm,
 )
@@ -106,7 +106,7 @@ def test_direct_transform_equals_brute_force(G):
     column-major one (x pass first, result row-major); its kept first pass equals the maximum
     along the first axis alone; G not a multiple of 4 (the transposes' remainder) and G < 5
     (no four-offset sweep) included; zero quadratic weights and large ones too."""
-    from gaplab.core.models.pose_tree import _direct2d, _dt2d
+    from gaplab.core.models.pose.transforms import _direct2d, _dt2d
     rng = np.random.default_rng(100 + G)
     GG = G * G
     yy, xx = np.divmod(np.arange(GG), G)
@@ -193,7 +193,7 @@ def test_oracle_breaks_exact_ties_to_the_smallest_type_and_cell(transform):
 
 
 def test_transform_choice_follows_G_and_rejects_bad_names():
-    from gaplab.core.models.pose_tree import DIRECT_MAX_G
+    from gaplab.core.models.pose import DIRECT_MAX_G
     for G, direct in ((DIRECT_MAX_G, True), (DIRECT_MAX_G + 1, False)):
         M = build_pose_arrays(tiny_data(G=G, n=1), transform="auto")
         assert (M.G <= M.direct_max_G) == direct
@@ -338,7 +338,7 @@ def test_pose_model_rechecks_positions_of_unlocked_data():
 
 
 def test_score_map_point_values_match_whole_map(small_model):
-    from gaplab.core.models.pose_tree import pose_unary_value
+    from gaplab.core.datasets.lsp_scoremaps import pose_unary_value
     model, M = small_model, small_model.arrays
     for i in range(model.n):
         for p in range(M.N):
@@ -489,7 +489,7 @@ def test_oracle_matches_the_previous_implementation_on_random_instances():
     models = [PoseModel(lsp.make_pose_data(xy, np.zeros((6, 14), bool), G=G, n_types=T, seed=G))
               for G, T in ((4, 4), (13, 3), (24, 4))]
     models += [PoseModel(tiny_data(G=G, parent=(-1, 0, 1, 0, 3, 0, 5), T=3, n=4, seed=G, noise=1.0)) for G in (2, 9)]
-    from gaplab.core.models.pose_tree import DIRECT_MAX_G
+    from gaplab.core.models.pose import DIRECT_MAX_G
     models += [PoseModel(lsp.make_pose_data(xy, np.zeros((6, 14), bool), G=G, n_types=4, seed=G).subset(np.arange(2)))
                for G in (DIRECT_MAX_G, DIRECT_MAX_G + 1)]  # either side of the default's crossover
     same = calls = 0

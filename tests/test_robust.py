@@ -503,8 +503,8 @@ def test_validated_pose_data_cannot_change_under_the_model():
     import dataclasses
 
     from gaplab.core.datasets.lsp import PoseData
-    from gaplab.core.models.pose_tree import PoseModel
-    from gaplab.core.problems import _tiny_pose
+    from gaplab.core.models.pose import PoseModel
+    from gaplab.core.builtin_problems import _tiny_pose
     data = _tiny_pose().data
     model = PoseModel(data)
     before = model.arrays.bump_amp.copy()
@@ -603,6 +603,7 @@ def test_tampered_sweep_store_is_refused_naming_the_file(tmp_path):
 # ----------------------------------------------------------------- 3. Ctrl-C in a sweep; resume with options
 def test_ctrl_c_during_sweep_keeps_the_finished_runs_and_says_so(tmp_path, capsys, monkeypatch):
     from gaplab.core import sweep
+    from gaplab.core.sweep import dask_runner
     spec = tmp_path / "s.toml"
     spec.write_text('name = "t14"\nversion = 1\ndatasets = ["ocr-small[:4]"]\nlams = [0.1]\nseeds = 3\n'
                     '[budgets.laptop]\nmax_passes = 2\ngap_check = 1\n'
@@ -615,7 +616,7 @@ def test_ctrl_c_during_sweep_keeps_the_finished_runs_and_says_so(tmp_path, capsy
             raise KeyboardInterrupt
         return real(cfg)
 
-    monkeypatch.setattr(sweep, "execute_run", ctrl_c_on_the_second_run)
+    monkeypatch.setattr(dask_runner, "execute_run", ctrl_c_on_the_second_run)
     rc, _, err = _cli(capsys, "sweep", spec, "--store", tmp_path / "st", "--workers", "0", "--quiet")
     assert rc == 130 and "Traceback" not in err
     assert f"1 of 3 runs are done in {tmp_path / 'st'}" in err.strip().splitlines()[-1]
@@ -625,7 +626,7 @@ def test_ctrl_c_during_sweep_keeps_the_finished_runs_and_says_so(tmp_path, capsy
 def test_path_resume_keeps_the_loader_options(tmp_path, capsys, monkeypatch):
     """``gaplab path --dataset seg-tiny --option n=5``, Ctrl-C, ``--resume``: the resumed path is
     computed on the same problem (was: resumed with the default options and refused, n=6 != 5)."""
-    from gaplab import cli_path
+    from gaplab.cli import path as cli_path
     args = ["path", "--dataset", "seg-tiny", "--option", "n=5", "--eps", "0.3", "--lam-min", "0.5",
             "--no-test-error", "--quiet"]
     assert _cli(capsys, *args, "--store", tmp_path / "full")[0] == 0
@@ -660,7 +661,7 @@ def test_path_resume_keeps_the_loader_options(tmp_path, capsys, monkeypatch):
 
 # ----------------------------------------------------------------- 9. path stores
 def test_path_store_with_tampered_lams_raises_path_store_error(tmp_path, small):
-    from gaplab.core.pathstore import PathStoreError
+    from gaplab.core.regpath import PathStoreError
     model, _ = small
     regularization_path(model, PathConfig(eps=0.5, lam_min=1.0), store=tmp_path / "s")
     mp = tmp_path / "s" / "manifest.json"

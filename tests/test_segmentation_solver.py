@@ -234,23 +234,29 @@ def test_app_anatomy_shows_mask_overlays():
         s.step_n(20)
         assert s.wait_idle(60)
         st = s.step().last_step
-        names = [name for name, _ in st.overlays]
-        assert names[0] == "photo and superpixels" and names[1] == "ground truth"
-        assert names[2].startswith("FW corner") and names[3].startswith("away corner")
-        assert names[4].startswith("FW corner loss per superpixel")
+        keys = [k for k, _, _ in st.panels]
+        caps = {k: [c for kk, c, _ in st.panels if kk == k] for k in keys}
+        assert keys[0] == "input" and caps["input"] == ["photo and superpixels"]
+        assert caps["truth"] == ["ground truth"]
         model = s.problem.model
+        for key, y in (("fw", st.fw_corner), ("away", st.away_corner)):
+            loss = model.loss(st.block, np.array([int(t) for t in y]))
+            name = "FW corner" if key == "fw" else "away corner"
+            assert caps[key][0].startswith(name)
+            # a labelling with a loss also shows its per-superpixel loss heat map
+            assert (len(caps[key]) == 2 and caps[key][1].startswith(f"{name} loss per superpixel")) == (loss > 0)
         H, W = model.data.segment_map(st.block).shape
-        assert all(img.shape == (H, W, 3) and img.dtype == np.uint8 for _, img in st.overlays)
+        assert all(p["image"].shape == (H, W, 3) and p["image"].dtype == np.uint8 for _, _, p in st.panels)
         # the overlay of the FW corner is tinted exactly on the pixels its labelling calls horse
         y = np.array([int(t) for t in st.fw_corner])
         fg = model.data.labels_to_mask(st.block, y)
-        img = st.overlays[2][1].astype(int)
+        img = next(p for k, _, p in st.panels if k == "fw")["image"].astype(int)
         blue = img[..., 2] - img[..., 0]
         if fg.any() and (~fg).any():
             assert blue[fg].mean() > blue[~fg].mean()
         view = AnatomyView()
         view.update(s.snapshot)
-        assert view.word.object.count("class='gaplab-mask'") == 5
+        assert view.word.object.count("class='gaplab-panel'") == len(st.panels) >= 4
         assert "Loss heat map" in view.word.object
         assert f"<span class='gaplab-block'>{st.block}</span>" in view.word.object
     finally:
@@ -261,21 +267,20 @@ def test_loss_heat_overlay_colours_each_superpixel_by_its_loss(tiny):
     """The anatomy's loss heat map: superpixels the FW corner gets right stay grey; every wrong
     one is filled with one colour, redder (less green) the more it adds to the loss, and the
     contributions it draws sum to the block's loss."""
-    from gaplab.app.session import _mask_overlays
     rng = np.random.default_rng(4)
     for i in range(3):
         g = tiny.ground_truth(i)
         y = np.where(rng.random(g.size) < 0.3, 1 - g, g)
-        truth, fw = ({"mask": tiny.describe_block(i, z)} for z in (g, y))
-        ov = dict(_mask_overlays(truth, fw, None))
-        name = next(k for k in ov if k.startswith("FW corner loss per superpixel"))
+        d = tiny.describe_block(i, y)
+        ov = {p["caption"]: p["image"] for p in d["panels"]}
+        name = next(k for k in ov if k.startswith("{who} loss per superpixel"))
         assert f"(Σ {tiny.loss(i, y):.3f};" in name
         img = ov[name].astype(int)
         seg = tiny.data.segment_map(i)
         per = tiny.loss_per_superpixel(i, y)
         grey = (img[..., 0] == img[..., 1]) & (img[..., 1] == img[..., 2])
         assert np.all(grey[(per == 0)[seg]]) and not np.any(grey[(per > 0)[seg]])
-        inner = ~fw["mask"]["boundaries"]
+        inner = ~d["boundaries"]
         green = {p: np.unique(img[..., 1][(seg == p) & inner]) for p in np.flatnonzero(per > 0)}
         green = {p: v for p, v in green.items() if v.size}
         assert all(v.size == 1 for v in green.values())  # one colour per superpixel
@@ -288,7 +293,7 @@ def test_loss_heat_overlay_colours_each_superpixel_by_its_loss(tiny):
 
 def test_path_checkpoint_restores_a_boxed_solver_exactly(tiny):
     """A saved path solver with the box (v ≠ w) continues step for step as the original."""
-    from gaplab.core.regpath import _STATE_PREFIX, _restore_solver, _solver_state
+    from gaplab.core.regpath.solverstate import _STATE_PREFIX, _restore_solver, _solver_state
     s = Solver(tiny, lam=10.0, step="pairwise", max_passes=1e9, **model_box(tiny))
     s.steps(200)
     s.exact_gap()

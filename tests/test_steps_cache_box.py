@@ -386,7 +386,7 @@ def test_label_space_pairwise_direction_matches_dense():
         kr.block_axpy(M, i, coef, dl, v, w, lb, ub, has_box)
         return qn
 
-    from gaplab.core.models.chain import chain_pair_apply, chain_pair_sqnorm
+    from gaplab.core.models.chain_pairwise import chain_pair_apply, chain_pair_sqnorm
 
     @njit
     def sparse(M, i, ys, yv, gam, coef, mu, v, w, lb, ub, has_box):

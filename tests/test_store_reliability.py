@@ -14,7 +14,7 @@ import pytest
 
 from conftest import random_chain_data
 from gaplab.core import ChainModel
-from gaplab.core import pathstore as pst
+from gaplab.core.regpath import store as pst
 from gaplab.core.interrupt import Interrupted
 from gaplab.core.regpath import (PathConfig, PathStoreError, RegPath, grid_search, regularization_path,
                                  resume_path)
@@ -352,7 +352,7 @@ def test_npy_header_claiming_2_to_the_40_is_a_path_store_error_before_any_alloca
 def test_a_large_path_streams_to_a_store_by_default_and_says_so_up_front(tmp_path, monkeypatch, capsys):
     """One breakpoint's w of LARGE_W_BYTES or more (CoNLL-2000: d in the millions) no longer keeps
     every breakpoint in memory: the path streams to ``<out>.store`` and says so before any work."""
-    import gaplab.cli_path as cp
+    import gaplab.cli.path as cp
     from gaplab.cli import main
     import gaplab.core.regpath as rp
     kept = []

@@ -35,7 +35,7 @@ def tiny_spec(**changes) -> dict:
 
 @pytest.fixture(scope="module")
 def client():
-    from gaplab.core.sweep import _make_cluster
+    from gaplab.core.sweep.dask_runner import _make_cluster
     cluster, cl = _make_cluster(2)
     yield cl
     cl.close()
@@ -529,7 +529,7 @@ def test_spec_verify_reaches_the_loader_and_is_not_part_of_the_run_id(tmp_path):
 
     from gaplab.core.models import ChainModel
     from gaplab.core.problems import register_problem, unregister_problem
-    from gaplab.core.sweep import _MODELS, _problem
+    from gaplab.core.sweep.runs import _MODELS, _problem
     seen = []
 
     def loader(data_home=None, verify=True):

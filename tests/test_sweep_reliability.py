@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from gaplab.core import sweep as sw
+from gaplab.core.sweep import dask_runner, store as sweep_store
 from gaplab.core.sweep import Store, run_sweep
 
 pytest.importorskip("distributed")
@@ -88,7 +89,7 @@ def _listening(pids) -> list:
 
 def test_local_cluster_and_its_dashboard_listen_on_localhost_only():
     import psutil
-    cluster, client = sw._make_cluster(1)
+    cluster, client = dask_runner._make_cluster(1)
     try:
         me = psutil.Process()
         pids = [me.pid] + [c.pid for c in me.children(recursive=True)]
@@ -110,7 +111,7 @@ def test_dashboard_address_option_is_checked_and_reaches_the_cluster(tmp_path, m
     def fake(workers, dashboard_address=sw.DASHBOARD_ADDRESS):
         seen.append(dashboard_address)
         raise OSError("stop here")
-    monkeypatch.setattr(sw, "_make_cluster", fake)
+    monkeypatch.setattr(dask_runner, "_make_cluster", fake)
     with pytest.raises(OSError, match="stop here"):
         run_sweep(small_spec(), tmp_path / "y", workers=1, dashboard_address="0.0.0.0:0")
     with pytest.raises(OSError):
@@ -137,7 +138,7 @@ def test_full_disk_during_a_sweep_is_one_line_and_keeps_the_recorded_runs(tmp_pa
     spec.write_text(f'name = "disk"\ndatasets = ["ocr-small[:{WORDS}]"]\nlams = [0.1]\nseeds = [0, 1]\n'
                     '[budget]\nmax_passes = 2\n[methods.a]\nsampling = "uniform"\n')
     store = tmp_path / "st"
-    real = sw._atomic_write
+    real = sweep_store._atomic_write
     writes = []
 
     def full_after_first_run(path, write):
@@ -145,14 +146,14 @@ def test_full_disk_during_a_sweep_is_one_line_and_keeps_the_recorded_runs(tmp_pa
         if Path(path).suffix == ".parquet" and sum(Path(p).suffix == ".parquet" for p in writes) == 2:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
         return real(path, write)
-    monkeypatch.setattr(sw, "_atomic_write", full_after_first_run)
+    monkeypatch.setattr(sweep_store, "_atomic_write", full_after_first_run)
     assert main(["sweep", str(spec), "--store", str(store), "--workers", "0", "--quiet"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "No space left on device" in err[0], err
     st = Store(store)
     assert len(st.manifest["runs"]) == 1 and all(st.is_done(r) for r in st.manifest["runs"])
     assert not [p for p in store.rglob("*") if p.name.endswith(".tmp")]
-    monkeypatch.setattr(sw, "_atomic_write", real)
+    monkeypatch.setattr(sweep_store, "_atomic_write", real)
     assert main(["sweep", str(spec), "--store", str(store), "--workers", "0", "--quiet"]) == 0
     assert len(Store(store).manifest["runs"]) == 2
 

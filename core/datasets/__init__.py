@@ -1,4 +1,11 @@
-"""Data sets (containers and loaders): sequence labelling and superpixel segmentation.
+"""Data sets (containers and loaders): sequence labelling, superpixel segmentation and pose.
+
+What lives where: ``base`` (:class:`SequenceData`); ``ocr``; ``conll`` (reading CoNLL-2000)
+with ``conll_features`` (its attributes and encoding) and ``conll_eval`` (:func:`conlleval`);
+``segmentation`` (:class:`SegmentationData`, synthetic sets); ``horse`` (the Weizmann horses:
+files, split, cache, loader) with ``horse_features`` (superpixels and features); ``horseseg``
+(the released HorseSeg files); ``lsp`` (LSP poses, :class:`PoseData`) with ``lsp_scoremaps``
+(the generated part-score maps).
 
 Import-light: loaders read their bundled assets (or the user's files) only when called;
 scikit-image and scikit-learn are imported by the horse loader only when it computes features;

@@ -8,85 +8,11 @@ The files are **not** shipped with gaplab. :func:`load_conll2000` reads ``train.
 ``test.txt`` from a directory given by the user, by ``$GAPLAB_DATA`` or from the user cache
 directory, and downloads them from the original site only on request (``download=True``).
 
-Attributes (the unary token features)
--------------------------------------
-The attributes are those of CRFsuite's CoNLL-2000 chunking example (``chunking.py``, after
-Sha and Pereira, 2003), which the paper (Osokin et al., 2016, App. I.2) uses. With ``w[i]``
-and ``pos[i]`` the word and POS tag at offset ``i`` from the token ``t``, every token gets, in
-this order, the attributes (written ``name=value``, the value of a conjunction joined by
-``|``):
-
-====  ==========================  ==================================================
- #    template                    example (token "the" in "He reckons the deficit")
-====  ==========================  ==================================================
- 1    ``w[-2]``                   ``w[-2]=He``
- 2    ``w[-1]``                   ``w[-1]=reckons``
- 3    ``w[0]``                    ``w[0]=the``
- 4    ``w[1]``                    ``w[1]=deficit``
- 5    ``w[2]``                    (absent: beyond the sentence end)
- 6    ``w[-1]|w[0]``              ``w[-1]|w[0]=reckons|the``
- 7    ``w[0]|w[1]``               ``w[0]|w[1]=the|deficit``
- 8    ``pos[-2]``                 ``pos[-2]=PRP``
- 9    ``pos[-1]``                 ``pos[-1]=VBZ``
- 10   ``pos[0]``                  ``pos[0]=DT``
- 11   ``pos[1]``                  ``pos[1]=NN``
- 12   ``pos[2]``                  (absent)
- 13   ``pos[-2]|pos[-1]``         ``pos[-2]|pos[-1]=PRP|VBZ``
- 14   ``pos[-1]|pos[0]``          ``pos[-1]|pos[0]=VBZ|DT``
- 15   ``pos[0]|pos[1]``           ``pos[0]|pos[1]=DT|NN``
- 16   ``pos[1]|pos[2]``           (absent)
- 17   ``pos[-2]|pos[-1]|pos[0]``  ``pos[-2]|pos[-1]|pos[0]=PRP|VBZ|DT``
- 18   ``pos[-1]|pos[0]|pos[1]``   ``pos[-1]|pos[0]|pos[1]=VBZ|DT|NN``
- 19   ``pos[0]|pos[1]|pos[2]``    (absent)
- 20   ``__BOS__``                 only on the first token of a sentence
- 21   ``__EOS__``                 only on the last token of a sentence
-====  ==========================  ==================================================
-
-As in CRFsuite, a template that reaches outside the sentence yields **no** attribute (there is
-no padding), and the separate attributes ``__BOS__`` / ``__EOS__`` mark the first / last token
-(a one-token sentence has both). Words are used as they are (case-sensitive). This is the
-default, ``padding=False``. With ``padding=True`` positions outside the sentence take the value
-``__BOS__`` (left) or ``__EOS__`` (right), e.g. ``w[-1]=__BOS__`` or
-``pos[-2]|pos[-1]=__BOS__|__BOS__``, every template is always present, and the separate
-``__BOS__`` / ``__EOS__`` attributes (rows 20-21) are not added.
-
-Every attribute is an indicator (value 1.0). The attribute dictionary is built from the
-training set only: attribute ``j`` exists if it occurs at ``min_count`` training tokens or more.
-Attribute indices are grouped by template, in the table's order, and within a template follow
-the order of first occurrence in the training file; ``train.extras["attribute_names"][j]``
-names attribute ``j``. Attributes of the test set that are not in the dictionary are dropped.
-No constant attribute is added: the chain model appends its own constant-1 attribute.
-
-Counts on the CoNLL-2000 training set (``n_features``):
-
-* ``padding=False`` (default), ``min_count=1``: **335,674** attributes -- what CRFsuite's
-  own extraction gives (same templates, no padding, no frequency cut-off);
-* ``padding=True``, ``min_count=1``: 338,547;
-* ``padding=False``, ``min_count=3``: 75,289 (``padding=True``: 76,324).
-
-The paper reports a unary representation of dimension 74,658, i.e.
-``d = 74,658 * 22 + 22**2 + 3 * 22 = 1,643,026`` where ``3 * 22`` are the per-label bias
-(the chain model's constant attribute, so ``n_features + 1`` emission rows) and the
-first/last-token biases. With the default attributes ``d = 335,674 * 22 + 22**2 + 3 * 22 =
-7,385,378``. Neither boundary scheme of the documented CRFsuite template reproduces the
-paper's size without a frequency cut-off; ``min_count=3`` comes within 1% of it (75,289,
-``d = 1,656,908``).
-
-Labels
-------
-The label set is the set of chunk tags seen in training, in Python's sorted (code point)
-order: ``B-ADJP, B-ADVP, B-CONJP, B-INTJ, B-LST, B-NP, B-PP, B-PRT, B-SBAR, B-UCP, B-VP,
-I-ADJP, I-ADVP, I-CONJP, I-INTJ, I-NP, I-PP, I-PRT, I-SBAR, I-UCP, I-VP, O`` for CoNLL-2000.
-A test chunk tag outside this set raises ``ValueError``, with one exception by default
-(``unknown_test_labels="begin"``): an ``I-X`` whose ``B-X`` is a training label is encoded as
-``B-X``. The CoNLL-2000 test file needs it: it has two ``I-LST`` tokens (both in test sentence
-1504, lines 36816 and 36850) while training has ``B-LST`` only. The original tags are kept in
-``extras["chunks"]``; score predictions against them with :func:`conlleval`.
-
-Evaluation
-----------
-:func:`conlleval` reproduces the chunk-based precision / recall / F1 of the CoNLL-2000
-``conlleval`` script (as fractions in ``[0, 1]``, not percent).
+What lives where: this module reads the files (:func:`parse_conll`, :func:`load_conll2000`,
+locating, downloading and checking them); :mod:`gaplab.core.datasets.conll_features` turns
+parsed sentences into attributes and :class:`~gaplab.core.datasets.base.SequenceData` (the
+attribute templates, the counts on CoNLL-2000 and the label set are documented there);
+:mod:`gaplab.core.datasets.conll_eval` scores predicted chunks (:func:`conlleval`).
 """
 from __future__ import annotations
 
@@ -94,14 +20,15 @@ import gzip
 import hashlib
 import os
 import urllib.request
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import platformdirs
 
 from .base import SequenceData
+from .conll_eval import conlleval
+from .conll_features import ATTRIBUTE_TEMPLATES, make_conll_datasets, sentence_attributes
 
 __all__ = [
     "load_conll2000",
@@ -130,34 +57,6 @@ CONLL2000_SHA256 = {
     "test.txt": "73b7b1e565fa75a1e22fe52ecdf41b6624d6f59dacb591d44252bf4d692b1628",
 }
 
-#: the 19 CRFsuite templates, in order: a tuple of (field, offset) per template
-ATTRIBUTE_TEMPLATES: tuple = (
-    (("w", -2),),
-    (("w", -1),),
-    (("w", 0),),
-    (("w", 1),),
-    (("w", 2),),
-    (("w", -1), ("w", 0)),
-    (("w", 0), ("w", 1)),
-    (("pos", -2),),
-    (("pos", -1),),
-    (("pos", 0),),
-    (("pos", 1),),
-    (("pos", 2),),
-    (("pos", -2), ("pos", -1)),
-    (("pos", -1), ("pos", 0)),
-    (("pos", 0), ("pos", 1)),
-    (("pos", 1), ("pos", 2)),
-    (("pos", -2), ("pos", -1), ("pos", 0)),
-    (("pos", -1), ("pos", 0), ("pos", 1)),
-    (("pos", 0), ("pos", 1), ("pos", 2)),
-)
-_TEMPLATE_PREFIXES = tuple(
-    "|".join(f"{field}[{off}]" for field, off in tmpl) + "=" for tmpl in ATTRIBUTE_TEMPLATES
-)
-BOS = "__BOS__"
-EOS = "__EOS__"
-_MAX_OFFSET = 2  # largest |offset| in the templates
 _DOWNLOAD_TIMEOUT = 60.0
 
 
@@ -242,297 +141,6 @@ def parse_conll(path_or_lines: Any) -> list[_Sentence]:
         If the path does not exist.
     """
     return _parse(path_or_lines)[0]
-
-
-# --------------------------------------------------------------------------- attributes
-def sentence_attributes(
-    words: Sequence[str], pos: Sequence[str], padding: bool = False
-) -> list[list[str]]:
-    """Attribute names of every token of one sentence (see the module docstring).
-
-    Parameters
-    ----------
-    words, pos : sequence of str
-        Words and part-of-speech tags of the sentence (same length, at least one token).
-    padding : bool, default False
-        ``False``: CRFsuite's scheme (templates reaching outside the sentence are absent, plus
-        ``__BOS__`` / ``__EOS__`` on the first / last token). ``True``: outside positions take
-        the values ``__BOS__`` / ``__EOS__`` and every template is present.
-
-    Returns
-    -------
-    list of list of str
-        ``attrs[t]`` are the attribute names of token ``t``, in template order.
-    """
-    n = len(words)
-    if len(pos) != n:
-        raise ValueError(f"words and pos must have the same length, got {n} and {len(pos)}")
-    if n == 0:
-        raise ValueError("a sentence needs at least one token")
-    cols = {"w": list(words), "pos": list(pos)}
-    out = []
-    for t in range(n):
-        attrs = []
-        for prefix, tmpl in zip(_TEMPLATE_PREFIXES, ATTRIBUTE_TEMPLATES):
-            vals = []
-            for field, off in tmpl:
-                p = t + off
-                if 0 <= p < n:
-                    vals.append(cols[field][p])
-                elif padding:
-                    vals.append(BOS if p < 0 else EOS)
-                else:
-                    vals = None
-                    break
-            if vals is not None:
-                attrs.append(prefix + "|".join(vals))
-        if not padding:
-            if t == 0:
-                attrs.append(BOS)
-            if t == n - 1:
-                attrs.append(EOS)
-        out.append(attrs)
-    return out
-
-
-def _n_columns(padding: bool) -> int:
-    return len(ATTRIBUTE_TEMPLATES) + (0 if padding else 2)
-
-
-def _attribute_columns(sentences: Sequence, padding: bool) -> Iterator[list]:
-    """Attribute strings column by column (one column per template, then BOS/EOS).
-
-    Yields ``_n_columns(padding)`` lists over all tokens of the corpus, holding the attribute
-    string or None. Built with list comprehensions over the whole corpus (no per-token Python
-    loop body); a generator, so that only one column of strings is alive at a time.
-    """
-    lay_w: list = []
-    lay_p: list = []
-    left = [BOS if padding else None] * _MAX_OFFSET
-    right = [EOS if padding else None] * _MAX_OFFSET
-    tok_pos: list = []
-    first: list = []
-    last: list = []
-    for words, pos, _ in sentences:
-        lay_w += left
-        lay_p += left
-        base = len(lay_w)
-        n = len(words)
-        tok_pos.extend(range(base, base + n))
-        lay_w += words
-        lay_p += pos
-        lay_w += right
-        lay_p += right
-        first.append(len(tok_pos) - n)
-        last.append(len(tok_pos) - 1)
-    lay = {"w": np.array(lay_w, dtype=object), "pos": np.array(lay_p, dtype=object)}
-    idx = np.asarray(tok_pos, dtype=np.int64)
-    shifted: dict = {}
-
-    def get(field: str, off: int) -> list:
-        key = (field, off)
-        if key not in shifted:
-            shifted[key] = lay[field][idx + off].tolist()
-        return shifted[key]
-
-    for prefix, tmpl in zip(_TEMPLATE_PREFIXES, ATTRIBUTE_TEMPLATES):
-        vals = [get(f, o) for f, o in tmpl]
-        if len(vals) == 1:
-            (a,) = vals
-            col = [None if x is None else prefix + x for x in a]
-        elif len(vals) == 2:
-            a, b = vals
-            col = [None if (x is None or y is None) else prefix + x + "|" + y for x, y in zip(a, b)]
-        else:
-            a, b, c = vals
-            col = [
-                None if (x is None or y is None or z is None) else prefix + x + "|" + y + "|" + z
-                for x, y, z in zip(a, b, c)
-            ]
-        yield col
-        del col
-    if not padding:
-        n_tok = len(tok_pos)
-        bos = [None] * n_tok
-        eos = [None] * n_tok
-        for i in first:
-            bos[i] = BOS
-        for i in last:
-            eos[i] = EOS
-        yield bos
-        yield eos
-
-
-# --------------------------------------------------------------------------- datasets
-def _check_sentences(sentences: Sequence, what: str) -> None:
-    if len(sentences) == 0:
-        raise ValueError(f"{what} contains no sentence")
-    for i, s in enumerate(sentences):
-        if len(s) != 3 or not (len(s[0]) == len(s[1]) == len(s[2])) or len(s[0]) == 0:
-            raise ValueError(
-                f"{what}: sentence {i} must be a (words, pos, chunks) triple of equal, "
-                "non-zero lengths"
-            )
-
-
-def _csr_from_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """CSR of a (n_tokens, n_columns) id matrix where -1 means 'no attribute'."""
-    mask = ids >= 0
-    indptr = np.zeros(ids.shape[0] + 1, dtype=np.int64)
-    np.cumsum(mask.sum(axis=1), out=indptr[1:])
-    indices = ids[mask]  # row-major: grouped by token, increasing (column offsets increase)
-    return indptr, indices, np.ones(indices.size, dtype=np.float64)
-
-
-def make_conll_datasets(
-    train_sentences: Sequence,
-    test_sentences: Sequence | None = None,
-    *,
-    min_count: int = 1,
-    padding: bool = False,
-    name: str = "conll2000",
-    train_source: str = "train",
-    test_source: str = "test",
-    unknown_test_labels: str = "begin",
-    _test_start_lines: Sequence[int] | None = None,
-) -> tuple[SequenceData, SequenceData | None]:
-    """Build train (and test) :class:`SequenceData` from parsed sentences.
-
-    The attribute dictionary and the label set come from the training sentences only.
-
-    Parameters
-    ----------
-    train_sentences : sequence of (words, pos, chunks)
-        As returned by :func:`parse_conll`.
-    test_sentences : sequence of (words, pos, chunks), optional
-        Encoded with the training dictionary (unseen attributes dropped).
-    min_count : int, default 1
-        Keep an attribute only if it occurs at ``min_count`` or more training tokens.
-    padding : bool, default False
-        Boundary scheme, see :func:`sentence_attributes`.
-    name : str, default "conll2000"
-        The data sets are named ``f"{name}/train"`` and ``f"{name}/test"``.
-    train_source, test_source : str
-        Names (e.g. file paths) used in error messages.
-    unknown_test_labels : {"begin", "raise"}, default "begin"
-        What to do with a test chunk tag that does not occur in training. ``"raise"``: raise
-        ``ValueError``. ``"begin"``: a tag ``I-X`` whose ``B-X`` is a training label is encoded
-        as ``B-X`` (the CoNLL-2000 test file has two ``I-LST`` tokens, a tag absent from
-        training); any other unseen tag still raises. The original tags stay in
-        ``extras["chunks"]``, so :func:`conlleval` against them scores the true gold chunks.
-
-    Returns
-    -------
-    train : SequenceData
-        ``extras``: ``words``, ``pos``, ``chunks`` (a tuple per sentence of tuples of str) and
-        ``attribute_names`` (tuple of str, attribute index -> name).
-    test : SequenceData or None
-        Same ``n_features`` and ``label_names`` as ``train``; ``extras``: ``words``, ``pos``,
-        ``chunks``. ``None`` if ``test_sentences`` is None.
-
-    Raises
-    ------
-    ValueError
-        If ``min_count < 1``, a sentence is malformed, no attribute survives ``min_count``, or a
-        test chunk tag was not seen in training and ``unknown_test_labels`` does not map it
-        (the message names the source, the sentence and the tag).
-    """
-    if isinstance(min_count, bool) or not isinstance(min_count, (int, np.integer)) or min_count < 1:
-        raise ValueError(f"min_count must be an int >= 1, got {min_count!r}")
-    if unknown_test_labels not in ("begin", "raise"):
-        raise ValueError(
-            f"unknown_test_labels must be 'begin' or 'raise', got {unknown_test_labels!r}"
-        )
-    _check_sentences(train_sentences, train_source)
-
-    # ---- training dictionary, one local dict per column
-    columns = _attribute_columns(train_sentences, padding)
-    n_tok = sum(len(s[0]) for s in train_sentences)
-    ids = np.empty((n_tok, _n_columns(padding)), dtype=np.int64)
-    dicts = []
-    names: list = []
-    offset = 0
-    for c, col in enumerate(columns):
-        d: dict = {}
-        local = np.fromiter(
-            (-1 if s is None else d.setdefault(s, len(d)) for s in col), dtype=np.int64, count=n_tok
-        )
-        keys = list(d)  # insertion order == local id
-        if min_count > 1:
-            counts = np.bincount(local[local >= 0], minlength=len(keys))
-            keep = counts >= min_count
-            remap = np.full(len(keys) + 1, -1, dtype=np.int64)  # last slot maps -1 -> -1
-            remap[:-1][keep] = np.arange(int(keep.sum()), dtype=np.int64)
-            local = remap[local]
-            keys = [k for k, kp in zip(keys, keep) if kp]
-            d = {k: i for i, k in enumerate(keys)}
-        ids[:, c] = np.where(local >= 0, local + offset, -1)
-        dicts.append((d, offset))
-        names.extend(keys)
-        offset += len(keys)
-        del col, local
-    n_features = offset
-    if n_features == 0:
-        raise ValueError(
-            f"no attribute occurs at {min_count} or more training tokens; lower min_count"
-        )
-
-    label_names = tuple(sorted({c for s in train_sentences for c in s[2]}))
-    label_index = {lab: k for k, lab in enumerate(label_names)}
-
-    def encode(sentences, ids_, source, start_lines=None, policy="raise"):
-        lookup = dict(label_index)
-        unseen = {c for s in sentences for c in s[2]} - set(label_index)
-        for c in sorted(unseen):
-            if policy == "begin" and c.startswith("I-") and "B-" + c[2:] in label_index:
-                lookup[c] = label_index["B-" + c[2:]]
-                continue
-            i = next(i for i, s in enumerate(sentences) if c in s[2])
-            where = f"sentence {i + 1}"
-            if start_lines is not None:
-                where += f" (starting at line {start_lines[i]})"
-            raise ValueError(
-                f"{source}, {where}: chunk label {c!r} was not seen in training "
-                f"(known labels: {', '.join(label_names)})"
-            )
-        labels = np.fromiter(
-            (lookup[c] for s in sentences for c in s[2]), dtype=np.int64, count=ids_.shape[0]
-        )
-        lengths = np.fromiter((len(s[0]) for s in sentences), dtype=np.int64, count=len(sentences))
-        seq_offsets = np.zeros(len(sentences) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=seq_offsets[1:])
-        indptr, indices, values = _csr_from_ids(ids_)
-        return seq_offsets, indptr, indices, values, labels
-
-    train_arrays = encode(train_sentences, ids, train_source)
-    del ids
-
-    def split(sentences, arrays, suffix, **extras):
-        so, ip, ind, val, lab = arrays
-        return SequenceData(
-            seq_offsets=so, feat_indptr=ip, feat_indices=ind, feat_values=val, labels=lab,
-            n_features=n_features, label_names=label_names, name=f"{name}/{suffix}",
-            extras={"words": tuple(s[0] for s in sentences), "pos": tuple(s[1] for s in sentences),
-                    "chunks": tuple(s[2] for s in sentences), **extras},
-        )
-
-    train = split(train_sentences, train_arrays, "train", attribute_names=tuple(names))
-    del train_arrays
-    if test_sentences is None:
-        return train, None
-
-    _check_sentences(test_sentences, test_source)
-    columns = _attribute_columns(test_sentences, padding)
-    n_tok = sum(len(s[0]) for s in test_sentences)
-    ids = np.empty((n_tok, _n_columns(padding)), dtype=np.int64)
-    for c, (col, (d, off)) in enumerate(zip(columns, dicts)):
-        get = d.get
-        local = np.fromiter((get(s, -1) for s in col), dtype=np.int64, count=n_tok)
-        ids[:, c] = np.where(local >= 0, local + off, -1)
-        del col, local
-    test = split(test_sentences, encode(test_sentences, ids, test_source, _test_start_lines, unknown_test_labels),
-                 "test")
-    return train, test
 
 
 # --------------------------------------------------------------------------- locating files
@@ -686,15 +294,7 @@ def load_conll2000(
     d = _locate(data_home, download)
     paths = [d / f for f in CONLL2000_FILES]
     if verify:
-        for p in paths:
-            got = _sha256_file(p)
-            expected = CONLL2000_SHA256[p.name]
-            if got != expected:
-                raise ValueError(
-                    f"sha256 mismatch for {p}: expected {expected} (the official CoNLL-2000 "
-                    f"{p.name}), got {got}. The file is damaged (cut or edited): download it again, "
-                    "or pass verify=False (gaplab: --no-verify) to load a modified copy on purpose"
-                )
+        _verify_files(paths)
     train_sents, _, train_src = _parse(paths[0])
     test_sents, test_starts, test_src = _parse(paths[1])
     train, test = make_conll_datasets(
@@ -706,157 +306,14 @@ def load_conll2000(
     return train, test
 
 
-# --------------------------------------------------------------------------- evaluation
-def _split_tag(tag: str) -> tuple[str, str]:
-    # conlleval: /^([^-]*)-(.*)$/ -> (prefix, type); otherwise (tag, "")
-    head, sep, tail = tag.partition("-")
-    return (head, tail) if sep else (tag, "")
-
-
-def _end_of_chunk(prev_tag: str, tag: str, prev_type: str, type_: str) -> bool:
-    return (
-        (prev_tag == "B" and tag == "B")
-        or (prev_tag == "B" and tag == "O")
-        or (prev_tag == "I" and tag == "B")
-        or (prev_tag == "I" and tag == "O")
-        or (prev_tag == "E" and tag in ("E", "I", "O"))
-        or (prev_tag != "O" and prev_tag != "." and prev_type != type_)
-        or prev_tag in ("]", "[")
-    )
-
-
-def _start_of_chunk(prev_tag: str, tag: str, prev_type: str, type_: str) -> bool:
-    return (
-        (prev_tag == "B" and tag == "B")
-        or (prev_tag == "I" and tag == "B")
-        or (prev_tag == "O" and tag == "B")
-        or (prev_tag == "O" and tag == "I")
-        or (prev_tag == "E" and tag in ("E", "I"))
-        or (prev_tag == "O" and tag == "E")
-        or (tag != "O" and tag != "." and prev_type != type_)
-        or tag in ("[", "]")
-    )
-
-
-def _as_tag_sequences(seqs: Any, label_names: Sequence[str] | None, what: str) -> list:
-    if isinstance(seqs, (str, bytes)):
-        raise TypeError(f"{what} must be a list of sequences of tags, not a single string")
-    out = []
-    for i, s in enumerate(seqs):
-        if isinstance(s, str):
-            raise TypeError(f"{what}[{i}] is a str; pass a sequence of tags per sentence")
-        tags = list(s.tolist() if isinstance(s, np.ndarray) else s)
-        if label_names is not None:
-            try:
-                tags = [label_names[int(k)] if not isinstance(k, str) else k for k in tags]
-            except (IndexError, ValueError, TypeError) as exc:
-                raise ValueError(f"{what}[{i}]: label index out of range of label_names") from exc
-        for t in tags:
-            if not isinstance(t, str):
-                raise TypeError(
-                    f"{what}[{i}] holds {type(t).__name__} tags; pass str tags or label_names"
-                )
-        out.append(tags)
-    return out
-
-
-def conlleval(gold_tags: Any, pred_tags: Any, label_names: Sequence[str] | None = None) -> dict:
-    """Chunk precision, recall and F1 exactly as the CoNLL-2000 ``conlleval`` script.
-
-    A tag ``X-TYPE`` is split at its first hyphen into prefix ``X`` and chunk type ``TYPE``;
-    ``O`` has no type. With IOB2 tags a chunk of type ``T`` starts at ``B-T``, and also at an
-    ``I-T`` that follows ``O``, the sentence start or a tag of another type (as conlleval does);
-    it continues over ``I-T`` and ends before ``O``, ``B-*``, a tag of another type or the
-    sentence end. A predicted chunk is correct if a gold chunk has the same type, start and
-    end. Sentences are evaluated independently (conlleval's blank-line boundary).
-
-    Parameters
-    ----------
-    gold_tags, pred_tags : sequence of sequences of str
-        Gold and predicted tags, one sequence per sentence, of matching lengths. With
-        ``label_names``, sequences of integer label indices (e.g. arrays) are also accepted.
-    label_names : sequence of str, optional
-        Maps integer labels to tag strings.
-
-    Returns
-    -------
-    dict
-        ``precision``, ``recall``, ``f1`` (chunk level, fractions in ``[0, 1]``, ``0.0`` when
-        undefined), ``accuracy`` (fraction of tokens whose tag is exactly right),
-        ``n_gold``, ``n_pred``, ``n_correct`` (chunk counts), ``n_tokens``,
-        ``n_correct_tags`` and ``per_type`` (a dict type -> dict with the same chunk-level
-        keys). Multiply by 100 for conlleval's percentages.
-
-    Raises
-    ------
-    ValueError
-        If the numbers of sentences or the lengths of a sentence differ.
-    """
-    gold = _as_tag_sequences(gold_tags, label_names, "gold_tags")
-    pred = _as_tag_sequences(pred_tags, label_names, "pred_tags")
-    if len(gold) != len(pred):
-        raise ValueError(f"gold_tags has {len(gold)} sentences but pred_tags has {len(pred)}")
-    for i, (g, p) in enumerate(zip(gold, pred)):
-        if len(g) != len(p):
-            raise ValueError(f"sentence {i}: {len(g)} gold tags but {len(p)} predicted tags")
-
-    n_correct = n_gold = n_pred = 0
-    n_tokens = n_correct_tags = 0
-    by_type: dict = {}
-
-    def bump(type_: str, key: str) -> None:
-        by_type.setdefault(type_, {"n_gold": 0, "n_pred": 0, "n_correct": 0})[key] += 1
-
-    for g_seq, p_seq in zip(gold, pred):
-        last_c, last_g, last_ct, last_gt = "O", "O", "", ""
-        in_correct = False
-        # iterate the tokens, then one boundary token "O" (conlleval's blank line)
-        for k in range(len(g_seq) + 1):
-            boundary = k == len(g_seq)
-            if boundary:
-                c, ct, g, gt = "O", "", "O", ""
-            else:
-                c, ct = _split_tag(g_seq[k])
-                g, gt = _split_tag(p_seq[k])
-            end_c = _end_of_chunk(last_c, c, last_ct, ct)
-            end_g = _end_of_chunk(last_g, g, last_gt, gt)
-            if in_correct:
-                if end_c and end_g and last_gt == last_ct:
-                    in_correct = False
-                    n_correct += 1
-                    bump(last_ct, "n_correct")
-                elif end_c != end_g or gt != ct:
-                    in_correct = False
-            start_c = _start_of_chunk(last_c, c, last_ct, ct)
-            start_g = _start_of_chunk(last_g, g, last_gt, gt)
-            if start_c and start_g and gt == ct:
-                in_correct = True
-            if start_c:
-                n_gold += 1
-                bump(ct, "n_gold")
-            if start_g:
-                n_pred += 1
-                bump(gt, "n_pred")
-            if not boundary:
-                n_tokens += 1
-                if c == g and ct == gt:
-                    n_correct_tags += 1
-            last_c, last_g, last_ct, last_gt = c, g, ct, gt
-        # the trailing boundary "O" closes every chunk, so in_correct is False here
-
-    def prf(nc: int, ng: int, npred: int) -> dict:
-        p = nc / npred if npred else 0.0
-        r = nc / ng if ng else 0.0
-        f = 2 * p * r / (p + r) if p + r > 0 else 0.0
-        return {
-            "precision": p, "recall": r, "f1": f, "n_gold": ng, "n_pred": npred, "n_correct": nc,
-        }
-
-    out = prf(n_correct, n_gold, n_pred)
-    out["accuracy"] = n_correct_tags / n_tokens if n_tokens else 0.0
-    out["n_tokens"] = n_tokens
-    out["n_correct_tags"] = n_correct_tags
-    out["per_type"] = {
-        t: prf(v["n_correct"], v["n_gold"], v["n_pred"]) for t, v in sorted(by_type.items())
-    }
-    return out
+def _verify_files(paths) -> None:
+    """ValueError naming the first file whose sha256 is not the official one."""
+    for p in paths:
+        got = _sha256_file(p)
+        expected = CONLL2000_SHA256[p.name]
+        if got != expected:
+            raise ValueError(
+                f"sha256 mismatch for {p}: expected {expected} (the official CoNLL-2000 "
+                f"{p.name}), got {got}. The file is damaged (cut or edited): download it again, "
+                "or pass verify=False (gaplab: --no-verify) to load a modified copy on purpose"
+            )

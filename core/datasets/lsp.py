@@ -42,19 +42,9 @@ Loss scale
     units (at least 1), as in the paper.
 
 Generated part-score maps (:class:`ScoreMapSpec`)
-    The input x_i of image i is, for every node p, a G×G map φ_p(l) standing in for a part
-    detector's score. It is the sum of (a) a Gaussian bump of amplitude ``peak_amp`` (times
-    ``weak_amp`` for an occluded joint or, with probability ``p_weak``, a missed detection) at
-    the true position moved by a jitter of standard deviation ``jitter`` cells; (b) a decoy
-    bump of amplitude ``mirror_amp`` at the true position of the mirrored part (left/right
-    partner), when p has one; (c) a decoy bump of random amplitude in [0, ``clutter_amp``) at a
-    uniformly random cell; (d) per-cell noise of standard deviation ``noise``. Bump widths are
-    ``sigma`` cells; jitter and widths are given for G = 32 and scale with G/32. The bumps are
-    drawn once, with ``numpy.random.default_rng([seed, image id])``; the noise is a hash of
-    (seed, image id, node, cell) (an Irwin-Hall sum of four 16-bit uniforms, variance 1). So a
-    map or any single value of it is generated on demand, bit-identically, from a few numbers
-    per image: nothing of size n·26·G² is ever stored (1,000 images × 26 × 128² in float32
-    would be 1.7 GB).
+    The input x_i of image i is, for every node p, a generated G×G map φ_p(l) standing in for
+    a part detector's score: a peak near the true position, decoys, noise; drawn from the seed
+    and regenerated on demand (:mod:`gaplab.core.datasets.lsp_scoremaps`).
 
 Paper: App. I (LSP), Chen and Yuille (NIPS 2014), Johnson and Everingham (BMVC 2010).
 """
@@ -69,6 +59,7 @@ import numpy as np
 import platformdirs
 
 from .base import frozen_copy
+from .lsp_scoremaps import ScoreMapSpec, draw_bumps
 
 __all__ = [
     "JOINT_NAMES", "NODE_NAMES", "MIDPOINTS", "LSP_PARENT", "LSP_MIRROR", "LSP_JOINTS_SHA256",
@@ -122,50 +113,6 @@ def _build_mirror():
 
 #: Left/right partner of each node (-1: none; neck, head top).
 LSP_MIRROR = _build_mirror()
-
-
-@dataclasses.dataclass(frozen=True)
-class ScoreMapSpec:
-    """Parameters of the generated part-score maps (see the module docstring).
-
-    Attributes
-    ----------
-    peak_amp : float
-        Amplitude of the bump near the true position.
-    weak_amp : float
-        Factor on ``peak_amp`` for occluded joints and missed detections.
-    p_weak : float
-        Probability of a missed (weak) detection of a visible node.
-    jitter : float
-        Standard deviation of the peak's offset from the truth, in cells at G = 32.
-    sigma : float
-        Width (standard deviation) of every bump, in cells at G = 32.
-    mirror_amp : float
-        Amplitude of the decoy at the mirrored part's true position.
-    clutter_amp : float
-        Upper bound of the random decoy's amplitude.
-    noise : float
-        Standard deviation of the per-cell noise.
-    """
-
-    peak_amp: float = 1.0
-    weak_amp: float = 0.35
-    p_weak: float = 0.15
-    jitter: float = 0.7
-    sigma: float = 1.0
-    mirror_amp: float = 0.7
-    clutter_amp: float = 0.8
-    noise: float = 0.25
-
-    def __post_init__(self):
-        for f in dataclasses.fields(self):
-            v = getattr(self, f.name)
-            if not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
-                raise ValueError(f"ScoreMapSpec.{f.name} must be a finite number >= 0, got {v!r}")
-        if self.p_weak > 1:
-            raise ValueError(f"ScoreMapSpec.p_weak must lie in [0, 1], got {self.p_weak!r}")
-        if self.sigma <= 0:
-            raise ValueError(f"ScoreMapSpec.sigma must be > 0, got {self.sigma!r}")
 
 
 @dataclasses.dataclass
@@ -304,7 +251,7 @@ class PoseData:
         if (self.bump_pos is None) != (self.bump_amp is None):
             raise ValueError("give both bump_pos and bump_amp, or neither (drawn from the seed)")
         if self.bump_pos is None:
-            self.bump_pos, self.bump_amp = _draw_bumps(self)
+            self.bump_pos, self.bump_amp = draw_bumps(self)
         self.bump_pos = _frozen(self.bump_pos, np.float64, "bump_pos", 4)
         self.bump_amp = _frozen(self.bump_amp, np.float64, "bump_amp", 3)
         if self.bump_pos.shape != (n, N, 3, 2) or self.bump_amp.shape != (n, N, 3):
@@ -353,31 +300,6 @@ def _as_flags(a, name):
 def _check_G(G):
     if isinstance(G, bool) or not isinstance(G, (int, np.integer)) or G < 2:
         raise ValueError(f"G (grid side) must be an int >= 2, got {G!r}")
-
-
-def _draw_bumps(data: PoseData):
-    """Bump centres and amplitudes of every node's score map (peak, mirror decoy, clutter)."""
-    sp, G = data.spec, data.G
-    n, N = data.pos.shape[:2]
-    unit = G / 32.0
-    bpos = np.zeros((n, N, 3, 2))
-    bamp = np.zeros((n, N, 3))
-    for k in range(n):
-        rng = np.random.default_rng([int(data.seed), int(data.img_id[k])])
-        jit = rng.normal(0.0, sp.jitter * unit, size=(N, 2))
-        weak = rng.random(N) < sp.p_weak
-        clutter = rng.random((N, 2)) * (G - 1)
-        camp = rng.random(N) * sp.clutter_amp
-        bpos[k, :, 0] = np.clip(data.pos[k] + jit, 0, G - 1)
-        bamp[k, :, 0] = sp.peak_amp * np.where(weak | data.occluded[k], sp.weak_amp, 1.0)
-        for p in range(N):
-            m = data.mirror[p]
-            if m >= 0:
-                bpos[k, p, 1] = data.pos[k, m]
-                bamp[k, p, 1] = sp.mirror_amp
-        bpos[k, :, 2] = clutter
-        bamp[k, :, 2] = camp
-    return bpos, bamp
 
 
 # --------------------------------------------------------------------------- k-means types

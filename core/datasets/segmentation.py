@@ -241,7 +241,7 @@ class SegmentationData:
         if not self.photo_paths:
             return None
         if i not in self._photos:
-            from .horse import read_photo
+            from .horse_features import read_photo
             self._photos[i] = read_photo(self.photo_paths[i], tuple(self.img_shape[i]))
         return self._photos[i]
 

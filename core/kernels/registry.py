@@ -2,7 +2,7 @@
 names, :func:`register_model_kind`, and the look-ups the dispatch stubs use at compile time.
 
 A model kind is a namedtuple of arrays plus numba primitives over it, registered with
-:func:`register_model_kind` (see ``core/models/chain.py``, ``core/models/multiclass.py``). The
+:func:`register_model_kind` (see ``core/models/chain_primitives.py``, ``core/models/multiclass.py``). The
 shared kernels call the primitives through compile-time dispatch on the namedtuple's class
 (:mod:`.dispatch`): every model kind gets its own specialization of the drivers, with no runtime
 branch on a model kind. The primitives a kind provides:
@@ -89,7 +89,7 @@ def register_model_kind(arrays_cls, name: str, **primitives) -> None:
     **primitives : numba dispatchers
         The required ones (:data:`REQUIRED_PRIMITIVES`) and any optional ones
         (:data:`OPTIONAL_PRIMITIVES`; the four label-space primitives come together). Signatures
-        as in ``core/models/chain.py``.
+        as in ``core/models/chain_primitives.py``.
 
     Raises
     ------
@@ -133,25 +133,44 @@ def _linked_sources() -> list:
     here = os.path.dirname(os.path.abspath(__file__))
     core = os.path.dirname(here)
     files = sorted(glob.glob(os.path.join(here, "*.py")))
-    files += [os.path.join(core, "state.py"), os.path.join(core, "regpath.py")]
+    files += [os.path.join(core, "state.py")]
     files += sorted(glob.glob(os.path.join(core, "regpath", "*.py")))
     return [f for f in files if os.path.exists(f)]
+
+
+def _model_sources(primitives) -> list:
+    """Source files of a model kind's primitives and of every @njit function they call,
+    transitively (found through the global names their code uses), sorted."""
+    files, seen = set(), set()
+    todo = list(primitives.values())
+    while todo:
+        py = getattr(todo.pop(), "py_func", None)
+        if py is None or id(py) in seen:
+            continue
+        seen.add(id(py))
+        src = inspect.getsourcefile(py)
+        if src:
+            files.add(src)
+        todo.extend(py.__globals__.get(n) for n in py.__code__.co_names)
+    return sorted(files)
 
 
 def _drop_stale_driver_caches(name, primitives) -> None:
     """numba keys the on-disk cache of a compiled function by its own source file only. The
     drivers of this package (and the kernels of state.py and of the regularization path) link
     the model's primitives, and the phases of the other modules here, into their machine code,
-    so after a model's module or a module of this package changes their cached machine code is
-    stale. A stamp of those source files is kept next to the cache; when it changes, the cached
-    drivers are dropped (they recompile on next use)."""
+    and the primitives link the @njit functions they call (in other files too, e.g. the pose
+    oracle's distance transforms), so after any of those source files changes the cached
+    machine code is stale. A stamp of those source files is kept next to the cache; when it
+    changes, the cached drivers and the model's own cached functions are dropped (they
+    recompile on next use)."""
     import hashlib
     import os
     from .step import _run_steps_nrt_free
     own = _linked_sources()
     here = os.path.dirname(os.path.abspath(__file__))
     h = hashlib.sha256()
-    model_files = sorted({inspect.getsourcefile(p.py_func) for p in primitives.values()})
+    model_files = _model_sources(primitives)
     for f in model_files + [f for f in own if os.path.dirname(f) == here]:
         try:
             with open(f, "rb") as fh:
@@ -168,7 +187,7 @@ def _drop_stale_driver_caches(name, primitives) -> None:
                 if fh.read().strip() == digest:
                     return
         py_func = _run_steps_nrt_free.py_func
-        for src in own:  # each source file's cache folder, as numba locates it
+        for src in own + [f for f in model_files if f not in own]:  # each file's cache folder, as numba locates it
             loc = type(locator).from_function(py_func, src)
             folder = loc.get_cache_path() if loc is not None else None
             if not folder or not os.path.isdir(folder):

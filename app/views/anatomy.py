@@ -1,0 +1,255 @@
+"""The Step tab's anatomy of the last block step: the block's input and labellings (word
+images, a chunked sentence, the model's pictures), the step's numbers in a
+table and one sentence saying what happened."""
+from __future__ import annotations
+
+import panel as pn
+
+from ..safe_html import esc
+from .base import _Base
+from .figures import BIG_PX, LiveHTML, _fmt, _fmt_gap, _png, _scale_px
+from .narration import (_TIP_BEFORE, _TIP_BEFORE_HIT, _TIP_DIRECTION_HIT, _TIP_IMPROVEMENT_BOX,
+                        _fw_row_label, corner_name, step_sentence)
+from .pictures import chunk_row_html, is_iob, panel_html
+
+class AnatomyView(_Base):
+    """The last block step: the input (e.g. letter images), its ground truth, the FW corner and the
+    away corner decoded, step kind, γ, cache hit or miss, block gap before and after.
+
+    Drawn as HTML (pixel-exact letter images, real text the browser tests can read)."""
+
+    MAX_TOKENS = 16
+    RUNNING_MIN_INTERVAL_S = 0.45   # while a run goes, redraw at most twice per second
+
+    def __init__(self, stacked: bool = False, name=None, compact: bool = False, on_choice=None):
+        super().__init__()
+        # a model that offers a choice about its pictures (its describe_block's "picker", e.g.
+        # the part whose score map is drawn): on_choice(name, index) asks the session to
+        # describe the last step again with that choice
+        self._on_choice = on_choice
+        self._picker_guard = False
+        self._picker_name = None
+        self.picker = pn.widgets.Select(name="", options={}, width=230, margin=(0, 10),
+                                        visible=False, css_classes=["gaplab-picker"])
+        self.picker.param.watch(self._chosen, "value")
+        # fixed heights: content that changes 10x/s must not make the browser re-layout the page
+        # (a long CoNLL sentence chunked three times may need more: the word pane then scrolls)
+        self._stacked = stacked
+        # compact: projector mode (text at least 18 px, the table in two columns)
+        self._scale = 1.3 if compact else 1.0
+        self._compact = compact
+        self.word = LiveHTML("", sizing_mode="stretch_width", margin=(5, 10), height=self._height(False),
+                                 styles={"font-size": "14px", "overflow-x": "hidden", "overflow-y": "auto"})
+        self.table = LiveHTML("", width=430 if not stacked else None, margin=(5, 10),
+                                  height=235 if not compact else 300,
+                                  sizing_mode=None if not stacked else "stretch_width",
+                                  styles={"font-size": "14px", "overflow": "hidden"})
+        layout = pn.Column if stacked else pn.Row
+        # "what just happened": one sentence about the last step, under it (a long one, e.g. a
+        # cache hit's, scrolls rather than being cut off)
+        self.sentence = LiveHTML("", sizing_mode="stretch_width", margin=(0, 10),
+                                     height=64 if not compact else 120,
+                                     css_classes=["gaplab-sentence", "gaplab-narration"],
+                                     styles={"font-size": "13.5px", "overflow-x": "hidden", "overflow-y": "auto",
+                                             "background": "#f4f7fa", "border-left": "4px solid #1f3b57",
+                                             "padding": "2px 8px"})
+        self.panel = pn.Column(self.picker, layout(self.word, self.table, sizing_mode="stretch_width"),
+                               self.sentence, sizing_mode="stretch_width", css_classes=["gaplab-anatomy"])
+
+    def _chosen(self, event):
+        if self._picker_guard or event.new is None or self._on_choice is None or self._picker_name is None:
+            return
+        self._on_choice(self._picker_name, int(event.new))
+
+    def _height(self, chunks: bool) -> int:
+        """Height of the input pane: taller for a chunked sentence (three wrapped rows); it only
+        changes when the kind of data changes, never from one step to the next."""
+        if self._compact:
+            return 300 if chunks else 215
+        if self._stacked:
+            return 250 if chunks else 190
+        return 290 if chunks else 235
+
+    def _set_height(self, chunks: bool):
+        h = self._height(chunks)
+        if self.word.height != h:
+            self.word.height = h
+
+    @staticmethod
+    def _cell(text, color="#222", size="22px", weight="bold"):
+        return (f"<td style='text-align:center;padding:0 3px;font-size:{size};font-weight:{weight};"
+                f"color:{color};font-family:monospace'>{esc(str(text))}</td>")
+
+    def _draw(self, snap):
+        st = snap.last_step
+        if st is None and snap.status == "loading" and not snap.n:
+            self.word.object = self._big("<div style='font-weight:600;font-size:15px'>Anatomy of the last step</div>"
+                                f"<p style='color:#8a5a00'>Loading <b>{esc(snap.dataset)}</b>: "
+                                f"{esc(snap.note or 'reading the data')} The buttons come back when "
+                                "the solver is ready.</p>")
+            self.table.object = ""
+            self.sentence.object = ""
+            return
+        if st is None:
+            self.word.object = self._big("<div style='font-weight:600;font-size:15px'>Anatomy of the last step</div>"
+                                "<p style='color:#666'>No step yet. <b>Step</b> takes one block step: "
+                                "sample a block, call its max oracle, move its dual variables towards "
+                                "the FW corner.</p>")
+            self.table.object = ""
+            self.sentence.object = self._big("<div style='font-size:13.5px;color:#666'><b>What just happened:</b> "
+                                             "a sentence about each step appears here.</div>")
+            return
+        chunks = st.tokens is not None and is_iob(st.truth)
+        self._set_height(chunks)
+        self._show_picker(st.picker)
+        if st.panels:
+            self._draw_panels(snap, st)
+        elif chunks:
+            self._draw_chunks(snap, st)
+        else:
+            self._draw_tokens(snap, st)
+        self._draw_table(snap, st)
+
+    def _draw_chunks(self, snap, st):
+        """A sentence (CoNLL chunking): the words, chunked by the ground truth, the FW corner and
+        the away corner (Paper: App. I.2); long sentences wrap, the pane scrolls if needed."""
+        label = ("<td style='vertical-align:top;text-align:right;padding:3px 8px 0 0;color:#555;"
+                 "font-size:12.5px;white-space:nowrap;width:96px'>{}</td>")
+        rows = [("ground truth y<sub>i</sub>", "gaplab-gold", chunk_row_html(st.tokens, st.truth))]
+        rows.append((_fw_row_label(st), "gaplab-fw", chunk_row_html(st.tokens, st.fw_corner, st.truth)))
+        if st.away_corner is not None:
+            rows.append(("away corner y<sup>a</sup>", "gaplab-away",
+                         chunk_row_html(st.tokens, st.away_corner, st.truth)))
+        body = "".join(f"<tr class='{cls}'>{label.format(name)}<td style='padding:2px 0 5px 0'>{row}</td></tr>"
+                       for name, cls, row in rows)
+        errs = [sum(a != b for a, b in zip(y, st.truth)) for y in (st.fw_corner, st.away_corner) if y is not None]
+        note = f" — {esc(st.note)}" if st.note else ""
+        self.word.object = self._big(
+            f"<div style='font-weight:600;font-size:15px;margin-bottom:4px'>Anatomy of the last step: "
+            f"block <span class='gaplab-block'>{st.block}</span>{note} "
+            f"<span style='font-weight:normal;font-size:12.5px;color:#555'>({len(st.truth)} words; "
+            f"{corner_name(st)}: {errs[0]} wrong tag(s)"
+            + (f", away corner: {errs[1]}" if len(errs) > 1 else "") + ")</span></div>"
+            f"<table style='border-collapse:collapse;font-size:12.5px;width:100%'>{body}</table>"
+            "<div style='color:#666;font-size:11.5px;margin-top:2px'>box: a chunk (B-X starts a chunk of "
+            "type X, I-X continues it); red box: not a gold chunk; red word: its tag differs from the "
+            "gold tag (adds loss); hover a word for its tag</div>")
+
+    def _show_picker(self, pk):
+        """The model's picker (its describe_block's "picker"): shown when the model offers one
+        and a session listens, its options the model's, its value the one drawn (set without
+        calling back)."""
+        want = pk is not None and self._on_choice is not None
+        if self.picker.visible != want:
+            self.picker.visible = want
+        if not want:
+            return
+        self._picker_name = pk["name"]
+        opts = {f"{k}: {nm}": k for k, nm in enumerate(pk["options"])}
+        self._picker_guard = True
+        try:
+            if self.picker.name != pk["label"]:
+                self.picker.name = pk["label"]
+            if self.picker.options != opts:
+                self.picker.options = opts
+            if self.picker.value != pk["value"]:
+                self.picker.value = pk["value"]
+        finally:
+            self._picker_guard = False
+
+    def _draw_panels(self, snap, st):
+        """The model's pictures of the block (its describe_block's panels, Paper: App. I for the
+        segmentation and pose models): the input once, then the ground truth's, the step's
+        corner's and the away corner's pictures in one row of equal columns (every one stays in
+        view, scaled down), each with its caption; the model's legend under them."""
+        px = max(110, self.word.height - 95)
+        cells = "".join(
+            f"<td style='text-align:center;padding:0 3px;vertical-align:top'>{panel_html(p, key, px)}"
+            f"<div style='font-size:11.5px;line-height:1.2;color:#444'>{esc(cap)}</div></td>"
+            for key, cap, p in st.panels)
+        note = f" — {esc(st.note)}" if st.note else ""
+        sub = f" <span style='font-weight:normal;font-size:12.5px;color:#555'>({esc(st.subtitle)})</span>" \
+            if st.subtitle else ""
+        pk = st.picker
+        chosen = (f"<div style='color:#444;font-size:12px'>{esc(pk['label'])}: <b class='gaplab-picked'>"
+                  f"{esc(pk['options'][pk['value']])}</b></div>") if pk is not None else ""
+        legend = f"; {esc(st.legend)}" if st.legend else ""
+        self.word.object = self._big(
+            f"<div style='font-weight:600;font-size:15px;margin-bottom:4px'>Anatomy of the last step: "
+            f"block <span class='gaplab-block'>{st.block}</span>{note}{sub}</div>{chosen}"
+            f"<div style='overflow-x:auto'><table style='width:100%;table-layout:fixed'><tr>{cells}</tr></table></div>"
+            f"<div style='color:#666;font-size:11.5px;line-height:1.25'>gold: ground truth; blue: "
+            f"{corner_name(st)}; pink: away corner{legend}</div>")
+
+    def _draw_tokens(self, snap, st):
+        T = len(st.truth)
+        show = min(T, self.MAX_TOKENS)
+        multi = any(len(s) > 1 for s in st.truth)
+        size = "13px" if multi else "22px"
+        label = ("<td style='text-align:right;padding-right:10px;color:#555;font-size:13px;"
+                 "white-space:nowrap'>{}</td>")
+        rows = []
+        if st.image is not None:
+            cells = "".join(
+                f"<td style='padding:0 3px'><img src='{_png(st.image[t])}' "
+                f"style='width:24px;height:48px;image-rendering:pixelated;border:1px solid #ddd'></td>"
+                for t in range(show))
+            rows.append("<tr>" + label.format("input x<sub>i</sub>") + cells + "</tr>")
+        elif st.tokens is not None:
+            cells = "".join(self._cell(st.tokens[t], "#444", "12px", "normal") for t in range(show))
+            rows.append("<tr>" + label.format("words") + cells + "</tr>")
+
+        def row(name, seq):
+            cells = []
+            for t in range(show):
+                if t >= len(seq):
+                    cells.append("<td></td>")
+                    continue
+                ok = seq[t] == st.truth[t]
+                cells.append(self._cell(seq[t], "#1a9641" if ok else "#d7191c", size))
+            return "<tr>" + label.format(name) + "".join(cells) + "</tr>"
+
+        rows.append("<tr>" + label.format("ground truth y<sub>i</sub>")
+                    + "".join(self._cell(st.truth[t], "#222", size) for t in range(show)) + "</tr>")
+        rows.append(row(_fw_row_label(st), st.fw_corner))
+        if st.away_corner is not None:
+            rows.append(row("away corner y<sup>a</sup>", st.away_corner))
+        more = f" (first {show} of {T} tokens)" if show < T else ""
+        note = f" — {esc(st.note)}" if st.note else ""
+        self.word.object = self._big(
+            f"<div style='font-weight:600;font-size:15px;margin-bottom:6px'>Anatomy of the last step: "
+            f"block <span class='gaplab-block'>{st.block}</span>{note}{more}</div>"
+            f"<table style='border-collapse:separate;border-spacing:0 4px'>{''.join(rows)}</table>"
+            "<div style='color:#666;font-size:12px;margin-top:4px'>green: equals the ground truth; "
+            "red: differs (adds loss)</div>")
+
+    def _draw_table(self, snap, st):
+        hit = ("cache hit (no oracle call)" if st.cache_hit else
+               "cache miss → max oracle" if snap.config.get("cache") else "max oracle call")
+        items = [
+            ("block i", f"{st.block} of {snap.n}" + (f" ({esc(st.note)})" if st.note else "")),
+            # StepRecord.iteration is k, the steps done before this one; the status line counts
+            # steps done, so this step took the solver from iteration k to k + 1
+            ("step", f"#{st.iteration + 1:,} &nbsp;<span style='font-weight:normal;color:#666'>(iteration "
+                     f"{st.iteration:,} → {st.iteration + 1:,})</span>"),
+            ("step kind", st.kind + (" (drop step)" if st.drop else "")),
+            ("γ (step size)", f"{_fmt(st.gamma, '.4g')} &nbsp;(γ<sub>max</sub> = {_fmt(st.gamma_max, '.4g')})"),
+            ("oracle", hit),
+            (_TIP_BEFORE_HIT if st.cache_hit else _TIP_BEFORE,
+             _fmt_gap(st.gap_before) + (" (stale, unchanged)" if st.cache_hit else "")),
+            (_TIP_DIRECTION_HIT if st.cache_hit and st.kind == "fw" else "direction gap ⟨−∇<sub>i</sub>f, d⟩",
+             _fmt_gap(st.direction_gap)),
+            ("block gap after (diagnostic)", _fmt_gap(st.gap_after)),
+            (_TIP_IMPROVEMENT_BOX if getattr(st, "box", False) else "dual improvement",
+             _fmt(st.improvement, ".3e")),
+        ]
+        if st.active_set_size >= 0:
+            items.append(("active set |S<sub>i</sub>|", str(st.active_set_size)))
+        body = "".join(f"<tr><td style='padding:0 12px 0 0;color:#555;line-height:1.45'>{k}</td>"
+                       f"<td style='padding:0'><b>{v}</b></td></tr>" for k, v in items)
+        self.table.object = self._big(f"<table style='border-collapse:collapse;font-size:14px'>{body}</table>")
+        self.sentence.object = self._big(f"<div style='font-size:13.5px'>{step_sentence(snap, st)}</div>")
+
+    def _big(self, text):
+        return _scale_px(text, self._scale, BIG_PX if self._compact else 0.0)
+

@@ -1,0 +1,147 @@
+"""What the app says in words: the step sentence ("what just happened"), how a block was drawn,
+the anatomy's row labels with their hover notes, and the status line's test number."""
+from __future__ import annotations
+
+import math
+
+from ..safe_html import esc
+from .figures import _fmt, _gap_word
+
+SAMPLER_WORDS = {"gap": "gap sampling (P ∝ ĝᵢ)", "uniform": "uniform sampling",
+                 "permutation": "a random permutation", "maxgap": "max-gap sampling (the largest ĝᵢ)"}
+
+
+def _sampler_words(snap, st) -> str:
+    """The sampler in words; gap sampling with its power p (P ∝ ĝᵢᵖ) when p ≠ 1."""
+    name = st.sampling or snap.config.get("sampling", "")
+    if name == "gap":
+        p = float(snap.config.get("gap_power", 1.0) or 1.0)
+        if p == 1.0:
+            return "gap sampling (P ∝ ĝᵢ)"
+        return f"gap sampling with power p = {p:g} (P ∝ ĝᵢ<sup>p</sup>)"
+    return SAMPLER_WORDS.get(name, name or "the sampler")
+
+
+def _drawn_words(snap, st) -> str:
+    """How the block was drawn. Under gap sampling a block not visited yet has ĝᵢ = +∞ (Paper:
+    Alg. 2 line 1), so while unvisited blocks remain the draw is uniform over them."""
+    samp = _sampler_words(snap, st)
+    name = st.sampling or snap.config.get("sampling", "")
+    unvisited = getattr(st, "unvisited", -1)
+    if name == "gap" and (math.isinf(getattr(st, "gap_prev", math.nan)) or unvisited > 0):
+        m = unvisited if unvisited > 0 else (round(1 / st.probability) if st.probability > 0 else 0)
+        prob = f" (probability <b>{st.probability:.2g}</b>)" if math.isfinite(st.probability) else ""
+        among = f"the <b>{m:,}</b> blocks not visited yet" if m else "the blocks not visited yet"
+        return (f"was drawn uniformly among {among}{prob}: under {samp} an unvisited block has "
+                "ĝᵢ = +∞ (Alg. 2 line 1), so the first draws ignore the gaps")
+    if math.isfinite(st.probability):
+        return f"was drawn with probability <b>{st.probability:.2g}</b> under {samp}"
+    return f"was drawn under {samp}"
+
+
+def corner_name(st) -> str:
+    """What the step used as its FW corner: the cache corner y^c on a cache hit (Alg. 5)."""
+    return "cache corner" if st.cache_hit else "FW corner"
+
+
+def _fw_row_label(st) -> str:
+    """The anatomy's label of the corner the step moved towards: on a cache hit that is the
+    cache corner y^c, not the max oracle's FW corner y* (no oracle was called)."""
+    if st.cache_hit:
+        return ("<span title='A cache hit: the best labelling in the cache (Alg. 5), used in place of "
+                "the FW corner; the max oracle was not called'>cache corner y<sup>c</sup></span>")
+    return "FW corner y*"
+
+
+def step_sentence(snap, st) -> str:
+    """One sentence saying what the last block step did ("what just happened"), as HTML.
+
+    Exact in the cases students ask about: a step with γ = 0 moves nothing; on a cache hit the
+    stored estimate g_i^(k_i) is unchanged (Paper: Alg. 5 updates it only on a miss) and the gap
+    computed at the step is the cache corner's; on the first pass of gap sampling the draw is
+    uniform over the unvisited blocks (ĝ = +∞, Alg. 2 line 1); with gap power p, P ∝ ĝᵢᵖ."""
+    drawn = _drawn_words(snap, st)
+    if st.cache_hit:
+        how = ("the cache hit: the best cached labelling, the cache corner y<sup>c</sup>, served as FW "
+               "corner (no oracle call)")
+    elif snap.config.get("cache"):
+        how = "the cache missed, so the max oracle was called"
+    else:
+        how = "the max oracle was called"
+    cname = corner_name(st)
+    wrong = sum(a != b for a, b in zip(st.fw_corner, st.truth)) + abs(len(st.fw_corner) - len(st.truth))
+    corner = (f"the {cname} is the ground truth itself" if wrong == 0 else
+              f"the {cname} differs from the ground truth in {wrong} of {len(st.truth)} position(s)")
+    g = f"γ = <b>{_fmt(st.gamma, '.2g')}</b>"
+    if not st.gamma > 0:
+        if st.kind == "pairwise":
+            same = st.away_corner is not None and tuple(st.away_corner) == tuple(st.fw_corner)
+            why = (f"the {cname} is the away corner" if same else
+                   "the pairwise direction does not decrease f (its gap ⟨−∇ᵢf, d⟩ ≤ 0)")
+            move = f"a pairwise step with {g} moved nothing: {why}"
+        elif st.kind == "away":
+            move = f"an away step with {g} moved nothing (its direction does not decrease f)"
+        else:
+            move = (f"a FW step with {g} moved nothing: the gap towards the {cname} is ≤ 0, so block "
+                    f"{st.block} is already optimal for that direction")
+    elif st.kind == "pairwise":
+        move = f"a pairwise step with {g} moved mass from the away corner to the {cname}"
+    elif st.kind == "away":
+        move = f"an away step with {g} moved mass away from the away corner (onto the other atoms)"
+    else:
+        move = f"a FW step with {g} moved the block towards the {cname}"
+    if st.drop:
+        move += " and dropped the away atom from the active set"
+    after = f"<b>{_gap_word(st.gap_after)}</b>"
+    if st.cache_hit:
+        est = (f"its stored estimate g<sub>i</sub><sup>(k<sub>i</sub>)</sup> = {_gap_word(st.gap_before)} "
+               "stays unchanged (a hit updates neither it nor k<sub>i</sub>)")
+        comp = {"fw": "the cache corner's gap at the step was",
+                "pairwise": "the step's direction gap ⟨−∇ᵢf, d⟩ (cache corner minus away corner) was",
+                }.get(st.kind, "the step's direction gap ⟨−∇ᵢf, d⟩ was")
+        gaps = f"{est}; {comp} {_gap_word(st.direction_gap)}; after the step the block gap is {after}"
+    elif math.isfinite(getattr(st, "gap_prev", math.nan)):
+        gaps = (f"its block gap went from {_gap_word(st.gap_prev)} (the stored estimate ĝᵢ) / "
+                f"{_gap_word(st.gap_before)} (computed at the step) to {after}")
+    else:
+        gaps = f"its block gap went from {_gap_word(st.gap_before)} to {after}"
+    return (f"<b>What just happened:</b> block <b>{st.block}</b> {drawn}; {how}; {corner}; {move}; "
+            f"{gaps}.")
+
+
+# the anatomy's row labels, with what students get wrong on hover
+_TIP_BEFORE = (
+    "<span title='The block gap g_i computed by this step&#39;s oracle call. The estimate stored for "
+    "gap sampling is this gap *before* the step: right after a large step it overestimates the "
+    "block&#39;s gap, and the sum of the stored estimates bounds nothing (Fig. 1b).'>"
+    "block gap before g<sub>i</sub></span>")
+_TIP_BEFORE_HIT = (
+    "<span title='A cache hit updates neither g_i^(k_i) nor k_i (Alg. 5 updates them only on a miss): "
+    "gap sampling with a cache draws from staler estimates.'>stored estimate "
+    "g<sub>i</sub><sup>(k<sub>i</sub>)</sup></span>")
+_TIP_DIRECTION_HIT = (
+    "<span title='The gap towards the cache corner, ĝ_i = ⟨−∇_i f, e_c − α_i⟩ (Alg. 5 line 8): the "
+    "cache hit rule compares it with max(F g_i^(k_i), (ν/n) g^(k_0)).'>cache corner&#39;s gap "
+    "⟨−∇<sub>i</sub>f, d⟩</span>")
+_TIP_IMPROVEMENT_BOX = (
+    "<span title='Box constraints (App. H): w = clip(v); the gap and γ use the untruncated v_i. γ is "
+    "exact for the dual with the box multipliers β held fixed, and γg − γ²λ‖d‖²/2 is the decrease at "
+    "fixed β: re-clipping w afterwards lowers f further, so this is a lower bound on the true "
+    "decrease.'>dual improvement (≥, box)</span>")
+
+
+def status_test_words(snap) -> str:
+    """The status line's test number: the problem's headline metric (CoNLL: chunk F1, with the
+    pass it was evaluated at) when it has one, else the test error at the last exact check."""
+    name = getattr(snap, "test_metric_name", "test error")
+    value = getattr(snap, "test_metric", math.nan)
+    if name != "test error":
+        if not math.isfinite(value):
+            return ""
+        at = getattr(snap, "test_metric_passes", math.nan)
+        when = f" @ {at:.1f} passes" if math.isfinite(at) else ""
+        return f" · test {esc(name)} <b>{100 * value:.2f}%</b>{when}"
+    if math.isfinite(snap.exact_test_error):
+        return f" · test error {100 * snap.exact_test_error:.2f}%"
+    return ""
+
