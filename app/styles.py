@@ -97,7 +97,14 @@ def figure_texts(fig):
 
 
 def _fig_sizes(fig, big: bool) -> None:
+    """The text sizes :func:`gaplab.app.views.fig_fonts` leaves alone (it sets the figure's
+    title, its axes and its legends' labels): colour bars, legend titles, labels."""
+    theirs = {(id(fig.title), "text_font_size")}
+    theirs |= {(id(a), p) for a in fig.axis for p in ("axis_label_text_font_size", "major_label_text_font_size")}
+    theirs |= {(id(leg), "label_text_font_size") for leg in fig.legend}
     for model, prop in figure_texts(fig):
+        if (id(model), prop) in theirs:
+            continue
         store = _NORMAL.setdefault(model, {})
         if prop not in store:
             store[prop] = getattr(model, prop)
