@@ -31,6 +31,7 @@ from .settings import missing_problems
 from .toy_tab import ToyLab, ToyView
 from .views import fig_fonts
 from .views.frame import Frame
+from .styles import TABS_CSS, WRAP_CSS, designed_for_projector, projector_sizes
 from .views import (AnatomyView, BlockGapsView, CacheView, GapView, PrimalDualView, StatusView,
                     TestErrorView)
 
@@ -59,6 +60,10 @@ _LAYOUT = (("dataset", "lam"), ("sampling", "gap_power"), ("step_kind", "gap_che
 
 PROJECTOR_BARS = 120
 
+MAIN_MIN_WIDTH = 800   # px: the tabs' column is never narrower (it goes below the sidebar); the
+#                        per-block plots and their colour bar and toolbar need about 780 px
+ANATOMY_INPUT_MIN_WIDTH = 360   # px: the anatomy's input and corners; the table goes below them
+
 BLOCKS_HEIGHT = 560   # px taken by the Step tab's per-block gap plots (their place while unmade)
 
 LESSON_TITLES = [lesson.title.split("·", 1)[-1].strip() for lesson in LESSON_PAGES]
@@ -72,13 +77,6 @@ SETTING_NOTES = {
     "gap_power": "The paper uses p = 1 only (Alg. 2: P(i) ∝ ĝᵢ), and Theorem 2 covers p = 1 with exact "
                  "gaps; p ≠ 1 is an experiment of this app, with no guarantee.",
 }
-
-#: projector mode's stylesheet for widgets, the tabs and the status line (inside their shadow roots)
-PROJECTOR_CSS = """
-.bk-btn, .bk-input, select, input, label, .bk-tab, .bk-input-group { font-size: 18px !important; }
-.bk-btn { min-height: 38px; }
-.gaplab-status { font-size: 18px !important; }
-"""
 
 #: tooltips of the buttons (what each does; Pause vs Stop)
 TOOLTIPS = {
@@ -209,6 +207,10 @@ class GapLabApp(pn.viewable.Viewer):
         # ---- views of the tabs
         self.status = StatusView()
         self.anatomy = AnatomyView(on_choice=self._choose)
+        # in a narrow output area the anatomy's table goes below the input and its corners
+        # (side by side the input pane shrank to one word per line and hid the word images)
+        self.anatomy.word.min_width = ANATOMY_INPUT_MIN_WIDTH
+        self.anatomy.panel[1].stylesheets = [WRAP_CSS]
         # Served, the per-block gap plots (two figures: 40 % of the app's build time and a
         # quarter of its Bokeh models) are made when the page has loaded (_on_page_load), so
         # that the page is up and its buttons answer sooner; a spacer of their height keeps the
@@ -240,6 +242,14 @@ class GapLabApp(pn.viewable.Viewer):
 
     # ------------------------------------------------------------------ building
     def _lesson_view(self, key):
+        """A live view of a lesson page (made when the page is first shown), in projector sizes
+        before it is shown when projector mode is on (see ``_ensure_tab``)."""
+        view = self._new_lesson_view(key)
+        if self.projector:
+            self._apply_big(view.panel, True)
+        return view
+
+    def _new_lesson_view(self, key):
         if key == "anatomy":
             return AnatomyView(stacked=True, on_choice=self._choose)
         if key == "blocks":
@@ -398,10 +408,17 @@ class GapLabApp(pn.viewable.Viewer):
             return
         self.projector = on
         if on and self.anatomy_p is None:
-            self.anatomy_p = AnatomyView(stacked=True, compact=True, on_choice=self._choose)
-            self.blocks_p = BlockGapsView(height=250, prob_height=165, name="block_gaps_projector",
+            a = self.anatomy_p = AnatomyView(stacked=True, compact=True, on_choice=self._choose)
+            # the narration right under the input and the corners (above the fold at 1280×720),
+            # the table of numbers after it
+            a.panel.objects = [a.picker, a.word, a.sentence, a.table]
+            a.sentence.height = 160
+            self.blocks_p = BlockGapsView(height=225, prob_height=145, name="block_gaps_projector",
                                           max_bars=PROJECTOR_BARS)
-            self.blocks_p.info.height = 64
+            self.blocks_p.info.height = 82
+            designed_for_projector(a.word, a.sentence, a.table, self.blocks_p.info)
+            for view in (a, self.blocks_p):   # sized before they are shown (see _ensure_tab)
+                self._apply_big(view.panel, True)
         if self.w_projector.value != on:
             self.w_projector.value = on
         wd = self.widgets
@@ -429,20 +446,16 @@ class GapLabApp(pn.viewable.Viewer):
 
     @staticmethod
     def _apply_big(layout, on: bool):
-        """Projector sizes on or off for every widget, figure and text pane in ``layout``."""
-        css = [PROJECTOR_CSS] if on else []
-        for wdg in layout.select(pn.widgets.Widget):
-            if list(wdg.stylesheets) != css:
-                wdg.stylesheets = css
-        for tabs in layout.select(pn.Tabs):
-            tabs.stylesheets = css
+        """Projector sizes on or off for every widget, figure and text pane in ``layout``
+        (:func:`gaplab.app.styles.projector_sizes`)."""
+        projector_sizes(layout, on)
         fig_fonts(layout, on)
 
     def _build(self):
         self.subtitle = pn.pane.HTML(
             "<span style='font-size:13px;color:#dfe8f0'>Block-coordinate Frank-Wolfe for structured "
             "SVMs — gap sampling, pairwise &amp; away steps, caching (Osokin et al., ICML 2016)</span>",
-            margin=(12, 10, 0, 0))
+            margin=(12, 10, 0, 0), sizing_mode="stretch_width", min_width=200)
         self.w_projector = pn.widgets.Toggle(label="Projector mode", value=False, width=170, height=36,
                                              margin=(8, 10), stylesheets=[".bk-btn {font-size: 16px;}"],
                                              css_classes=["gaplab-projector-toggle"])
@@ -451,20 +464,27 @@ class GapLabApp(pn.viewable.Viewer):
                              margin=(8, 14))
         self.keys = KeyboardShortcuts(width=0, height=0, margin=0)
         self.keys.param.watch(lambda e: self.on_key(KeyboardShortcuts.action_of(e.new)), "press")
-        header = pn.Row(title, self.subtitle, pn.layout.HSpacer(), self.w_projector, self.keys,
+        # a narrow output area (JupyterLab with its file browser open): the subtitle wraps, the
+        # header's items go onto a second row rather than past the right edge
+        header = pn.Row(title, self.subtitle, self.w_projector, self.keys,
                         styles={"background": "#1f3b57", "border-radius": "4px"},
-                        sizing_mode="stretch_width", margin=(5, 10))
+                        sizing_mode="stretch_width", margin=(5, 10), stylesheets=[WRAP_CSS])
         self.topbar = pn.Row(visible=False, sizing_mode="stretch_width", css_classes=["gaplab-topbar"])
         step_tab = pn.Column(*self._step_objects(), sizing_mode="stretch_width")
         self._step_tab = step_tab
         self._boxes = [step_tab] + [pn.Column(sizing_mode="stretch_width") for _ in self.TAB_NAMES[1:]]
-        self.tabs = pn.Tabs(*zip(self.TAB_NAMES, self._boxes), dynamic=True, sizing_mode="stretch_width")
+        self.tabs = pn.Tabs(*zip(self.TAB_NAMES, self._boxes), dynamic=True, sizing_mode="stretch_width",
+                            stylesheets=[TABS_CSS])
         self.tabs.param.watch(handler(self._on_tab), "active")
         self.banner = pn.pane.HTML("", visible=False, sizing_mode="stretch_width", margin=(0, 10),
                                    css_classes=["gaplab-compiling"])
-        main = pn.Column(self.banner, self.topbar, self.status.panel, self.tabs, sizing_mode="stretch_width")
+        main = pn.Column(self.banner, self.topbar, self.status.panel, self.tabs, sizing_mode="stretch_width",
+                         min_width=MAIN_MIN_WIDTH)
         self.sidebar = self._controls()
-        return pn.Column(header, pn.Row(self.sidebar, main, sizing_mode="stretch_width"),
+        # narrower than the sidebar and MAIN_MIN_WIDTH: the tabs go below the settings
+        main.styles = {"flex": "1 1 0"}
+        return pn.Column(header, pn.FlexBox(self.sidebar, main, flex_wrap="wrap", align_items="flex-start",
+                                            sizing_mode="stretch_width"),
                          sizing_mode="stretch_width")
 
     def __panel__(self):
@@ -510,29 +530,35 @@ class GapLabApp(pn.viewable.Viewer):
             self._gap_time = GapView("time", height=320)
             self._primal_dual = PrimalDualView(height=300)
             self._test_error = TestErrorView(height=300)
-            self._boxes[1].objects = [
+            objs = [
                 pn.Row(self._gap_passes.panel, self._gap_time.panel, sizing_mode="stretch_width"),
                 pn.Row(self._primal_dual.panel, self._test_error.panel, sizing_mode="stretch_width")]
         elif tab == CACHE:
             self._cache = CacheView(height=290)
-            self._boxes[CACHE].objects = [self._cache.panel]
+            objs = [self._cache.panel]
         elif tab == PATH:
             self._path_view = PathView(self.session.path, self.session, name="path")
-            self._boxes[PATH].objects = [self._path_view.panel]
+            objs = [self._path_view.panel]
         elif tab == TOY:
             self._toy_view = ToyView(self.toy, self.session)
-            self._boxes[TOY].objects = [self._toy_view.panel]
+            objs = [self._toy_view.panel]
         elif tab == LESSONS:
             self._lessons = LessonPanel(self.session, self._lesson_view, on_page=self._lesson_page)
-            self._boxes[LESSONS].objects = [self._lessons.panel]
+            objs = [self._lessons.panel]
         elif tab == SWEEPS:  # a stored sweep's figures (gaplab.app.sweeps_tab)
             from .sweeps_tab import SweepsView
             self._sweeps_view = SweepsView()
-            self._boxes[SWEEPS].objects = [self._sweeps_view.panel]
+            objs = [self._sweeps_view.panel]
         elif tab == RACE:  # uniform vs gap sampling in lockstep (gaplab.app.race)
             from .race import RaceView
             self._race_view = RaceView()
-            self._boxes[RACE].objects = [self._race_view.panel]
+            objs = [self._race_view.panel]
+        if self.projector:
+            # projector sizes before the views are shown: a stylesheet set on a model in the
+            # tick that creates it did not reach the page
+            for obj in objs:
+                self._apply_big(obj, True)
+        self._boxes[tab].objects = objs
 
     def _tab_attr(self, tab, name):
         self._ensure_tab(tab)

@@ -13,7 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["CHROMIUM_ARGS", "find_chromium", "free_port", "AppServer"]
+__all__ = ["CHROMIUM_ARGS", "find_chromium", "free_port", "AppServer", "JupyterLabServer", "text_layout",
+           "layout_problems"]
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -94,6 +95,179 @@ class AppServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
+        if getattr(self, "_log", None):
+            self._log.close()
+        return False
+
+
+#: JavaScript run in the page by :func:`text_layout`: every visible text fragment of the page
+#: (shadow roots included), one box per line fragment, with its computed font size and the box
+#: of the nearest ancestor that clips it (overflow other than "visible").
+_TEXT_LAYOUT_JS = r"""
+([skipSel, within]) => {
+  const out = [];
+  const skipTags = new Set(["STYLE", "SCRIPT", "NOSCRIPT", "TEMPLATE", "OPTION", "TITLE", "TEXTAREA"]);
+  const parentOf = (el) => el.parentElement || (el.parentNode && el.parentNode.host) || null;
+  const clipOf = (el) => {
+    let r = null;
+    for (let a = parentOf(el); a; a = parentOf(a)) {
+      const cs = getComputedStyle(a);
+      if (cs.position === "fixed") break;
+      const ox = cs.overflowX, oy = cs.overflowY;
+      if ((ox !== "visible" || oy !== "visible") && a !== document.documentElement && a !== document.body) {
+        const b = a.getBoundingClientRect();
+        // a scroll box's content box; text below it is reachable by its vertical scrollbar
+        const box = {x0: b.left + a.clientLeft, y0: b.top + a.clientTop,
+                     x1: b.left + a.clientLeft + a.clientWidth, y1: b.top + a.clientTop + a.clientHeight,
+                     scrollX: ox === "auto" || ox === "scroll", scrollY: oy === "auto" || oy === "scroll",
+                     cls: (a.className && a.className.baseVal === undefined ? a.className : a.tagName)};
+        r = r || []; r.push(box);
+      }
+    }
+    return r;
+  };
+  const visit = (root) => {
+    for (const el of root.querySelectorAll("*")) {
+      if (el.shadowRoot) visit(el.shadowRoot);
+      if (skipTags.has(el.tagName)) continue;
+      if (skipSel && el.closest(skipSel)) continue;
+      let texts = [];
+      for (const n of el.childNodes) {
+        if (n.nodeType === 3 && n.textContent.trim()) texts.push(n);
+      }
+      if (!texts.length) continue;
+      if (!el.checkVisibility({checkOpacity: true, checkVisibilityCSS: true})) continue;
+      const cs = getComputedStyle(el);
+      const font = parseFloat(cs.fontSize);
+      let clips = null;
+      for (const n of texts) {
+        const range = document.createRange();
+        range.selectNodeContents(n);
+        for (const r of range.getClientRects()) {
+          if (r.width < 1 || r.height < 1) continue;
+          if (clips === null) clips = clipOf(el) || [];
+          out.push({text: n.textContent.trim().slice(0, 60), x0: r.left, y0: r.top, x1: r.right,
+                    y1: r.bottom, font: font, tag: el.tagName,
+                    cls: (typeof el.className === "string" ? el.className : ""),
+                    clips: clips.map(c => [c.x0, c.y0, c.x1, c.y1, c.scrollX, c.scrollY, String(c.cls).slice(0, 40)])});
+        }
+      }
+    }
+  };
+  for (const root of (within ? document.querySelectorAll(within) : [document])) {
+    visit(root);
+  }
+  return {boxes: out, vw: window.innerWidth, vh: window.innerHeight,
+          scrollW: document.documentElement.scrollWidth};
+}
+"""
+
+
+def text_layout(page, skip: str | None = ".notyf, .bk-tooltip, .bk-tool-overflow",
+                within: str | None = None) -> dict:
+    """Every visible DOM text fragment of a Playwright ``page`` (shadow roots included): a dict
+    with ``boxes`` (one per line fragment: ``text``, ``x0 y0 x1 y1`` in CSS px of the viewport,
+    computed ``font`` size in px, the clipping ancestors' boxes ``clips``), the viewport size
+    ``vw``, ``vh`` and the document's ``scrollW``. Text drawn in canvases (Bokeh plots) is not
+    DOM text and is not here. ``skip``: a CSS selector of subtrees left out (transient toasts,
+    tooltips, the "⋯" glyph of a plot toolbar's overflow button: an icon like the tool icons).
+    ``within``: a CSS selector of the elements whose text is measured (default: the page)."""
+    return page.evaluate(_TEXT_LAYOUT_JS, [skip, within])
+
+
+def layout_problems(layout: dict, *, min_font: float | None = None, tol: float = 1.5) -> list[str]:
+    """What is wrong with a :func:`text_layout`: text fragments that overlap each other (more
+    than ``tol`` px wide and 40 % of the lower one's height), text cut by a clipping ancestor
+    (``overflow: hidden`` or a horizontal scroll; not what a vertical scroll box scrolls away:
+    it is reachable), text outside the
+    viewport's width, and text smaller than ``min_font`` px. One line per problem."""
+    boxes, vw = layout["boxes"], layout["vw"]
+    out = []
+    for b in boxes:
+        where = f"{b['text']!r} at ({b['x0']:.0f}, {b['y0']:.0f})–({b['x1']:.0f}, {b['y1']:.0f})"
+        if min_font is not None and b["font"] < min_font - 0.05:
+            out.append(f"font {b['font']:.1f} px < {min_font:g} px: {where}")
+        if b["x0"] < -tol or b["x1"] > vw + tol:
+            out.append(f"outside the viewport's width {vw}: {where}")
+        scrolled = False   # inside a vertical scroll box: what it scrolls away is not cut
+        for x0, y0, x1, y1, sx, sy, cls in b["clips"]:   # innermost first
+            # a line cut at the side is cut even in a horizontal scroll box (no one scrolls
+            # sideways in a lecture); a vertical scroll box, and the boxes around it (e.g. a
+            # notebook's page), only hide what is scrolled away
+            scrolled = scrolled or sy
+            cut_x = b["x0"] < x0 - tol or b["x1"] > x1 + tol
+            cut_y = not scrolled and (b["y0"] < y0 - tol or b["y1"] > y1 + tol)
+            if cut_x or cut_y:
+                out.append(f"cut by its container {cls} ({x0:.0f}, {y0:.0f})–({x1:.0f}, {y1:.0f}): {where}")
+                break
+    # overlaps between what is shown: each fragment cut to its clipping boxes (text scrolled out
+    # of a scroll box is not drawn over its neighbours)
+    shown = []
+    for b in boxes:
+        x0, y0, x1, y1 = b["x0"], b["y0"], b["x1"], b["y1"]
+        for cx0, cy0, cx1, cy1, *_ in b["clips"]:
+            x0, y0, x1, y1 = max(x0, cx0), max(y0, cy0), min(x1, cx1), min(y1, cy1)
+        if x1 - x0 > tol and y1 - y0 > tol:
+            shown.append(dict(b, x0=x0, y0=y0, x1=x1, y1=y1))
+    for i, a in enumerate(shown):
+        for b in shown[i + 1:]:
+            w = min(a["x1"], b["x1"]) - max(a["x0"], b["x0"])
+            h = min(a["y1"], b["y1"]) - max(a["y0"], b["y0"])
+            hmin = min(a["y1"] - a["y0"], b["y1"] - b["y0"], 1.2 * min(a["font"], b["font"]))
+            if w > tol and h > 0.4 * hmin:
+                out.append(f"overlap: {a['text']!r} at ({a['x0']:.0f}, {a['y0']:.0f}) and {b['text']!r} "
+                           f"at ({b['x0']:.0f}, {b['y0']:.0f}) ({w:.0f}×{h:.0f} px)")
+    return out
+
+
+class JupyterLabServer:
+    """JupyterLab (``python -m jupyterlab``) on 127.0.0.1 serving a copy of ``notebook`` from
+    the directory ``root`` (its own config, workspace and runtime directories there; no news,
+    no update check); output to ``log_path``. ``url`` opens the notebook. A context manager;
+    ``__enter__`` raises RuntimeError when JupyterLab exits or does not answer in ``timeout`` s."""
+
+    def __init__(self, notebook, root, log_path, *, timeout: float = 90.0):
+        self.notebook, self.root, self.log_path = Path(notebook), Path(root), Path(log_path)
+        self.timeout = timeout
+        self.port, self.token = free_port(), "gaplab-test"
+        self.proc = None
+        self.url = (f"http://127.0.0.1:{self.port}/lab/tree/{self.notebook.name}?token={self.token}")
+
+    def __enter__(self):
+        import urllib.request
+        self.root.mkdir(parents=True, exist_ok=True)
+        shutil.copy(self.notebook, self.root / self.notebook.name)   # JupyterLab may save it
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_path, "w")
+        env = dict(os.environ, JUPYTER_CONFIG_DIR=str(self.root / ".jupyter"),
+                   JUPYTERLAB_WORKSPACES_DIR=str(self.root / ".workspaces"),
+                   JUPYTER_RUNTIME_DIR=str(self.root / ".runtime"))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={self.port}",
+             f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}",
+             "--ServerApp.open_browser=False", "--allow-root", "--LabApp.news_url=None",
+             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+            stdout=self._log, stderr=subprocess.STDOUT, env=env, cwd=self.root)
+        deadline = time.time() + self.timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                self.__exit__()
+                raise RuntimeError("JupyterLab exited:\n" + self.log_path.read_text()[-3000:])
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/status?token={self.token}", timeout=3)
+                return self
+            except OSError:
+                time.sleep(0.3)
+        self.__exit__()
+        raise RuntimeError(f"JupyterLab did not start within {self.timeout:g} s")
+
+    def __exit__(self, *exc):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
         if getattr(self, "_log", None):
             self._log.close()
         return False

@@ -2,57 +2,137 @@
 
 Serves the app, opens it in headless Chromium (Debian's chromium + Playwright) and saves
 
-* in projector mode at 1280×720: the Step view (after a few steps and a slow-motion run), the
-  Toy example (comparison and the speed-up-vs-n sweep) and the Lessons (page 3) to
-  ``benchmarks/results/projector_{step,toy,lessons}.png``;
-* the normal layout at 1600×1000 and 1280×720 to ``artifacts/screen_*.png``;
+* in projector mode at 1280×720, after three steps: every tab, to
+  ``benchmarks/results/projector_<tab>.png`` (OCR-small) and
+  ``benchmarks/results/projector_<dataset>_<tab>.png`` for ``--datasets`` (e.g. conll2000);
+* the app in JupyterLab at 1280×720 with the file browser open (examples/gaplab_tour.ipynb's
+  app cell), after one step: every tab, to ``benchmarks/results/jupyterlab_<tab>.png``
+  (``--no-jupyterlab`` skips it);
 
-and prints the console warnings and errors of the page, counted by text.
+and prints the layout problems of each page (:func:`gaplab.app.testing.layout_problems`: text
+cut, overlapping or, in projector mode, under 18 px) and the console warnings and errors.
 
 Usage::
 
-    python benchmarks/app_screens.py [--out benchmarks/results]
+    python benchmarks/app_screens.py [--out benchmarks/results] [--datasets conll2000 horse-small lsp-pose]
 """
 from __future__ import annotations
 
 import argparse
 import collections
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+TABS = ("Step", "Convergence", "Cache & active sets", "Regularization path", "Toy example", "Lessons",
+        "Sweeps", "Race")
+APP_OUTPUT = ".jp-Notebook .jp-CodeCell .jp-OutputArea-output"   # only the app cell has run
 
 
-def _ready(page):
-    page.get_by_role("button", name="Step", exact=True).wait_for(timeout=120_000)
-    deadline = time.time() + 300
-    while time.time() < deadline:
-        if "ready" in page.locator(".gaplab-status").first.inner_text():
+def _wait(fn, timeout, what):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if fn():
             return
-        time.sleep(0.1)
-    raise TimeoutError("the page never became ready")
+        time.sleep(0.2)
+    raise TimeoutError(what)
 
 
-def _tab(page, name, wait=1.0):
-    page.locator(".bk-tab", has_text=name).first.click()
-    time.sleep(wait)
+def _settle(page, within=None):
+    from gaplab.app.testing import text_layout
+    page.mouse.move(3, 3)     # no tooltip in the picture
+    prev = None
+    for _ in range(60):
+        time.sleep(1.0)
+        lay = text_layout(page, within=within)
+        if prev is not None and len(lay["boxes"]) == len(prev["boxes"]):
+            return lay
+        prev = lay
+    return prev
 
 
 def _shot(page, path):
-    page.mouse.move(3, 3)     # no tooltip in the picture
-    time.sleep(0.4)
     page.screenshot(path=str(path))
     try:   # a 256-colour palette: a third of the size, no visible loss on a UI
         from PIL import Image
         Image.open(path).convert("RGB").quantize(256).save(path, optimize=True)
     except ImportError:
         pass
-    print("wrote", path)
+
+
+def _slug(tab):
+    return tab.split()[0].lower()
+
+
+def projector(browser, url, dataset, out, report):
+    from gaplab.app.testing import layout_problems
+    ctx = browser.new_context(viewport={"width": 1280, "height": 720})
+    p = ctx.new_page()
+    p.on("console", lambda m: report["console"].update([f"{m.type}: {m.text[:90]}"])
+         if m.type in ("warning", "error") else None)
+    p.goto(f"{url}?dataset={dataset}", timeout=120_000)
+    status = p.locator(".gaplab-status").first
+    _wait(lambda: "ready" in status.inner_text() and dataset in status.inner_text(), 600, "ready")
+    p.get_by_role("button", name="Projector mode").click()
+    p.locator(".gaplab-topbar").first.wait_for(state="visible", timeout=60_000)
+    for k in range(1, 4):
+        p.get_by_role("button", name="Step", exact=True).click()
+        _wait(lambda k=k: f"iteration {k} " in status.inner_text(), 120, f"iteration {k}")
+    for tab in TABS:
+        p.locator(".bk-tab", has_text=tab).first.click()
+        lay = _settle(p)
+        name = f"projector_{_slug(tab)}.png" if dataset == "ocr-small" else f"projector_{dataset}_{_slug(tab)}.png"
+        _shot(p, out / name)
+        report["pages"][name] = layout_problems(lay, min_font=18)
+    ctx.close()
+
+
+def jupyterlab(browser, out, report):
+    from gaplab.app.testing import JupyterLabServer, layout_problems
+    with tempfile.TemporaryDirectory() as tmp, \
+            JupyterLabServer(ROOT / "examples" / "gaplab_tour.ipynb", Path(tmp) / "lab",
+                             ROOT / "artifacts" / "screens_jupyterlab.log") as jl:
+        p = browser.new_page(viewport={"width": 1280, "height": 720})
+        p.set_default_timeout(60_000)
+        p.goto(jl.url, timeout=90_000)
+        p.locator(".jp-Notebook .jp-CodeCell").first.wait_for(timeout=90_000)
+        fb = p.locator("#filebrowser")
+        if fb.count() == 0 or not fb.first.is_visible():
+            p.locator("[data-id='filebrowser']").first.click()
+        p.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").first.wait_for(timeout=90_000)
+        prompt = p.locator(".jp-Notebook .jp-CodeCell").first.locator(".jp-InputArea-prompt").first
+        status = p.locator(".gaplab-status").first
+        for _ in range(3):
+            prompt.click()
+            time.sleep(0.3)
+            p.keyboard.press("Shift+Enter")
+            try:
+                status.wait_for(timeout=60_000)
+                break
+            except Exception:
+                continue
+        _wait(lambda: "ready" in status.inner_text(), 300, "ready in JupyterLab")
+        news = p.get_by_role("button", name="No", exact=True)   # JupyterLab's "notified about news?" toast
+        if news.count() and news.first.is_visible():
+            news.first.click()
+        p.get_by_role("button", name="Step", exact=True).first.click()
+        _wait(lambda: "iteration 1 " in status.inner_text(), 300, "a step in JupyterLab")
+        for tab in TABS:
+            p.locator(".bk-tab", has_text=tab).first.click()
+            p.locator(".bk-tab", has_text=tab).first.scroll_into_view_if_needed()
+            lay = _settle(p, within=APP_OUTPUT)
+            name = f"jupyterlab_{_slug(tab)}.png"
+            _shot(p, out / name)
+            report["pages"][name] = layout_problems(lay)
+        p.close()
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    ap.add_argument("--datasets", nargs="*", default=[], help="more datasets than OCR-small in projector mode")
+    ap.add_argument("--no-jupyterlab", action="store_true", help="skip the JupyterLab screenshots")
     args = ap.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
@@ -60,60 +140,20 @@ def main(argv=None) -> int:
     out = Path(args.out)
     art = ROOT / "artifacts"
     art.mkdir(exist_ok=True)
-    console = collections.Counter()
-    with AppServer(art / "screens_server.log", wait_warm=True, timeout=600) as srv, sync_playwright() as pw:
+    report = {"console": collections.Counter(), "pages": {}}
+    with AppServer(art / "screens_server.log", wait_warm=True, timeout=900) as srv, sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS)
-        for w, h in ((1600, 1000), (1280, 720)):
-            ctx = b.new_context(viewport={"width": w, "height": h})
-            p = ctx.new_page()
-            p.on("console", lambda m: console.update([f"{m.type}: {m.text[:90]}"]) if m.type in ("warning", "error") else None)
-            p.goto(srv.url)
-            _ready(p)
-            for _ in range(3):
-                p.get_by_role("button", name="Step", exact=True).click()
-                time.sleep(0.3)
-            _shot(p, art / f"screen_step_{w}x{h}.png")
-            for tab in ("Convergence", "Cache & active sets", "Regularization path", "Toy example", "Lessons"):
-                _tab(p, tab)
-                _shot(p, art / f"screen_{tab.split()[0].lower()}_{w}x{h}.png")
-            ctx.close()
-        # projector mode at 1280×720
-        ctx = b.new_context(viewport={"width": 1280, "height": 720})
-        p = ctx.new_page()
-        p.on("console", lambda m: console.update([f"{m.type}: {m.text[:90]}"]) if m.type in ("warning", "error") else None)
-        p.goto(srv.url)
-        _ready(p)
-        p.get_by_role("button", name="Projector mode").click()
-        time.sleep(1.0)
-        p.locator(".gaplab-w-speed select").first.select_option(label="20 steps/s")
-        time.sleep(0.3)
-        p.get_by_role("button", name="▶ Run").click()
-        time.sleep(3.0)
-        p.get_by_role("button", name="❚❚ Pause").click()
-        time.sleep(0.5)
-        p.get_by_role("button", name="Step", exact=True).click()
-        time.sleep(0.8)
-        _shot(p, out / "projector_step.png")
-        _tab(p, "Toy example")
-        p.get_by_role("button", name="Run comparison").click()
-        p.get_by_text("Why ").first.wait_for(timeout=120_000)
-        p.get_by_role("button", name="Sweep n").click()
-        p.get_by_text("Speed-up vs n.").wait_for(timeout=120_000)
-        time.sleep(1.0)
-        p.get_by_text("Speed-up vs n.").scroll_into_view_if_needed()
-        p.mouse.wheel(0, 250)   # the sweep plot and the comparison plots in view
-        time.sleep(0.5)
-        _shot(p, out / "projector_toy.png")
-        _tab(p, "Lessons", 1.5)
-        for _ in range(2):
-            p.get_by_role("button", name="Next ▶").click()
-            time.sleep(0.5)
-        time.sleep(1.5)
-        _shot(p, out / "projector_lessons.png")
-        ctx.close()
+        for dataset in ["ocr-small"] + list(args.datasets):
+            projector(b, srv.url, dataset, out, report)
+        if not args.no_jupyterlab:
+            jupyterlab(b, out, report)
         b.close()
+    for name, problems in report["pages"].items():
+        print(f"wrote {out / name}: {len(problems)} layout problem(s)")
+        for line in problems[:10]:
+            print("   ", line)
     print("console warnings/errors by text:")
-    for text, k in console.most_common():
+    for text, k in report["console"].most_common():
         print(f"  {k:4d}  {text}")
     return 0
 

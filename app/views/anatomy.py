@@ -49,7 +49,7 @@ class AnatomyView(_Base):
         # cache hit's, scrolls rather than being cut off)
         self.sentence = LiveHTML("", sizing_mode="stretch_width", margin=(0, 10),
                                      height=64 if not compact else 120,
-                                     css_classes=["gaplab-sentence"],
+                                     css_classes=["gaplab-sentence", "gaplab-narration"],
                                      styles={"font-size": "13.5px", "overflow-x": "hidden", "overflow-y": "auto",
                                              "background": "#f4f7fa", "border-left": "4px solid #1f3b57",
                                              "padding": "2px 8px"})

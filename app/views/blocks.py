@@ -54,7 +54,8 @@ class BlockGapsView(_Base):
         f.add_tools(HoverTool(renderers=[bars], tooltips=[("blocks", "@lo–@hi"), ("ĝᵢ (max)", "@gap{0.000e}"),
                                                           ("staleness (iterations)", "@stale{0}"),
                                                           ("drawn as", "@how")]))
-        cb = ColorBar(color_mapper=self.mapper, title="staleness: iterations since ĝᵢ was computed",
+        cb = ColorBar(color_mapper=self.mapper, title="staleness: iterations since ĝᵢ was computed"
+                      if max_bars is None else "staleness",
                       title_text_font_size="11px", label_standoff=6, width=12,
                       major_label_text_font_size="11px", location=(0, 0))
         f.add_layout(cb, "right")

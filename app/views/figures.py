@@ -308,7 +308,7 @@ def fig_fonts(panel, big: bool) -> None:
             a.axis_label_text_font_size = "18px" if big else lab
             a.major_label_text_font_size = "18px" if big else tick
         for leg, size in zip(fig.legend, legs):
-            leg.label_text_font_size = "16px" if big else size
+            leg.label_text_font_size = "18px" if big else size
     for pane in list(panel.select(pn.pane.Markdown)) + list(panel.select(pn.pane.HTML)):
         st = dict(pane.styles or {})
         orig = st.get("--gaplab-font-size", st.get("font-size"))

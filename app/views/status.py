@@ -17,8 +17,9 @@ class StatusView(_Base):
 
     def __init__(self):
         super().__init__()
-        self.panel = LiveHTML("", sizing_mode="stretch_width", margin=(0, 10), height=24,
-                              styles={"font-size": "13.5px", "white-space": "nowrap"})
+        # wraps in a narrow output area (one line at 1280 px and wider)
+        self.panel = LiveHTML("", sizing_mode="stretch_width", margin=(0, 10), min_height=24,
+                              styles={"font-size": "13.5px"})
 
     def _draw(self, snap):
         from ..session import STATUS_LABELS

@@ -1,0 +1,171 @@
+"""The app's stylesheets in one place, and projector mode's sizes.
+
+Panel renders every component in a shadow root of its own, so a page-wide stylesheet does not
+reach inside; each stylesheet here is attached to the components it styles (``stylesheets=``):
+
+* :data:`TABS_CSS` (every ``pn.Tabs``): tab labels wrap onto a second row instead of running
+  off the right edge of a narrow output area (JupyterLab with its file browser open);
+* :data:`WRAP_CSS` (the app's flex rows that may wrap, e.g. the sidebar beside the tabs);
+* :data:`PROJECTOR_CSS` (widgets, tabs) and :data:`PROJECTOR_TEXT_CSS` (HTML/Markdown panes) in
+  projector mode: every text at least :data:`BIG_PX` px, also where the HTML sets a smaller
+  inline ``font-size``, widget labels wrap within their widget instead of running into the next.
+
+:func:`projector_sizes` switches projector mode on or off for everything in a layout (widgets,
+tabs, text panes, Bokeh figures with their legends, colour bars and labels).
+"""
+from __future__ import annotations
+
+import weakref
+
+import panel as pn
+
+__all__ = ["BIG_PX", "TABS_CSS", "WRAP_CSS", "PROJECTOR_CSS", "PROJECTOR_TEXT_CSS", "projector_sizes",
+           "figure_texts", "designed_for_projector"]
+
+BIG_PX = 18.0   # projector mode: the smallest text size (px)
+
+#: tab labels wrap onto another row rather than scroll sideways out of view
+TABS_CSS = """
+.bk-headers-wrapper { flex-wrap: wrap; overflow-x: hidden; }
+"""
+
+#: a flex row whose children go below each other when the row is too narrow for them
+WRAP_CSS = """
+:host { flex-wrap: wrap !important; }
+"""
+
+#: projector mode's stylesheet for widgets and tabs (inside their shadow roots); a widget's
+#: label wraps inside the widget's width (at 18 px "n (1 hard + n−1 easy)" is wider than its box)
+PROJECTOR_CSS = f"""
+.bk-btn, .bk-input, select, input, label, .bk-label, .bk-tab, .bk-input-group, .bk-slider-title, .bk-slider-value
+  {{ font-size: {BIG_PX:g}px !important; }}
+label, .bk-input-group > label, .bk-slider-title {{ white-space: normal; overflow-wrap: break-word; }}
+.bk-btn {{ min-height: 38px; }}
+.gaplab-status {{ font-size: {BIG_PX:g}px !important; }}
+"""
+
+
+def _small_inline_selectors(px: float = BIG_PX) -> str:
+    """Selectors of elements whose inline style sets a font size under ``px`` (0.5 px steps,
+    with and without a space after the colon: the forms the app's HTML uses)."""
+    sizes = [f"{v / 2:g}" for v in range(10, int(2 * px))]
+    return ",\n".join(f'[style*="font-size:{s}px"], [style*="font-size: {s}px"]' for s in sizes)
+
+
+#: projector mode's stylesheet for HTML and Markdown panes: text at least BIG_PX px, inline
+#: smaller sizes lifted, sub- and superscripts included
+PROJECTOR_TEXT_CSS = (f":host {{ font-size: max({BIG_PX:g}px, 1em); }}\n"
+                      f"{_small_inline_selectors()} {{ font-size: {BIG_PX:g}px !important; }}\n"
+                      f"sub, sup, small {{ font-size: max({BIG_PX:g}px, 0.8em) !important; }}\n")
+
+_NORMAL = weakref.WeakKeyDictionary()   # Bokeh model -> its normal text sizes (gone with it)
+_PANES = weakref.WeakKeyDictionary()    # text pane -> (its normal stylesheets, height)
+_WIDGETS = weakref.WeakKeyDictionary()  # widget or tabs -> its normal stylesheets
+_DESIGNED = weakref.WeakSet()           # text panes sized for projector mode by their view
+
+
+def designed_for_projector(*panes) -> None:
+    """Mark text panes whose height their view chose for projector mode (not grown)."""
+    for p in panes:
+        _DESIGNED.add(p)
+
+
+def _px(size) -> float:
+    try:
+        return float(str(size).strip().rstrip("px"))
+    except ValueError:
+        return BIG_PX
+
+
+def figure_texts(fig):
+    """``(model, property)`` of every text size drawn in a Bokeh figure's canvas: the title,
+    axis labels and tick labels, legend labels and titles, colour-bar titles and tick labels,
+    Label/LabelSet annotations."""
+    from bokeh.models import ColorBar, Label, LabelSet, Legend, Title
+    out = []
+    for m in fig.select({"type": Title}):
+        out.append((m, "text_font_size"))
+    for a in fig.axis:
+        out += [(a, "axis_label_text_font_size"), (a, "major_label_text_font_size")]
+    for m in fig.select({"type": Legend}):
+        out += [(m, "label_text_font_size"), (m, "title_text_font_size")]
+    for m in fig.select({"type": ColorBar}):
+        out += [(m, "title_text_font_size"), (m, "major_label_text_font_size")]
+    for m in list(fig.select({"type": Label})) + list(fig.select({"type": LabelSet})):
+        out.append((m, "text_font_size"))
+    return out
+
+
+def _fig_sizes(fig, big: bool) -> None:
+    """The text sizes :func:`gaplab.app.views.fig_fonts` leaves alone (it sets the figure's
+    title, its axes and its legends' labels): colour bars, legend titles, labels."""
+    theirs = {(id(fig.title), "text_font_size")}
+    theirs |= {(id(a), p) for a in fig.axis for p in ("axis_label_text_font_size", "major_label_text_font_size")}
+    theirs |= {(id(leg), "label_text_font_size") for leg in fig.legend}
+    for model, prop in figure_texts(fig):
+        if (id(model), prop) in theirs:
+            continue
+        store = _NORMAL.setdefault(model, {})
+        if prop not in store:
+            store[prop] = getattr(model, prop)
+        normal = store[prop]
+        if isinstance(normal, dict) or normal is None:   # a field/expr spec: leave it
+            continue
+        want = f"{max(_px(normal), BIG_PX):g}px" if big else normal
+        if getattr(model, prop) != want:
+            setattr(model, prop, want)
+
+
+_LEGENDS = weakref.WeakKeyDictionary()  # legend -> (its normal panel, orientation)
+
+
+def _legend_places(fig, big: bool) -> None:
+    """Projector mode: every legend drawn inside the plot frame goes below it (at 18 px a
+    legend in a corner covers the curves and is cut at the frame's edge); off puts it back."""
+    from bokeh.models import Legend
+    for leg in fig.select({"type": Legend}):
+        if leg not in _LEGENDS:
+            panel = next((name for name in ("center", "above", "below", "left", "right")
+                          if leg in getattr(fig, name)), None)
+            _LEGENDS[leg] = (panel, leg.orientation)
+        panel, orientation = _LEGENDS[leg]
+        want = "below" if big and panel == "center" else panel
+        now = next((name for name in ("center", "above", "below", "left", "right")
+                    if leg in getattr(fig, name)), None)
+        if now != want and now is not None and want is not None:
+            getattr(fig, now).remove(leg)
+            fig.add_layout(leg, want)
+        if leg.orientation != orientation:
+            leg.orientation = orientation
+
+
+def projector_sizes(layout, big: bool) -> None:
+    """Projector mode on (``big``) or off for everything in a Panel ``layout``: widgets and tabs
+    get :data:`PROJECTOR_CSS`; HTML/Markdown panes :data:`PROJECTOR_TEXT_CSS`, and a fixed
+    height grown with their text (a 42-px summary of 13-px lines holds the same lines at
+    18 px); every text of a Bokeh figure at least :data:`BIG_PX` px. Off restores the normal
+    stylesheets, heights and sizes. Legends inside a plot frame move below it (and back)."""
+    for wdg in list(layout.select(pn.widgets.Widget)) + list(layout.select(pn.Tabs)):
+        if wdg not in _WIDGETS:
+            _WIDGETS[wdg] = list(wdg.stylesheets)
+        want = _WIDGETS[wdg] + [PROJECTOR_CSS] if big else _WIDGETS[wdg]
+        if list(wdg.stylesheets) != want:
+            wdg.stylesheets = want
+    for pane in list(layout.select(pn.pane.Markdown)) + list(layout.select(pn.pane.HTML)):
+        if pane not in _PANES:
+            _PANES[pane] = (list(pane.stylesheets), pane.height)
+        sheets, height = _PANES[pane]
+        want = sheets + [PROJECTOR_TEXT_CSS] if big else sheets
+        if list(pane.stylesheets) != want:
+            pane.stylesheets = want
+        if height and pane not in _DESIGNED:
+            st = pane.styles or {}
+            normal = _px(st.get("--gaplab-font-size", st.get("font-size", "14px")))
+            h = round(height * max(1.0, BIG_PX / normal)) if big else height
+            if pane.height != h:
+                pane.height = h
+    for pane in layout.select(pn.pane.Bokeh):
+        fig = pane.object
+        if fig is not None and hasattr(fig, "title"):
+            _fig_sizes(fig, big)
+            _legend_places(fig, big)
