@@ -3,6 +3,25 @@
 ``build_app()`` returns an independent app object that displays in ``panel serve`` and in
 Jupyter; ``serve()`` runs the server used by ``gaplab app``. :class:`Session` (settings, solver,
 worker thread, snapshots) imports no Panel and can be driven headless.
+
+What lives where:
+
+- ``main``: the app object (tabs, buttons, refresh); ``panel_app``: the ``panel serve`` entry;
+  ``serve``: the server behind ``gaplab app``; ``settings``: the ``param`` parameters made from
+  the settings schema; ``styles``: the stylesheets and projector mode's sizes.
+- ``session/``: the headless session (settings, solver, run loop, snapshots); ``views/``: the
+  Step, Convergence and Cache tabs' views, each drawing one snapshot.
+- ``kernels``: whether the solver kernels are compiled, and the background compile;
+  ``startup``: what the page says while they compile.
+- ``toy_tab``: App. C's toy example; ``race``: uniform against gap sampling, live;
+  ``simplex``: a block's simplex with FW / away / pairwise steps; ``lessons``: the lesson pages;
+  ``path_tab`` and ``pathlab``: the regularization path and the grid search; ``sweeps_tab``: a
+  sweep store's figures.
+- Presenter tools: ``switch`` (keep α when a setting changes), ``history`` (go back),
+  ``keys`` (keyboard shortcuts), ``urlstate`` (bookmarkable states), ``export`` (CSV/JSON and
+  PNG/SVG) and ``animate`` (a GIF of the last steps).
+- ``safe_html``: escaping of every text that reaches the page; ``ticks``: event handlers in the
+  document's next tick; ``testing``: helpers for driving the served app from tests.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Go back: undo block steps of the session's solver (Issue: "re-show a step a student asks
-about").
+"""Go back: undo block steps of the session's solver (to re-show a step a student asks
+about).
 
 The solver is deterministic: the same state (α, w, gap estimates, RNG state, counters) stepped k
 times gives the same state whether as k single steps or as whole passes. So the history keeps a

@@ -1,5 +1,5 @@
-"""Keyboard shortcuts of the presenter (issue 24 item 10): space = Step, → = Step ×N,
-← = back one step, r = Run/Pause, p = projector mode.
+"""Keyboard shortcuts of the presenter: space = Step, → = Step ×N, ← = back one step, r = Run/Pause,
+p = projector mode.
 
 A small Panel ``ReactiveHTML`` component adds one ``keydown`` listener to the page's document
 (removed with the component). Keys typed into an input, a text area, a select or an editable

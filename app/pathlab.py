@@ -68,10 +68,9 @@ import param
 from gaplab.core.regpath import (HEURISTIC_KAPPA, PathConfig, PathFileError, PathStoreError, RegPath, induction_step,
                                  iter_grid, iter_path, path_defaults, prop1_warm_start)
 
-__all__ = ["PathLab", "PathSnapshot", "CHECKPOINT_BUDGET_BYTES", "W_BUDGET_BYTES", "REPLAY_AUTO_S"]
+__all__ = ["PathLab", "PathSnapshot", "CHECKPOINT_BUDGET_BYTES", "REPLAY_AUTO_S"]
 
 CHECKPOINT_BUDGET_BYTES = 256 * 2**20   # solver copies kept for picking λ (per session)
-W_BUDGET_BYTES = 256 * 2**20            # (unused since issue 19: W goes to an on-disk store)
 MAX_BREAKPOINTS = 2000
 MAX_PASSES_PER_BREAKPOINT = 200.0
 _PATH_DEFAULTS = path_defaults()  # ε, κ and λ_min start at PathConfig's defaults

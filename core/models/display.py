@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["image_panel", "picker", "check_panels", "check_picker", "PANEL_KINDS"]
+__all__ = ["image_panel", "picker", "check_panels", "check_picker", "region_heat_map", "PANEL_KINDS"]
 
 #: the kinds of display items the app draws
 PANEL_KINDS = ("image",)
@@ -165,3 +165,37 @@ def check_picker(p, model: str = "model") -> dict | None:
         return picker(p["name"], p["label"], p["options"], p["value"])
     except ValueError as exc:
         raise ValueError(f"{model}: {exc}") from None
+
+
+def region_heat_map(base, regions, values, top: float, borders=None) -> np.ndarray:
+    """A heat map of per-region values over a greyed photo, for an image panel.
+
+    Parameters
+    ----------
+    base : float or uint8 array (H, W, 3)
+        The photo (RGB, 0-255).
+    regions : int array (H, W)
+        The region (e.g. superpixel) index of every pixel, in [0, len(values)).
+    values : float64 array (R,)
+        One value per region; regions with value 0 show the greyed photo.
+    top : float
+        The value drawn dark red (values are clipped to [0, top]); light yellow is 0.
+    borders : bool array (H, W), optional
+        Region borders, darkened where a region is coloured.
+
+    Returns
+    -------
+    uint8 array (H, W, 3)
+    """
+    values = np.asarray(values, dtype=np.float64)
+    t = np.clip(values / top, 0.0, 1.0) if top > 0 else np.zeros_like(values)
+    stops = ((0.0, (255, 245, 140)), (0.5, (255, 140, 0)), (1.0, (170, 0, 0)))  # yellow → red
+    ts, cols = np.array([q for q, _ in stops]), np.array([c for _, c in stops], dtype=np.float64)
+    rgb = np.stack([np.interp(t, ts, cols[:, k]) for k in range(3)], axis=1)
+    base = np.asarray(base, dtype=np.float64)
+    img = 0.35 * (base.mean(axis=2, keepdims=True) * np.ones(3)) + 60.0
+    px = (values > 0)[regions]
+    img[px] = rgb[regions[px]]
+    if borders is not None:
+        img[borders & px] *= 0.6
+    return np.clip(img, 0, 255).astype(np.uint8)

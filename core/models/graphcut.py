@@ -496,7 +496,7 @@ class SegmentationModel(StructuredModel):
         and, when y has a loss, its per-superpixel loss as a heat map) and their ``legend``."""
         from skimage.segmentation import find_boundaries
 
-        from .display import image_panel
+        from .display import image_panel, region_heat_map
 
         i = self._check_i(i)
         y = check_labelling(self, i, y)
@@ -520,24 +520,14 @@ class SegmentationModel(StructuredModel):
                               region=mask, wrong=mask != truth)]
         if per.sum() > 0:   # the loss heat map: each wrong superpixel coloured by ω_p [y_p ≠ g_p]
             top = float(np.max(lw)) if lw.size else 0.0
-            t = np.clip(per / top, 0.0, 1.0) if top > 0 else np.zeros_like(per)
-            stops = ((0.0, (255, 245, 140)), (0.5, (255, 140, 0)), (1.0, (170, 0, 0)))  # yellow → red
-            ts, cols = np.array([p for p, _ in stops]), np.array([c for _, c in stops], dtype=np.float64)
-            rgb = np.stack([np.interp(t, ts, cols[:, k]) for k in range(3)], axis=1)
-            img = 0.35 * (base.mean(axis=2, keepdims=True) * np.ones(3)) + 60.0
-            px = (per > 0)[seg]
-            img[px] = rgb[seg[px]]
-            img[borders & px] *= 0.6
-            panels.append(image_panel(np.clip(img, 0, 255).astype(np.uint8),
+            panels.append(image_panel(region_heat_map(base, seg, per, top, borders),
                                       f"{{who}} loss per superpixel (Σ {per.sum():.3f}; red {top:.3f})"))
         return {
             "kind": "mask",
             "text": (f"{name}: {int(y.sum())} of {b - a} superpixels foreground "
                      f"({100 * frac:.1f}% of the pixels), loss {per.sum():.3f}"),
-            "labels": y, "photo": photo, "superpixels": seg,
-            "boundaries": borders, "mask": mask,
-            "truth": truth, "loss_per_superpixel": per,
-            "loss_weight": lw, "panels": panels,
+            "labels": y, "photo": photo, "superpixels": seg, "boundaries": borders, "mask": mask,
+            "truth": truth, "loss_per_superpixel": per, "loss_weight": lw, "panels": panels,
             "legend": ("darkened: wrong label (adds loss). Loss heat map: what each wrong superpixel adds to "
                        "the labelling's loss, ω_p = area / (2 · area of its true class), light yellow → dark "
                        "red (the image's largest ω_p); they sum to the loss"),
