@@ -103,7 +103,7 @@ def test_storage_with_explicit_zeros_gives_identical_trace():
 @pytest.mark.skipif(not CONLL.exists(), reason=f"CoNLL-2000 data not found at {CONLL}")
 def test_step_kind_invariants_on_conll_subset():
     from gaplab.core.datasets.conll import load_conll2000
-    from test_steps_cache_box import check_invariants, check_log
+    from solver_checks import check_invariants, check_log
 
     train, test = load_conll2000(data_home=CONLL)
     sub = train.subset(range(40)).compact()  # only the attributes of these 40 sentences

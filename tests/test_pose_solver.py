@@ -14,8 +14,8 @@ from gaplab.core.datasets.lsp import make_pose_data
 from gaplab.core.models import PoseArrays, PoseModel
 from gaplab.core.problems import get_problem, load_problem, model_box, warmup_plan
 
-from test_pose_tree import LSP_DIR, needs_lsp, tiny_data
-from test_reference_solver import follow
+from pose_data import LSP_DIR, needs_lsp, tiny_data
+from follow_reference import follow
 from solver_checks import gap_pass_outputs_by_chunking
 
 KINDS = ["fw", "pairwise", "away", "combined"]

@@ -3,8 +3,6 @@ the max-sum oracle against brute-force enumeration, the statistics-space primiti
 dense joint feature map, the loss, the k-means types, the LSP loader and bad input."""
 import dataclasses
 import itertools
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,31 +15,7 @@ from gaplab.core.models.pose import (
 )
 
 
-def _lsp_dir():
-    here = Path(__file__).resolve()
-    cands = []
-    if os.environ.get("GAPLAB_DATA"):
-        cands += [Path(os.environ["GAPLAB_DATA"]), Path(os.environ["GAPLAB_DATA"]) / "lsp"]
-    cands += [here.parents[2] / "shared" / "data" / "lsp", here.parents[3] / "shared" / "data" / "lsp"]
-    return next((d for d in cands if (d / "joints.mat").is_file()), None)
-
-
-LSP_DIR = _lsp_dir()
-needs_lsp = pytest.mark.skipif(LSP_DIR is None, reason="LSP joints.mat not found ($GAPLAB_DATA or ../shared/data/lsp)")
-
-
-def tiny_data(G=3, parent=(-1, 0, 1), T=2, n=2, seed=0, noise=0.3):
-    """Random poses on a small tree (for brute-force enumeration)."""
-    rng = np.random.default_rng(seed)
-    parent = np.asarray(parent, dtype=np.int64)
-    N = parent.size
-    ntype = np.where(parent < 0, 1, T)
-    return PoseData(
-        G=G, parent=parent, pos=rng.integers(0, G, size=(n, N, 2)),
-        types=rng.integers(0, T, size=(n, N)) * (parent >= 0), anchors=rng.normal(0, 1.0, size=(N, T, 2)),
-        n_types=ntype, scale=rng.uniform(1.0, 2.0, size=n), img_id=np.arange(n) + 7,
-        occluded=np.zeros((n, N), bool), mirror=np.full(N, -1), seed=seed,
-        spec=ScoreMapSpec(noise=noise, sigma=8.0), name="tiny")
+from pose_data import LSP_DIR, needs_lsp, tiny_data  # noqa: E402,F401  (shared with the pose solver tests)
 
 
 def random_w(model, rng, scale=1.0):

@@ -161,7 +161,7 @@ def test_warm_starts_keep_the_box(tiny):
 # ---------------------------------------------------------------------------- reference solver
 @pytest.mark.parametrize("kind,cache", [("fw", False), ("pairwise", True), ("away", False), ("combined", True)])
 def test_reference_and_fast_solver_agree_step_by_step(small, kind, cache):
-    from test_reference_solver import follow, pair
+    from follow_reference import follow, pair
     lb, ub = small.bounds()
     solver, state = pair(small, 0.05, kind, cache=cache, lb=lb, ub=ub, batch=cache)
     c = follow(solver, state, kind, 60)

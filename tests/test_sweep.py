@@ -451,7 +451,7 @@ def test_cli_sweep_on_an_existing_scheduler(client, tmp_path):
 
 # ---------------------------------------------------------------------------- the problem registry
 def _lsp_dir():
-    from test_pose_tree import LSP_DIR
+    from pose_data import LSP_DIR
     return LSP_DIR
 
 
