@@ -3,7 +3,7 @@ item 4): the escaping helpers of :mod:`gaplab.app.safe_html`, and every sink tha
 (the alert and the toasts, the path tab, the Sweeps tab, the toy tab, the status line, the
 anatomy) fed a script-carrying payload. The rendered HTML of every pane (what the browser's
 innerHTML gets) must hold no element or attribute from the payload. The browser test of the same
-cases is tests/test_app_security_browser.py."""
+cases is tests/browser/test_hostile_input.py."""
 from __future__ import annotations
 
 import dataclasses

@@ -216,7 +216,7 @@ def _conll_dir():
     import os
     from pathlib import Path
     env = os.environ.get("GAPLAB_DATA", "").strip()
-    shared = Path(__file__).resolve().parents[2] / "shared" / "data" / "conll2000"
+    shared = Path(__file__).resolve().parents[3] / "shared" / "data" / "conll2000"
     for d in ([Path(env), Path(env) / "conll2000"] if env else []) + [shared]:
         if (d / "train.txt").exists() and (d / "test.txt").exists():
             return d

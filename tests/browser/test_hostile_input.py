@@ -26,7 +26,7 @@ pytestmark = pytest.mark.browser
 
 sync_api, CHROMIUM = require_browser()
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts"
 TIMEOUT_MS = 30_000
 SCRIPT = "document.title=document.domain+location.port"

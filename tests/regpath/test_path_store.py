@@ -22,7 +22,7 @@ from gaplab.core.regpath import PathConfig, PathFileError, PathStoreError, RegPa
 
 ENV = dict(os.environ)
 ENV["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 ENV["PYTHONPATH"] = os.pathsep.join([str(TESTS), ENV["PYTHONPATH"]])
 
 CFG = PathConfig(eps=0.05, lam_min=1e-3)

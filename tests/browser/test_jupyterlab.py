@@ -30,7 +30,7 @@ if not os.environ.get("GAPLAB_JUPYTERLAB_TEST"):
 pytest.importorskip("jupyterlab", reason="JupyterLab (PyPI) is not installed")
 sync_api, CHROMIUM = require_browser()
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts"
 NOTEBOOK = ROOT / "examples" / "gaplab_tour.ipynb"
 

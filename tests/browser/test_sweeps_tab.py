@@ -17,7 +17,7 @@ pytestmark = pytest.mark.browser
 
 sync_api, CHROMIUM = require_browser()
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts"
 
 

@@ -22,7 +22,7 @@ import pytest
 
 pn = pytest.importorskip("panel")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts"
 
 

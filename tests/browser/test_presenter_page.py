@@ -15,7 +15,7 @@ pytestmark = pytest.mark.browser
 
 sync_api, CHROMIUM = require_browser()
 
-ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 
 
 def _wait(fn, timeout, what):

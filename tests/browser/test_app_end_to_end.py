@@ -21,7 +21,7 @@ pytestmark = pytest.mark.browser
 
 sync_api, CHROMIUM = require_browser()
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts"
 TIMEOUT_MS = 30_000
 CONLL = next((d for d in ([Path(os.environ["GAPLAB_DATA"]), Path(os.environ["GAPLAB_DATA"]) / "conll2000"]
