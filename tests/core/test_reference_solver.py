@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pytest
 
+from follow_reference import TIE_TOL, FollowCorners, follow, pair
 from gaplab.core import ChainModel, load_ocr
 from gaplab.core import reference as ref
 from gaplab.toy_examples.hard_easy import make_hard_easy
@@ -40,9 +41,6 @@ def box(model):
     lb[model.trans_off:] = 0.0
     ub[model.F * model.K:model.first_off] = 0.005
     return lb, ub
-
-
-from follow_reference import TIE_TOL, FollowCorners, close, follow, pair  # noqa: E402,F401
 
 
 @pytest.mark.parametrize("cache", [False, True], ids=["nocache", "cache"])

@@ -7,15 +7,13 @@ import itertools
 import numpy as np
 import pytest
 
+from pose_data import LSP_DIR, needs_lsp, tiny_data
 from gaplab.core.datasets import lsp
 from gaplab.core.datasets.lsp import kmeans_types, load_lsp, read_lsp_joints
 from gaplab.core.models.pose import (
     PoseModel, build_pose_arrays, distance_transform_1d, distance_transform_2d, pose_axpy, pose_gt_label,
     pose_label_add, pose_label_dot, pose_label_loss, pose_oracle, pose_scores, pose_sqnorm,
 )
-
-
-from pose_data import LSP_DIR, needs_lsp, tiny_data  # noqa: E402,F401  (shared with the pose solver tests)
 
 
 def random_w(model, rng, scale=1.0):
