@@ -1,4 +1,4 @@
-"""The pose max oracle as it was before issue 18's last speed-up (commit 46249a5: the
+"""The pose max oracle before the current one's speed-up (commit 46249a5: the
 hull-based distance transform with a branch-free candidate filter, arg-max composed on the fly,
 back-pointers per (node, parent type, parent cell), x pass then y pass). Kept as an independent
 reference for tests/models/test_pose_tree.py (the new oracle must attain the same maximal value) and

@@ -1,4 +1,4 @@
-"""CoNLL-2000 in the app (issue 7): selectable mid-run with a visible loading state, the step
+"""CoNLL-2000 in the app: selectable mid-run with a visible loading state, the step
 anatomy shows the sentence with gold, FW-corner and away-corner chunks, and the per-block gap
 bars use the binned drawing of OCR-large. Needs the data: $GAPLAB_DATA, else the shared
 development copy, else the tests are skipped."""

@@ -1,5 +1,5 @@
-"""Text from a file, a typed path or an exception is shown as text, never run as markup (issue 26
-item 4): the escaping helpers of :mod:`gaplab.app.safe_html`, and every sink that showed such text
+"""Text from a file, a typed path or an exception is shown as text, never run as markup: the
+escaping helpers of :mod:`gaplab.app.safe_html`, and every sink that showed such text
 (the alert and the toasts, the path tab, the Sweeps tab, the toy tab, the status line, the
 anatomy) fed a script-carrying payload. The rendered HTML of every pane (what the browser's
 innerHTML gets) must hold no element or attribute from the payload. The browser test of the same

@@ -1,4 +1,4 @@
-"""The app in front of a class (issue 16), headless: slow motion, Pause vs Stop, lessons as a
+"""The app in front of a class, headless: slow motion, Pause vs Stop, lessons as a
 sequence, numbers that agree between views, datasets offered, export, projector mode."""
 from __future__ import annotations
 

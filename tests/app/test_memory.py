@@ -1,5 +1,5 @@
-"""A long-running app server keeps no memory of closed sessions (issue 26 item 6, issue 24 item
-15): a page load whose websocket never connects (a crawler, ``curl``, a tab closed early) made a
+"""A long-running app server keeps no memory of closed sessions: a page
+load whose websocket never connects (a crawler, ``curl``, a tab closed early) made a
 session that Bokeh destroyed as unused, and Panel's registry of rendered views kept its document
 and every Bokeh model of the app (about 1.5 MB a page load). What sessions share (the loaded data
 sets: ``gaplab.app.session.load_problem``, the compiled kernels) is loaded once per process.

@@ -1,4 +1,4 @@
-"""Issue 19 in the app: the path lab streams its breakpoints to an on-disk store (no W in
+"""Path stores in the app: the path lab streams its breakpoints to an on-disk store (no W in
 memory, no breakpoint cap from d), and a saved path store can be opened and browsed: its rows
 at once, w_at(λ) read from the store on a pick."""
 from __future__ import annotations

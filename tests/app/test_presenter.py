@@ -1,4 +1,4 @@
-"""Presenter tools (issue 24, items 9-11): keep α when a setting changes, go back through the
+"""Presenter tools: keep α when a setting changes, go back through the
 last steps, bookmarkable states. Session-level (no browser)."""
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def _dual_non_decreasing(s: Session, k: int):
     assert np.all(np.diff(d) >= -1e-12 * np.maximum(1.0, np.abs(d[1:]))), np.diff(d).min()
 
 
-# ------------------------------------------------------------------------ item 9: keep α
+# ------------------------------------------------------------------------ keep α
 def test_switch_uniform_to_gap_mid_run_keeps_alpha():
     s = _session(dataset="toy", sampling="uniform", step_kind="pairwise")
     try:
@@ -172,7 +172,7 @@ def test_switch_marker_is_in_the_curve_data():
         s.close()
 
 
-# ------------------------------------------------------------------------ item 10: go back
+# ------------------------------------------------------------------------ go back
 def _state(s: Session):
     sv, snap = s.solver, s.snapshot
     return dict(w=sv.w, alpha=sv.S.a_alpha.copy(), mu=sv.S.mu.copy(), gaps=sv.gap_estimates,
@@ -269,7 +269,7 @@ def test_back_after_an_exact_gap_pass_keeps_the_check():
         s.close()
 
 
-# ------------------------------------------------------------------------ item 10: keys, buttons
+# ------------------------------------------------------------------------ keys, buttons
 @pytest.fixture(scope="module")
 def app():
     pytest.importorskip("panel")
@@ -316,7 +316,7 @@ def test_keys_drive_the_buttons(app):
     assert s.snapshot.iteration == 7
 
 
-# ------------------------------------------------------------------------ item 11: URL state
+# ------------------------------------------------------------------------ URL state
 def test_a_session_from_a_query_equals_one_stepped_by_hand():
     from gaplab.app.urlstate import query_of, query_string, session_from_query
     hand = _session(dataset="toy", sampling="uniform", step_kind="pairwise", seed=3)
@@ -344,7 +344,7 @@ def test_a_session_from_a_query_equals_one_stepped_by_hand():
         hand.close()
 
 
-def test_the_issue_example_url_opens_the_same_screen():
+def test_a_lesson_url_opens_the_same_screen():
     from gaplab.app.urlstate import parse_query
     from gaplab.app.session import Session
     req = parse_query("?dataset=ocr-small&sampling=gap&lesson=4&steps=120", Session)
@@ -401,7 +401,7 @@ def test_the_app_opens_a_url_on_its_tab_and_lesson(app):
         app.tabs.active = 0
 
 
-# ------------------------------------------------------------------------ item 4: one set of numbers
+# ------------------------------------------------------------------------ one set of numbers
 def test_status_line_says_which_step_a_lagging_anatomy_shows(app):
     import dataclasses
     import time as _time

@@ -1,4 +1,4 @@
-"""The live race of uniform against gap sampling (issue 24 item 12): lockstep by oracle calls
+"""The live race of uniform against gap sampling: lockstep by oracle calls
 does not change the mathematics, both sides get the same oracle calls, and on the App. C toy
 gap sampling's advantage grows with n."""
 import math

@@ -325,7 +325,7 @@ def test_snapshots_are_immutable_and_published_at_most_10_per_second():
 
 def test_settings_change_mid_run_stops_and_rebuilds():
     # keep α on (the default): the run pauses and continues from the current α under the new
-    # sampler (issue 24 item 9); off: the solver is rebuilt at α⁰
+    # sampler; off: the solver is rebuilt at α⁰
     s = _session(max_passes=1e6)
     try:
         s.run()

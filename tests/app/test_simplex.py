@@ -1,4 +1,4 @@
-"""The block simplex view (issue 24 item 13): the geometry of FW / away / pairwise steps on a
+"""The block simplex view: the geometry of FW / away / pairwise steps on a
 block with three labellings against the paper's definitions (Alg. 1, 3, 4) and against the
 steps the reference and the fast solver take."""
 import math

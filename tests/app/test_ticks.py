@@ -1,5 +1,5 @@
 """Served, the app's event handlers run in the document's next tick, where Bokeh holds the
-document's lock (issue 26 item 5; the browser test of the failure is
+document's lock (the browser test of the failure is
 tests/browser/test_hostile_input.py::test_open_store_typed_and_clicked_without_enter). Here a
 Bokeh document stands in for a served session's: a click schedules its handler, and the Bokeh
 models change only when the tick runs."""

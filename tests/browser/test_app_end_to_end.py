@@ -360,7 +360,7 @@ def test_conll_anatomy_shows_chunks(page):
 
 def test_segmentation_anatomy_shows_the_loss_heat_map(page):
     """seg-tiny: the step anatomy draws photo/superpixels, truth, FW and away corners and the FW
-    corner's per-superpixel loss heat map, whose caption gives the block's loss (issue 17)."""
+    corner's per-superpixel loss heat map, whose caption gives the block's loss."""
     page.page.locator(".gaplab-w-step_kind select").first.select_option("pairwise")
     page.wait_status(r"ready")
     page.page.locator(".gaplab-w-dataset select").first.select_option("seg-tiny")
@@ -400,7 +400,7 @@ def test_closed_sessions_are_released(server, browser):
     assert "Traceback" not in blocks[0] and not ours, server.log()[-3000:]
 
 
-# ------------------------------------------------------------------ issue 16: the app in front of a class
+# ------------------------------------------------------------------ the app in front of a class
 def _speed(page, label):
     page.page.locator(".gaplab-w-speed select").first.select_option(label=label)
     time.sleep(0.3)

@@ -1,5 +1,4 @@
-"""The served app in headless Chromium (Debian's chromium driven by Playwright) fed hostile input
-(issue 26 items 4 and 5):
+"""The served app in headless Chromium (Debian's chromium driven by Playwright) fed hostile input:
 
 - a typed store path, a path store's manifest entry and a sweep store's ``spec_version`` that
   carry ``<img src=x onerror=...>``: shown as text; the script never runs (``document.title``

@@ -1,4 +1,4 @@
-"""The presenter tools in headless Chromium (issue 24 items 10, 11): a bookmarked URL opens the
+"""The presenter tools in headless Chromium: a bookmarked URL opens the
 same state, a bad query value is shown escaped and dropped from the URL, and the keys step,
 go back and switch projector mode. One page on a server of its own (no warm-up wait)."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``gaplab app`` refuses a port it cannot listen on with one line naming the cause, a non-zero
-exit and no traceback (issue 26 item 11): a port outside [0, 65535] and a port already in use."""
+exit and no traceback: a port outside [0, 65535] and a port already in use."""
 from __future__ import annotations
 
 import socket

@@ -1,4 +1,4 @@
-"""Core properties of the chain model and BCFW (issue 2): oracle = brute force, score identity,
+"""Core properties of the chain model and BCFW: oracle = brute force, score identity,
 monotone dual, gap identity, convergence to an independently computed optimum, determinism,
 sampler frequencies, bad input."""
 import math

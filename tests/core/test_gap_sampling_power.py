@@ -1,5 +1,5 @@
-"""Gap sampling P(i) ∝ g_i^p with a large p approaches max-gap sampling (issue: g^p underflowed to 0
-for every block and the sampler fell back to uniform draws)."""
+"""Gap sampling P(i) ∝ g_i^p with a large p approaches max-gap sampling (g^p must not underflow
+to 0 for every block, which would fall back to uniform draws)."""
 from __future__ import annotations
 
 import numpy as np

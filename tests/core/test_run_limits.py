@@ -1,5 +1,5 @@
-"""Runs that end, memory that is bounded, statuses that agree with the gap (issue 26, items 2,
-3 and 10): one large label, endless runs and their trace, and the status of a run whose final
+"""Runs that end, memory that is bounded, statuses that agree with the gap: one
+large label, endless runs and their trace, and the status of a run whose final
 exact gap meets the threshold."""
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def toy():
     return load_problem("toy").model
 
 
-# ============================================================ item 2: one large label
+# ============================================================ one large label
 _BIG_LABEL = textwrap.dedent("""
     import resource, sys
     import numpy as np
@@ -76,7 +76,7 @@ def test_the_label_bound_leaves_ordinary_label_counts_alone():
     assert len(est.label_names_) == 41
 
 
-# ============================================================ item 3: runs that can never end
+# ============================================================ runs that can never end
 def test_gap_check_inf_without_any_budget_is_refused(toy):
     from gaplab.core.config import check_run_ends
     with pytest.raises(ValueError, match="never stop: gap_check=inf"):
@@ -88,7 +88,7 @@ def test_gap_check_inf_without_any_budget_is_refused(toy):
 
 
 def test_solver_run_refuses_the_endless_combination(toy):
-    # the issue's call: Solver(..., gap_check=inf, gap_threshold=1e-3, max_passes=inf).run()
+    # the endless combination: Solver(..., gap_check=inf, gap_threshold=1e-3, max_passes=inf).run()
     s = Solver(toy, gap_check=math.inf, gap_threshold=1e-3, max_passes=math.inf)
     with pytest.raises(ValueError, match="never stop: gap_check=inf"):
         s.run()
@@ -150,7 +150,7 @@ def test_the_trace_of_a_time_bounded_run_stays_bounded(toy):
     assert res.status == Status.TIME_LIMIT and len(res.trace) <= 32 < s.n_trace_records
 
 
-# ============================================================ item 10: status agrees with the gap
+# ============================================================ status agrees with the gap
 def test_a_budget_end_whose_final_exact_gap_meets_the_threshold_is_converged():
     X, Y = _seqs()
     with warnings.catch_warnings():

@@ -1,4 +1,4 @@
-"""Issue 3: pairwise / away / combined steps with active sets, the oracle cache, box
+"""Pairwise / away / combined steps with active sets, the oracle cache, box
 constraints and the batch FW step."""
 import numpy as np
 import pytest

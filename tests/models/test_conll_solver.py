@@ -1,4 +1,4 @@
-"""Issue 7: the solver on sparse chain data (CoNLL-style features)."""
+"""The solver on sparse chain data (CoNLL-style features)."""
 import numpy as np
 import pytest
 

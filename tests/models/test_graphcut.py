@@ -434,7 +434,7 @@ def test_broken_cache_file_is_recomputed(tiny, tmp_path):
 
 def test_failed_cache_write_leaves_no_partial_file(tiny, tmp_path, monkeypatch):
     """Disk full (or Ctrl-C) while the feature cache is written: the load fails, and neither a
-    cut cache file nor a temporary file is left in the cache directory (issue 14, item 1; on
+    cut cache file nor a temporary file is left in the cache directory (on
     main the temporary .tmpPID.npz stayed)."""
     root, _, _, _ = tiny
 

@@ -1,4 +1,4 @@
-"""The pose model on the one Solver (issue 18; Paper: App. I, App. H): every step kind with and
+"""The pose model on the one Solver (Paper: App. I, App. H): every step kind with and
 without the cache, the box that keeps the quadratic deformation weights >= 0, the invariants of
 the dual point, the App. H duality gap computed independently, the reference solver step by
 step, the problem registry and the CLI."""
@@ -234,7 +234,7 @@ def test_exact_gap_pass_threads_share_no_scratch():
 
 
 def test_app_pose_anatomy_draws_the_tree_over_the_chosen_part():
-    """What the step anatomy draws for a pose block (issue 18, item 5), through the model's own
+    """What the step anatomy draws for a pose block, through the model's own
     picture (describe_block's panels): the chosen part's score map, and per labelling (ground
     truth, FW corner, away corner) one SVG line per tree edge joining the centres of the two
     nodes' cells, every coordinate inside the G×G map, the chosen part ringed; the corners'

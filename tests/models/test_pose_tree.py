@@ -1,4 +1,4 @@
-"""Pose model on a tree (issue 18; Paper: App. I, App. H): the generalized distance transform,
+"""Pose model on a tree (Paper: App. I, App. H): the generalized distance transform,
 the max-sum oracle against brute-force enumeration, the statistics-space primitives against the
 dense joint feature map, the loss, the k-means types, the LSP loader and bad input."""
 import dataclasses

@@ -149,7 +149,7 @@ def test_numbering_file_matches_the_latex():
 
 
 def test_the_numbers_the_app_teaches():
-    """The numbers named in the lessons' issue, from the parsed LaTeX: the FW gap (5), the block
+    """The numbers the lessons name, from the parsed LaTeX: the FW gap (5), the block
     gap (6) and (7), the toy dual (15), t >= Ω(min{K, 1/(nε)}) (16), the toy curvatures (18)-(19);
     nine algorithms (Alg. 5 the cache, Alg. 9 the box); appendices A-K (C the toy, F Theorem 3's
     proof, G BCPFW/BCAFW, H the box)."""

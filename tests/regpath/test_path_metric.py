@@ -1,4 +1,4 @@
-"""Issue 19: the path records the problem's headline test metric at every breakpoint (CoNLL-2000:
+"""The path records the problem's headline test metric at every breakpoint (CoNLL-2000:
 chunk F1 as conlleval computes it), in the store's rows, so that the app plots it without loading
 any w; stores and npz files written before that column existed still open (NaN)."""
 from __future__ import annotations

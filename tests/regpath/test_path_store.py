@@ -1,4 +1,4 @@
-"""Issue 19: the regularization path streamed to an on-disk path store (one npz per breakpoint
+"""The regularization path streamed to an on-disk path store (one npz per breakpoint
 plus a JSON manifest), read back lazily, robust to SIGKILL, with bounded memory."""
 from __future__ import annotations
 

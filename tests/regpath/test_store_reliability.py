@@ -1,4 +1,4 @@
-"""Issue 26: path and grid stores that no Ctrl-C, full disk or tampered file can corrupt or make
+"""Path and grid stores that no Ctrl-C, full disk or tampered file can corrupt or make
 unreadable; every certified breakpoint stays readable and a path resumes from it."""
 from __future__ import annotations
 
@@ -148,7 +148,7 @@ def test_sigint_after_every_store_write_of_a_grid_leaves_a_valid_prefix(model, r
                 assert opened.end_reason == "interrupted" or not len(opened), (hook, k)
 
 
-def test_the_issue_reproduction_sigint_after_the_4th_append(model, ref_path, tmp_path, monkeypatch):
+def test_sigint_after_the_4th_append_leaves_an_openable_prefix(model, ref_path, tmp_path, monkeypatch):
     real = pst.PathStoreWriter.append
     calls = []
 

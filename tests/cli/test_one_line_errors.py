@@ -1,5 +1,5 @@
-"""One line, never a traceback (issue 26, items 11 and 12 for ``gaplab train`` and the problem
-registry): a full disk, Ctrl-C while gaplab starts, an empty ``--out``, a loader that cannot
+"""One line, never a traceback, from ``gaplab train`` and the problem registry: a full disk,
+Ctrl-C while gaplab starts, an empty ``--out``, a loader that cannot
 take its options; and results that report numba's compile time apart from the solver's."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 26: a sweep store that recomputes what it cannot trust (a foreign, swapped or truncated
+"""A sweep store that recomputes what it cannot trust (a foreign, swapped or truncated
 run file), a local cluster that listens on this machine only, and one-line errors for an
 unreachable scheduler and a full disk."""
 from __future__ import annotations

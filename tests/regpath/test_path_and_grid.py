@@ -1,4 +1,4 @@
-"""Issue 6: regularization path (Paper: Sec. 4, Proposition 1; App. D, Alg. 6-7; App. K) and grid
+"""The regularization path (Paper: Sec. 4, Proposition 1; App. D, Alg. 6-7; App. K) and grid
 search with warm starts.
 
 The certificates are checked independently: primal objectives by the reference implementation

@@ -1,3 +1,6 @@
+"""Training a chain from outside: the scikit-learn style estimator (fit, predict, score, its
+parameters) and ``gaplab train`` (the JSON result it promises, a clear error on bad input, and
+``python -m gaplab``)."""
 import json
 import subprocess
 import sys
