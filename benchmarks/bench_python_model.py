@@ -3,7 +3,7 @@
 The same chain SSVM twice: ``ChainModel`` (compiled Viterbi inside the fused step loop) and
 ``PythonModel(PlainChain)`` (numpy Viterbi and dense ψ, called from Python between the compiled
 pre- and post-step kernels; core/models/dense.py). Both run the same block steps (the traces
-agree to round-off: tests/test_dense_model.py). For each step kind, from a state after
+agree to round-off: tests/models/test_dense_model.py). For each step kind, from a state after
 --warm passes, a window of --steps block steps is timed on a copy of the solver (no gap check
 inside), --repeats interleaved rounds; printed: median µs per step of each and their ratio, plus the µs of
 the author's oracle call alone (loss_augmented_inference + joint_feature + loss).

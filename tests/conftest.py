@@ -59,12 +59,12 @@ _WARMUP: dict = {"proc": None}
 def _stage(item) -> int:
     if item.get_closest_marker("browser") is not None:
         return 2
-    return 1 if item.path.name.startswith("test_app_") else 0
+    return 1 if item.path.parent.name == "app" else 0
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """Core tests first, then the app tests, then the tests marked ``browser`` (order otherwise
-    kept: ``sorted`` is stable)."""
+    """Core tests first, then the app tests (tests/app/), then the tests marked ``browser``
+    (tests/browser/; order otherwise kept: ``sorted`` is stable)."""
     items[:] = sorted(items, key=_stage)
 
 

@@ -1,7 +1,7 @@
-"""The pose max oracle as it was before issue 18's last speed-up (commit 46249a5: the
+"""The pose max oracle before the current one's speed-up (commit 46249a5: the
 hull-based distance transform with a branch-free candidate filter, arg-max composed on the fly,
 back-pointers per (node, parent type, parent cell), x pass then y pass). Kept as an independent
-reference for tests/test_pose_tree.py (the new oracle must attain the same maximal value) and
+reference for tests/models/test_pose_tree.py (the new oracle must attain the same maximal value) and
 timed by benchmarks/bench_pose.py --reference on the same calls. Not used by the package.
 (The reference before it, commit 4c5fd20's oracle, is in the git history of this file.)"""
 import numpy as np

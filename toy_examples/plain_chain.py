@@ -4,7 +4,7 @@
 row-major over x̃_t = (x_t, 1), first-label bias K, last-label bias K, transitions (K, K)), the
 loss is the normalized Hamming loss and both oracles are a numpy Viterbi that breaks ties as
 the compiled one (the lowest label), so on the same data the dense-statistics path follows the
-native chain's trace (tests/test_dense_model.py). Paper: App. I (the OCR model).
+native chain's trace (tests/models/test_dense_model.py). Paper: App. I (the OCR model).
 """
 from __future__ import annotations
 

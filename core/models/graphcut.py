@@ -589,7 +589,7 @@ class SegmentationModel(StructuredModel):
 # labellings (block gaps, step sizes, cache rule; Σ_y α_i(y) = 1, so ⟨μ_i, h⟩ carries the same
 # constant), and the exact gap pass's structured hinge term val − (⟨m(y_i), h⟩ − L_i(y_i)) is a
 # difference too, because seg_label_loss returns the exact loss (L_i(y_i) = 0). Checked by
-# tests/test_segmentation_solver.py against an independent primal − dual.
+# tests/models/test_segmentation_solver.py against an independent primal − dual.
 def _register():
     from .. import kernels as kr
     kr.register_model_kind(SegArrays, "segmentation", scores=seg_scores, label_dot=seg_label_dot,

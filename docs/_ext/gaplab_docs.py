@@ -276,7 +276,8 @@ LAYOUT_NOTES = {
                   "`benchmarks/specs/` holds the sweep specs of the paper's figures and "
                   "`benchmarks/results/` the recorded results",
     "scripts": "one-off data conversion, the independent reference run, trace fingerprints",
-    "tests": "pytest",
+    "tests": "pytest, one folder per area (core, models, regpath, sweep, cli, app, browser, project); "
+             "shared helpers at the top (conftest.py puts tests/ on the import path)",
     "examples": "notebooks (the app tour)",
     "docs": "this site (Sphinx)",
 }

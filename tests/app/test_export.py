@@ -1,0 +1,177 @@
+"""Exports for slides, headless: the trace CSV/JSON files and the GIF of the
+last steps of the Step tab. The browser side (PNG pixel ratio, SVG) is in
+tests/browser/test_export_buttons.py."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from gaplab.app.export import trace_csv, trace_json
+from gaplab.core import jsonsafe
+
+
+def _snap(trace, manual=()):
+    return SimpleNamespace(label="gap sampling · seed 0", dataset="toy", n=4, lam=0.01,
+                           config={"seed": 0, "sampling": "gap"}, iteration=8, effective_passes=2.0,
+                           oracle_calls=8, heuristic_gap=math.inf, exact_gap=math.nan,
+                           trace=tuple(trace), manual_checks=tuple(manual), comparison=())
+
+
+TRACE = [
+    # first pass: an unvisited block leaves the heuristic gap at +inf; no gap check yet
+    dict(kind="pass", iteration=4, effective_passes=1.0, oracle_calls=4, wall_time_s=0.01,
+         heuristic_gap=math.inf, exact_gap=math.nan, primal=math.nan, dual=0.125, cache_hits=0,
+         test_error=math.nan),
+    dict(kind="gap_check", iteration=4, effective_passes=1.0, oracle_calls=8, wall_time_s=0.02,
+         heuristic_gap=0.5, exact_gap=0.25, primal=0.375, dual=0.125, cache_hits=0,
+         test_error=np.float64("nan")),
+    dict(kind="pass", iteration=8, effective_passes=2.0, oracle_calls=12, wall_time_s=0.03,
+         heuristic_gap=0.1 + 0.2, dual=0.2, cache_hits=1),      # no exact gap, primal, test error
+]
+
+
+def _rows(text):
+    return list(csv.DictReader(io.StringIO("\n".join(r for r in text.splitlines() if not r.startswith("#")))))
+
+
+def test_trace_csv_writes_empty_cells_for_missing_values():
+    text = trace_csv(_snap(TRACE)).read()
+    assert "nan" not in text.lower()
+    rows = _rows(text)
+    assert [r["kind"] for r in rows] == ["pass", "gap_check", "pass"]
+    assert rows[0]["exact_gap"] == rows[0]["test_error"] == rows[0]["primal"] == ""
+    assert rows[1]["test_error"] == "" and rows[2]["exact_gap"] == "" and rows[2]["test_error"] == ""
+    # +inf (a value: an unvisited block) is kept; finite numbers round-trip exactly
+    assert float(rows[0]["heuristic_gap"]) == math.inf
+    assert float(rows[2]["heuristic_gap"]) == 0.1 + 0.2
+    assert float(rows[1]["exact_gap"]) == 0.25
+
+
+def test_trace_csv_round_trip_reads_missing_values_as_nan():
+    pd = pytest.importorskip("pandas")
+    df = pd.read_csv(trace_csv(_snap(TRACE)), comment="#")
+    assert df["test_error"].isna().all()
+    assert df["exact_gap"].isna().tolist() == [True, False, True]
+    assert df["heuristic_gap"].tolist()[0] == math.inf and df["heuristic_gap"].tolist()[2] == 0.1 + 0.2
+    assert df["kind"].tolist() == ["pass", "gap_check", "pass"]
+
+
+def test_trace_json_follows_the_jsonsafe_convention():
+    text = trace_json(_snap(TRACE)).read()
+
+    def no_constant(name):
+        raise AssertionError(f"non-standard JSON token {name}")
+
+    doc = json.loads(text, parse_constant=no_constant)           # strict JSON: no NaN/Infinity
+    assert doc["heuristic_gap"] == "inf" and doc["exact_gap"] == "nan"
+    assert doc["trace"][0]["test_error"] == "nan"                # not null: nothing is folded
+    back = jsonsafe.decode(doc)
+    assert back["heuristic_gap"] == math.inf and math.isnan(back["trace"][1]["test_error"])
+    assert back["trace"][2]["heuristic_gap"] == 0.1 + 0.2
+
+
+# ----------------------------------------------------------------------------- GIF of the last steps
+@pytest.fixture(scope="module")
+def stepped():
+    from gaplab.app.session import Session
+    s = Session()            # the default problem (OCR-small)
+    assert s.wait_idle(120), s.messages()
+    for _ in range(12):
+        s.step()
+    yield s
+    s.close()
+
+
+def test_gif_has_one_distinct_frame_per_step_of_the_session(stepped):
+    from PIL import Image, ImageSequence
+
+    from gaplab.app.animate import last_steps_gif, replay_frames
+
+    s = stepped
+    before = s.snapshot
+    state = (s.solver.iteration, np.array(s.solver.gap_estimates), np.array(s.solver.w))
+    data = last_steps_gif(s, steps=8).getvalue()
+    im = Image.open(io.BytesIO(data))
+    assert im.format == "GIF" and im.n_frames == 8
+    frames = [np.asarray(f.convert("RGB"), dtype=np.int16) for f in ImageSequence.Iterator(im)]
+    assert frames[0].shape[:2] == (600, 960)
+    for a, b in zip(frames, frames[1:]):
+        assert np.abs(a - b).sum() > 0          # every step changes what is drawn
+    # the frames replay the steps the session took (deterministic), without changing the session
+    replayed = replay_frames(s.solver_at(4), 8)
+    assert [f.block for f in replayed] == [r.block for r in s.solver.last_steps(8)]
+    assert [f.iteration for f in replayed] == list(range(5, 13))
+    assert np.array_equal(replayed[-1].gaps, s.solver.gap_estimates)
+    assert s.snapshot.version == before.version and s.solver.iteration == state[0]
+    assert np.array_equal(s.solver.gap_estimates, state[1]) and np.array_equal(s.solver.w, state[2])
+
+
+def test_gif_asks_for_steps_in_range_and_stops_at_the_run_start(stepped):
+    from gaplab.app.animate import last_steps_gif
+    from PIL import Image
+
+    for bad in (0, -3, 201, 2.5, True):
+        with pytest.raises(ValueError, match="steps must be an int"):
+            last_steps_gif(stepped, steps=bad)
+    im = Image.open(last_steps_gif(stepped, steps=50))      # only 12 steps since the reset
+    assert im.n_frames == 12
+
+
+def test_app_gif_button_downloads_the_last_steps():
+    pytest.importorskip("panel")
+    from PIL import Image
+
+    from gaplab.app.main import build_app
+
+    app = build_app(periodic=False)     # headless: no periodic callback, no background compile
+    try:
+        assert app.session.wait_idle(120)
+        for _ in range(5):
+            app.session.step()
+        app.gif_steps.value = 3
+        im = Image.open(app.d_gif.callback())
+        assert im.format == "GIF" and im.n_frames == 3
+        assert "gaplab-export-gif" in app.d_gif.css_classes
+    finally:
+        app.close()
+
+
+def test_every_figure_of_every_tab_has_png_and_svg_buttons():
+    pn = pytest.importorskip("panel")
+    from bokeh.models import Plot
+    from panel.links import Callback
+
+    from gaplab.app.main import build_app
+
+    app = build_app(periodic=False)
+    try:
+        assert app.session.wait_idle(120)
+        app.blocks   # the Step tab's per-block plots
+        for tab in range(1, len(app.TAB_NAMES)):
+            app._ensure_tab(tab)
+        figures = {id(p.object): p.object for p in app._layout.select(pn.pane.Bokeh)
+                   if isinstance(p.object, Plot)}
+        exported, targets = {kind: set() for kind in ("png", "svg")}, set()
+        for b in app._layout.select(pn.widgets.Button):
+            for kind in exported:
+                if f"gaplab-export-{kind}" in b.css_classes:
+                    for cb in Callback.registry.get(b, []):
+                        if cb.args.get("fig") is not None:
+                            exported[kind].add(id(cb.args["fig"]))
+                        elif cb.args.get("target"):
+                            targets.add(cb.args["target"])
+        titles = lambda ids: sorted(figures[i].title.text if figures[i].title else "?" for i in ids)  # noqa: E731
+        assert len(figures) >= 15
+        for kind in exported:
+            assert not set(figures) - exported[kind], titles(set(figures) - exported[kind])
+        # the Sweeps tab's HoloViews figure is exported as a whole, found by its pane's CSS class
+        holo = [p for p in app._layout.select(pn.pane.HoloViews)]
+        assert holo and all(set(p.css_classes) & targets for p in holo)
+    finally:
+        app.close()

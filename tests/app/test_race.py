@@ -1,0 +1,136 @@
+"""The live race of uniform against gap sampling: lockstep by oracle calls
+does not change the mathematics, both sides get the same oracle calls, and on the App. C toy
+gap sampling's advantage grows with n."""
+import math
+
+import numpy as np
+import pytest
+
+from gaplab.app.race import SIDES, Race, calls_to_reach
+
+
+def _math(trace):
+    """A trace without its wall times (nan as None: nan != nan)."""
+    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()
+             if "wall_time" not in k} for r in trace]
+
+
+def _outside(race, side, steps):
+    from gaplab.core import Solver
+    s = Solver(race.model, lam=race.lam, seed=race.seed, sampling=side, gap_check=race.gap_check,
+               max_passes=1e12)
+    visits = np.zeros(race.n, dtype=np.int64)
+    for _ in range(steps):
+        s.step()
+        visits[s.last_steps(1)[-1].block] += 1
+    return s, visits
+
+
+@pytest.mark.parametrize("passes", [0.05, 0.5, 1.3])
+def test_lockstep_traces_equal_runs_outside_the_race(passes):
+    race = Race("toy", n=12, K=30, seed=4, gap_check=2, passes_per_tick=passes)
+    for _ in range(30):
+        race.tick()
+    for side in SIDES:
+        s = race.solvers[side]
+        out, visits = _outside(race, side, s.iteration)
+        assert _math(out.trace()) == _math(s.trace())
+        assert len(s.trace()) > 1
+        np.testing.assert_array_equal(out.w, s.w)
+        np.testing.assert_array_equal(out.gap_estimates, s.gap_estimates)
+        np.testing.assert_array_equal(visits, race.visits[side])
+        assert out.oracle_calls == s.oracle_calls
+
+
+def test_state_after_n_ticks_has_equal_oracle_calls():
+    race = Race("toy", n=10, K=20, seed=1, gap_check=1, passes_per_tick=0.3)
+    assert race.calls_per_tick == 3
+    for k in range(1, 41):
+        race.tick()
+        calls = race.oracle_calls
+        assert calls["uniform"] == calls["gap"] >= 3 * k   # a gap pass (n calls) may end a tick
+        assert race.ticks == k and len(race.curves["gap"]) == k + 1
+        # each step drew one block: the visits add up to the steps taken
+        for side in SIDES:
+            assert race.visits[side].sum() == race.solvers[side].iteration
+    assert race.visits["uniform"].sum() == race.visits["gap"].sum()
+    g = race.gaps()
+    if g["gap"] > 0:
+        assert race.ratio() == pytest.approx(g["uniform"] / g["gap"])
+    else:   # K = 20 < the hard block's steps here: gap sampling solved the toy exactly
+        assert race.ratio() == math.inf and "∞" in race.readout()
+    assert "oracle calls each" in race.readout()
+
+
+def test_gap_sampling_gain_grows_with_n():
+    """App. C: uniform needs about n·t oracle calls, gap sampling about n + t (t = min(K, 1/(2nε)))."""
+    gains = []
+    for n in (4, 8, 16):
+        race = Race("toy", n=n, K=40, seed=0, gap_check=10, eps=1e-4)
+        reached = calls_to_reach(race, max_calls=100 * n * 40)
+        assert reached["gap"] is not None and reached["uniform"] is not None
+        assert race.oracle_calls["uniform"] == race.oracle_calls["gap"]
+        gains.append(reached["uniform"] / reached["gap"])
+    assert gains[0] > 1.0 and gains[0] < gains[1] < gains[2], gains
+
+
+def test_bad_settings_are_named():
+    with pytest.raises(ValueError, match="problem"):
+        Race("mnist")
+    with pytest.raises(ValueError, match="passes_per_tick"):
+        Race("toy", n=4, K=2, passes_per_tick=0)
+    with pytest.raises(ValueError, match="seed"):
+        Race("toy", n=4, K=2, seed=-1)
+    race = Race("toy", n=4, K=2)
+    with pytest.raises(ValueError, match="calls"):
+        race.tick(0)
+
+
+def test_race_on_ocr_small_ticks_in_lockstep():
+    race = Race("ocr-small", seed=2, passes_per_tick=0.05)
+    assert race.n == 626 and race.calls_per_tick == 31
+    for _ in range(3):
+        race.tick()
+    assert race.oracle_calls == {"uniform": 93, "gap": 93}
+    g = race.gaps()
+    assert all(0 < v < math.inf for v in g.values()) and g["uniform"] != g["gap"]
+    # gap sampling's first pass visits every block once (unvisited blocks have ĝ = ∞)
+    assert race.visits["gap"].max() == 1 and race.visits["gap"].sum() == 93
+
+
+def test_race_view_runs_from_the_apps_refresh():
+    pytest.importorskip("panel")
+    from gaplab.app.main import RACE, build_app
+    app = build_app(periodic=False)
+    try:
+        app.tabs.active = RACE
+        app.refresh(force=True)
+        v = app.race_view
+        assert v.race.problem == "toy" and v.race.ticks == 0
+        app.refresh()
+        assert v.race.ticks == 0            # paused: refreshes do not step
+        v.b_run.value = True               # Start
+        assert v.b_run.label == "❚❚ Pause"
+        for _ in range(5):
+            app.refresh()
+        assert v.race.ticks == 5
+        calls = v.race.oracle_calls
+        assert calls["uniform"] == calls["gap"] >= 5 * v.race.calls_per_tick
+        assert v.hsrc["gap"].data["visits"] == v.race.visits["gap"].tolist()
+        assert len(v.csrc["uniform"].data["x"]) == 6
+        assert "ratio uniform / gap" in v.readout.object
+        v.w_speed.value = 1.0              # speed: one effective pass per tick
+        assert v.race.calls_per_tick == v.race.n
+        v.b_run.value = False              # Pause
+        app.refresh()
+        assert v.race.ticks == 5 and "paused" in v.readout.object
+        v.b_run.value = True
+        app.refresh()
+        v.w_n.value = 8                    # a new setting: a new race, paused
+        assert v.race.n == 8 and v.race.ticks == 0 and len(v.hsrc["uniform"].data["x"]) == 8
+        assert not v.race.running and v.b_run.label == "▶ Start"
+        v.race.tick()
+        v.b_reset.clicks += 1              # New race: the same settings from α⁰
+        assert v.race.n == 8 and v.race.ticks == 0 and v.race.oracle_calls == {"uniform": 0, "gap": 0}
+    finally:
+        app.close()

@@ -1,0 +1,69 @@
+"""Served, the app's event handlers run in the document's next tick, where Bokeh holds the
+document's lock (the browser test of the failure is
+tests/browser/test_hostile_input.py::test_open_store_typed_and_clicked_without_enter). Here a
+Bokeh document stands in for a served session's: a click schedules its handler, and the Bokeh
+models change only when the tick runs."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+pn = pytest.importorskip("panel")
+
+from bokeh.document import Document  # noqa: E402
+from panel.io.state import set_curdoc  # noqa: E402
+
+from gaplab.app.main import PATH  # noqa: E402
+
+
+class _Served:
+    """A document that looks served (it has a session context) and collects next-tick callbacks."""
+
+    def __init__(self):
+        self.doc = Document()
+        request = SimpleNamespace(arguments={}, cookies={}, headers={})
+        context = SimpleNamespace(request=request, id="served-test", session=None)
+        self.doc._session_context = lambda: context
+        assert self.doc.session_context is not None
+
+    def ticks(self):
+        return list(self.doc.callbacks.session_callbacks)
+
+    def run_ticks(self):
+        for cb in self.ticks():
+            self.doc.callbacks.remove_session_callback(cb)
+            cb.callback()
+
+
+def test_a_click_is_handled_in_the_next_tick(app):
+    served = _Served()
+    status = app.status.panel.object
+    with set_curdoc(served.doc):
+        app.b_step.clicks += 1
+    assert app.session.snapshot.iteration == 0 and app.status.panel.object == status
+    assert len(served.ticks()) == 1
+    served.run_ticks()
+    assert app.session.wait_idle(30)
+    assert app.session.snapshot.iteration == 1 and "iteration <b>1</b>" in app.status.panel.object
+
+
+def test_open_store_and_tab_changes_are_handled_in_the_next_tick(app, tmp_path):
+    served = _Served()
+    with set_curdoc(served.doc):
+        app.tabs.active = PATH
+    assert len(served.ticks()) == 1
+    served.run_ticks()
+    view = app.path_view
+    n_msgs = len(app.session.messages())
+    with set_curdoc(served.doc):
+        view.store_input.value = str(tmp_path / "nowhere")
+        view.b_open.clicks += 1
+    assert len(app.session.messages()) == n_msgs and len(served.ticks()) == 1
+    served.run_ticks()
+    assert "Open path store" in app.session.messages()[-1][1]
+
+
+def test_not_served_handlers_run_at_once(app):
+    app.b_step.clicks += 1
+    assert app.session.wait_idle(30) and app.session.snapshot.iteration == 1

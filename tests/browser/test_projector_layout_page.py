@@ -1,0 +1,135 @@
+"""Projector mode at 1280×720 in headless Chromium: on every tab the DOM text
+boxes neither overlap nor run out of their containers or the viewport, every text is at least
+18 px, and on the Step tab the narration of the last step (``.gaplab-narration``) is inside
+the viewport with the anatomy. Text drawn in Bokeh canvases is checked on the figure models
+(tests/app/test_projector_layout.py).
+
+OCR-small in the default run; CoNLL-2000, horse-small and lsp-pose (the data in
+``$GAPLAB_DATA`` or /work/shared/data) are the slow sweep.
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from browser_env import launched_browser, require_browser
+from gaplab.app.testing import AppServer, layout_problems, text_layout
+
+pytestmark = pytest.mark.browser
+
+sync_api, CHROMIUM = require_browser()
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "artifacts"
+DATA = next((Path(d) for d in (os.environ.get("GAPLAB_DATA"), ROOT.parent / "shared" / "data")
+             if d and Path(d).is_dir()), None)
+TABS = ("Step", "Convergence", "Cache & active sets", "Regularization path", "Toy example", "Lessons",
+        "Sweeps", "Race")
+W, H = 1280, 720
+
+
+@pytest.fixture(scope="module")
+def server():
+    ARTIFACTS.mkdir(exist_ok=True)
+    env = {"GAPLAB_DATA": str(DATA)} if DATA is not None else None
+    with AppServer(ARTIFACTS / "layout_server.log", session_lifetime_ms=1000, env=env, timeout=900,
+                   wait_warm=True) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def browser():
+    yield from launched_browser(sync_api, CHROMIUM)
+
+
+def _wait(fn, timeout, what):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        v = fn()
+        if v:
+            return v
+        time.sleep(0.25)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def _settled(page, timeout=60):
+    """The page's text once two reads 1 s apart find the same number of fragments (a tab's
+    views are made when it is first shown)."""
+    prev = None
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        time.sleep(1.0)
+        lay = text_layout(page)
+        if prev is not None and len(lay["boxes"]) == len(prev["boxes"]):
+            return lay
+        prev = lay
+    return prev
+
+
+def projector_tour(browser, url, dataset, shots: Path | None = None, tabs=TABS) -> dict:
+    """Open ``dataset`` at 1280×720 in projector mode, take three steps and visit ``tabs``.
+    Returns {tab: problems} (see :func:`gaplab.app.testing.layout_problems`), with the
+    narration's box on the Step tab."""
+    ctx = browser.new_context(viewport={"width": W, "height": H})
+    page = ctx.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(f"{url}?dataset={dataset}", timeout=120_000)
+        status = page.locator(".gaplab-status").first
+        _wait(lambda: "ready" in status.inner_text() and dataset in status.inner_text(), 600,
+              f"{dataset} ready")
+        page.get_by_role("button", name="Projector mode").click()
+        page.locator(".gaplab-topbar").first.wait_for(state="visible", timeout=60_000)
+        step = page.get_by_role("button", name="Step", exact=True)
+        for k in range(1, 4):
+            step.click()
+            _wait(lambda k=k: f"iteration {k} " in status.inner_text(), 120, f"iteration {k}")
+        out = {}
+        for tab in tabs:
+            page.locator(".bk-tab", has_text=tab).first.click()
+            page.mouse.move(3, 3)   # no tooltip
+            lay = _settled(page)
+            problems = layout_problems(lay, min_font=18)
+            if lay["scrollW"] > W:
+                problems.append(f"the page scrolls sideways: {lay['scrollW']} px wide")
+            if tab == "Step":
+                nar = page.locator(".gaplab-narration").filter(visible=True).first
+                box = nar.bounding_box()
+                # the class is on the pane's element; its text is in the pane's shadow root
+                text = nar.evaluate("e => (e.shadowRoot || e).textContent")
+                if box is None or box["y"] < 0 or box["y"] + box["height"] > H or box["x"] + box["width"] > W:
+                    problems.append(f"narration outside the {W}×{H} viewport: {box}")
+                if "What just happened" not in text or "block" not in text:
+                    problems.append(f"narration does not narrate the step: {text[:120]!r}")
+            if shots is not None:
+                page.screenshot(path=str(shots / f"projector_{dataset}_{tab.split()[0].lower()}.png"))
+            out[tab] = problems
+        return out
+    finally:
+        ctx.close()
+
+
+def _assert_clean(result):
+    bad = {tab: p for tab, p in result.items() if p}
+    assert bad == {}, "\n".join(f"{tab}:\n  " + "\n  ".join(p[:25]) for tab, p in bad.items())
+
+
+def test_projector_layout_step_tab_ocr_small(server, browser):
+    """The Step tab (the narration above the fold) in the default run (every tab: about 45 s
+    here, so in the slow sweep)."""
+    _assert_clean(projector_tour(browser, server.url, "ocr-small", tabs=TABS[:1]))
+
+
+@pytest.mark.slow
+def test_projector_layout_every_tab_ocr_small(server, browser):
+    _assert_clean(projector_tour(browser, server.url, "ocr-small", shots=ARTIFACTS))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(DATA is None, reason="no data directory ($GAPLAB_DATA) with CoNLL, horse, LSP")
+@pytest.mark.parametrize("dataset", ["conll2000", "horse-small", "lsp-pose"])
+def test_projector_layout_every_tab_other_datasets(server, browser, dataset):
+    _assert_clean(projector_tour(browser, server.url, dataset, shots=ARTIFACTS))

@@ -1,0 +1,165 @@
+"""The documentation site (docs/, Sphinx): it builds with warnings as errors, and the pages
+generated from the code say what the code holds (every lesson, the public API, every
+recorded benchmark file).
+
+The full build takes about a minute, so it runs only with ``GAPLAB_DOCS_TEST=1`` (CI sets it:
+``.ci/run``); the generator checks below it run in the default suite.
+"""
+from __future__ import annotations
+
+import html
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+
+pytest.importorskip("sphinx", reason="the docs extra is not installed: pip install -e '.[docs]'")
+sys.path.insert(0, str(DOCS / "_ext"))
+import gaplab_docs  # noqa: E402
+
+from gaplab.app.lessons import LESSONS  # noqa: E402
+
+needs_build = pytest.mark.skipif(os.environ.get("GAPLAB_DOCS_TEST") != "1",
+                                 reason="builds the whole site (~1 min): set GAPLAB_DOCS_TEST=1")
+
+
+# ------------------------------------------------------------------------ generators (fast)
+
+@dataclass(frozen=True)
+class _Lesson:            # the fields the generator reads, as app.lessons.Lesson has them
+    title: str
+    text: str
+    views: tuple = ()
+    setup: dict = field(default_factory=dict)
+    try_this: str = ""
+    code: tuple = ()
+
+
+def test_lesson_pages_follow_the_lesson_data():
+    lessons = (_Lesson("1 · First", "Text with $x^2$.", views=("gap",), setup={"lam": 0.5},
+                       try_this="Press **Run**."),
+               _Lesson("2 · Second", "More text.", code=("block_gap",)))
+    pages = gaplab_docs.lesson_pages(lessons)
+    assert sorted(pages) == ["index.md", "lesson_01.md", "lesson_02.md"]
+    assert pages["lesson_01.md"].splitlines()[1] == "# 1 · First"
+    assert "Text with $x^2$." in pages["lesson_01.md"]
+    assert "Press **Run**." in pages["lesson_01.md"] and "lam = `0.5`" in pages["lesson_01.md"]
+    assert "Try this" not in pages["lesson_02.md"]
+    # the code a lesson names is the reference solver's source, read when the site is built
+    assert "def block_gap(" in pages["lesson_02.md"]
+    assert "lesson_01\nlesson_02" in pages["index.md"]
+
+
+def test_lesson_headings_sit_below_the_page_title():
+    text = "Intro.\n\n### Why\n\n```python\n# a comment\n```\n\n#### Detail\n"
+    page = gaplab_docs.lesson_pages((_Lesson("1 · T", text),))["lesson_01.md"]
+    assert "\n## Why\n" in page and "\n### Detail\n" in page and "\n# a comment\n" in page
+
+
+def test_results_index_lists_every_file_once(tmp_path):
+    for name in ("bench_core.json", "fig8.png", "mystery.json", "README.md"):
+        (tmp_path / name).write_text("{}", encoding="utf-8")
+    text = gaplab_docs.results_index(tmp_path)
+    for name in ("bench_core.json", "fig8.png", "mystery.json"):
+        assert text.count(f"`{name}`") == 1, name
+    assert "README.md" not in text
+    assert text.index("`mystery.json`") > text.index("### Other recorded files")
+
+
+# ------------------------------------------------------------------------ the whole site
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    out = tmp_path_factory.mktemp("site")
+    proc = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
+         "-d", str(out / "doctrees"), str(DOCS), str(out / "html")],
+        cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"sphinx -W failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+    return out / "html"
+
+
+def _page(site, name):
+    path = site / name
+    assert path.is_file(), f"{name} was not built"
+    return path.read_text(encoding="utf-8")
+
+
+@needs_build
+def test_site_builds_with_the_user_guide(site):
+    index = _page(site, "index.html")
+    for page in ("guide/install", "guide/cli", "guide/app", "guide/python", "lessons/index",
+                 "guide/adding_a_model", "figures", "benchmarks", "api/index"):
+        assert f'href="{page}.html"' in index, page
+        _page(site, f"{page}.html")
+    cli = _page(site, "guide/cli.html")
+    assert 'id="gaplab-train"' in cli and "--gap-threshold" in cli
+    adding = _page(site, "guide/adding_a_model.html")
+    source = (DOCS / "guide" / "adding_a_model.md").read_text(encoding="utf-8")
+    headings = [line.lstrip("#").strip() for line in source.splitlines() if line.startswith("## ")]
+    assert headings
+    text = html.unescape(re.sub(r"<[^>]+>", "", adding))
+    for heading in headings:
+        assert re.sub(r"[`*]", "", heading) in text, heading
+
+
+@needs_build
+def test_lessons_pages_have_every_lesson(site):
+    lesson = _page(site, "lessons/lesson_01.html")
+    # the formulas go to MathJax, which is shipped with the site (offline), not fetched from a CDN
+    assert 'class="math notranslate nohighlight"' in lesson
+    assert 'src="../_static/MathJax.js?' in lesson and (site / "_static" / "MathJax.js").is_file()
+    index = _page(site, "lessons/index.html")
+    for k, lesson in enumerate(LESSONS, start=1):
+        title = html.escape(lesson.title, quote=False)
+        assert title in index, lesson.title
+        assert title in _page(site, f"lessons/lesson_{k:02d}.html"), lesson.title
+
+
+@needs_build
+def test_api_reference_documents_the_solver(site):
+    core = _page(site, "api/gaplab.core.html")
+    assert "gaplab.core.solver.html#gaplab.core.solver.Solver" in core     # the re-export links
+    solver = _page(site, "api/gaplab.core.solver.html")
+    assert 'id="gaplab.core.solver.Solver"' in solver
+    assert 'id="gaplab.core.solver.Solver.run"' in solver
+    assert "Parameters" in solver                                        # numpydoc sections
+    for page in sorted((site / "api").glob("*.html")):     # a constant never shows its type's doc
+        assert "Built-in immutable sequence" not in page.read_text(encoding="utf-8"), page.name
+    index = _page(site, "api/index.html")
+    for mod in ("gaplab.core.models", "gaplab.core.datasets", "gaplab.core.regpath",
+                "gaplab.core.sweep", "gaplab.toy_examples"):
+        assert f'href="{mod}.html"' in index, mod
+
+
+@needs_build
+def test_figures_and_benchmarks_pages_show_the_recorded_results(site):
+    figures = _page(site, "figures.html")
+    assert "fig8.png" in figures and (site / "_images" / "fig8.png").is_file()
+    bench = _page(site, "benchmarks.html")
+    for p in sorted((ROOT / "benchmarks" / "results").iterdir()):
+        if p.is_file() and p.name != "README.md":
+            assert p.name in bench, p.name
+
+
+def test_module_map_lists_every_module_of_the_core_once():
+    text = gaplab_docs.module_map()
+    for path in sorted((ROOT / "core").rglob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        rel = path.relative_to(ROOT).as_posix()
+        assert text.count(f"`{rel}`") == 1, rel
+    for path in sorted(ROOT.iterdir()):                 # and every top-level module and package
+        if path.name.startswith((".", "_")):
+            continue
+        if path.suffix == ".py":
+            assert f"- `{path.name}`" in text, path.name
+        elif path.is_dir() and (path / "__init__.py").exists():
+            assert f"- `{path.name}/`" in text, path.name
