@@ -12,7 +12,8 @@ What lives where:
 - ``session/``: the headless session (settings, solver, run loop, snapshots); ``views/``: the
   Step, Convergence and Cache tabs' views, each drawing one snapshot.
 - ``kernels``: whether the solver kernels are compiled, and the background compile;
-  ``startup``: what the page says while they compile.
+  ``startup``: what the page says while they compile; ``refstep``: the reference solver that
+  answers the Steps meanwhile, then hands over to the fast solver.
 - ``toy_tab``: App. C's toy example; ``race``: uniform against gap sampling, live;
   ``simplex``: a block's simplex with FW / away / pairwise steps; ``lessons``: the lesson pages;
   ``path_tab`` and ``pathlab``: the regularization path and the grid search; ``sweeps_tab``: a

@@ -681,7 +681,9 @@ class GapLabApp(pn.viewable.Viewer):
             self.set_projector(not self.projector)
             return
         fn = {"step": self.on_step, "step_n": self.on_step_n, "back": self.on_back, "run": self.on_run}.get(action)
-        if fn is None or self.session.status == "loading" or not kernels.state().ready:
+        if fn is None or self.session.status == "loading":
+            return
+        if not kernels.state().ready and not (action == "step" and self.session.reference_can_step()):
             return
         self._timed(fn)
 
@@ -779,16 +781,23 @@ class GapLabApp(pn.viewable.Viewer):
         if self.b_run.label != label:
             self.b_run.label = label
         ks = kernels.state()
+        if ks.ready and self.session.reference_stepping:
+            self.session.hand_over()   # the kernels are ready: the fast solver replays the Steps
+            snap = self.session.snapshot
         busy = snap.status == "loading" or not ks.ready
+        # while the kernels compile, a Step may be answered by the reference solver (refstep)
+        step_ok = snap.status != "loading" and (ks.ready or self.session.reference_can_step())
         for b in (self.b_step, self.b_step_n, self.b_run, self.b_exact, self.b_reset, self.b_back):
-            off = busy or (b is self.b_exact and not ks.exact_gaps_ready)   # (runs in this thread)
+            off = (not step_ok) if b is self.b_step else (
+                busy or (b is self.b_exact and not ks.exact_gaps_ready))   # (runs in this thread)
             if b.disabled != off:
                 b.disabled = off
-        kkey = startup.progress_key(ks)
+        reference = self.session.reference_stepping
+        kkey = startup.progress_key(ks) + (reference,)
         if kkey != self._kkey:
             self._kkey = kkey
             self.status.compiling = None if ks.ready else ks
-            self._draw_banner(ks)
+            self._draw_banner(ks, reference)
             force_status = True
         else:
             force_status = False
@@ -799,8 +808,8 @@ class GapLabApp(pn.viewable.Viewer):
                              force=force, force_status=force_status)
             self._show_messages()
 
-    def _draw_banner(self, ks):
-        html = startup.banner_html(ks)
+    def _draw_banner(self, ks, reference=False):
+        html = startup.banner_html(ks, reference=reference)
         self.banner.object = html
         self.banner.visible = bool(html)
 

@@ -8,6 +8,7 @@ watching a cold start sees the clock and the fraction move while numba works. No
 from __future__ import annotations
 
 from .kernels import COMPILE_NOTE, KernelState
+from .refstep import REFERENCE_NOTE
 from .safe_html import esc
 
 __all__ = ["progress_key", "banner_html", "status_words"]
@@ -26,9 +27,11 @@ def status_words(ks: KernelState) -> str:
     return f"compiling kernels {int(round(100 * ks.fraction))}% · {ks.elapsed_s:.0f} s"
 
 
-def banner_html(ks: KernelState) -> str:
+def banner_html(ks: KernelState, reference: bool = False) -> str:
     """The banner's HTML for ``ks`` ("" when there is nothing to say: kernels ready, or no
-    background compile). Every text from the compile (function names, errors) is escaped."""
+    background compile). Every text from the compile (function names, errors) is escaped.
+    ``reference``: the Steps are being answered by the reference solver meanwhile
+    (:data:`gaplab.app.refstep.REFERENCE_NOTE`)."""
     if ks.status == "background":
         return ("<div style='color:#8a5a00;font-size:12.5px'>Solver ready. Still compiling in the "
                 f"background: {esc(ks.message)} ({100 * ks.fraction:.0f}%) — the first exact gap "
@@ -43,7 +46,11 @@ def banner_html(ks: KernelState) -> str:
         f"<span class='gaplab-startup-fraction'>{pct}%</span> · "
         f"<span class='gaplab-startup-seconds'>{ks.elapsed_s:.1f} s</span> · "
         f"<span class='gaplab-startup-what' style='color:#666'>{esc(ks.message)}</span><br>"
-        "<span style='font-size:12.5px'>Step, Run and the other solver buttons wake up when the "
-        "kernels of a Step are compiled; the settings and the Lessons can be read meanwhile."
-        "</span><div style='background:#eee;height:6px;margin-top:4px'><div style='background:"
+        + (f"<span class='gaplab-reference-note' style='font-size:14px'><b>{esc(REFERENCE_NOTE)}</b> "
+           "(the same blocks and steps as the fast solver; it takes over when ready).</span><br>"
+           if reference else "") +
+        "<span style='font-size:12.5px'>Run, Step ×N and the other solver buttons wake up when the "
+        "kernels of a Step are compiled (Step too, unless the reference solver can answer it); the "
+        "settings and the Lessons can be read meanwhile.</span><div style='background:#eee;height:6px;"
+        "margin-top:4px'><div style='background:"
         f"#f0a020;height:6px;width:{pct}%'></div></div></div>")

@@ -2,7 +2,8 @@
 
 Cold (an empty ``NUMBA_CACHE_DIR``) and/or warm (the numba cache as it is), one run each:
 seconds from launching the server to the page (the Step button on screen), to Step enabled
-(status "ready"), to the first Step answered (status "iteration 1"); while compiling, how long
+(clicked at once: while the kernels compile the reference solver answers it), to the first Step
+answered (status "iteration 1"), to the compile banner gone; while compiling, how long
 the page's shown progress stood still at most (the fraction, and the pair fraction / seconds),
 sampled every ~0.1 s from the page. The machine's load average is recorded (the machine is shared).
 
@@ -71,25 +72,29 @@ def start_run(browser, cold: bool, page_repeats: int = 0) -> dict:
         ctx = browser.new_context(viewport={"width": 1400, "height": 900})
         page = ctx.new_page()
         page.goto(srv.url, timeout=120_000)
-        page.get_by_role("button", name="Step", exact=True).wait_for(timeout=120_000)
+        step = page.get_by_role("button", name="Step", exact=True)
+        step.wait_for(timeout=120_000)
         page_s = time.perf_counter() - t0
-        samples = []   # (t, fraction text, seconds text) while the banner shows the compile
-        status = ""
-        while time.perf_counter() - t0 < 900:
-            r = page.evaluate(_READ_JS)
-            status = r["status"] or ""
-            m = re.search(r"— (\d+)% · ([\d.]+) s", r["banner"] or "")
-            if m and "compiling" in status:
-                samples.append((time.perf_counter(), m.group(1), m.group(2)))
-            if re.search(r"ready.*ocr-small", status):
-                break
-            time.sleep(0.1)
+        # Step is clicked as soon as it is enabled (while the kernels compile the reference
+        # solver answers it: gaplab.app.refstep)
+        page.wait_for_function("(b) => !b.disabled", arg=step.element_handle(), timeout=900_000)
         enabled_s = time.perf_counter() - t0
-        page.get_by_role("button", name="Step", exact=True).click()
+        step.click()
+        status = ""
         while time.perf_counter() - t0 < 900 and not re.search(r"iteration\s*1\b", status):
             status = page.evaluate(_READ_JS)["status"] or ""
             time.sleep(0.05)
         first_step_s = time.perf_counter() - t0
+        answered_during_compile = "compiling solver kernels" in (page.evaluate(_READ_JS)["banner"] or "")
+        samples = []   # (t, fraction text, seconds text) while the banner shows the compile
+        while time.perf_counter() - t0 < 900:
+            r = page.evaluate(_READ_JS)
+            m = re.search(r"— (\d+)% · ([\d.]+) s", r["banner"] or "")
+            if not m:
+                break
+            samples.append((time.perf_counter(), m.group(1), m.group(2)))
+            time.sleep(0.1)
+        kernels_ready_s = time.perf_counter() - t0
         ctx.close()
         # fresh pages on the running server: navigation -> status "ready" (buttons enabled)
         page_ready = []
@@ -110,7 +115,8 @@ def start_run(browser, cold: bool, page_repeats: int = 0) -> dict:
         tmp.cleanup()
     m = re.search(r"default solver kernels ready in ([\d.]+) s", log)
     return {"cold": cold, "server_listening_s": server_s, "page_s": page_s, "step_enabled_s": enabled_s,
-            "first_step_answered_s": first_step_s, "fresh_page_ready_s": page_ready,
+            "first_step_answered_s": first_step_s, "first_step_during_compile": answered_during_compile,
+            "step_kernels_shown_ready_s": kernels_ready_s, "fresh_page_ready_s": page_ready,
             "numba_cache_dir": env.get("NUMBA_CACHE_DIR", os.environ.get("NUMBA_CACHE_DIR", "(default)")),
             "server_says_step_kernels_ready_s": float(m.group(1)) if m else None,
             "progress_samples": len(samples),

@@ -290,14 +290,19 @@ class Session(SessionRunLoop, SessionPublisher, SessionSettings):
             self._set_status("error")
             self._publish()
 
+    @staticmethod
+    def _new_solver(problem: Problem, cfg: SolverConfig) -> Solver:
+        """An unstepped fast Solver of ``problem`` with the settings ``cfg``."""
+        from gaplab.core.problems import model_box
+        return Solver(problem.model, cfg, test_data=problem.test, **model_box(problem.model))
+
     def _install(self, problem: Problem, cfg: SolverConfig, solver: Solver | None = None,
                  origin: str = ""):
         with self._lock:
             if self._closed:
                 return
             if solver is None:
-                from gaplab.core.problems import model_box
-                solver = Solver(problem.model, cfg, test_data=problem.test, **model_box(problem.model))
+                solver = self._new_solver(problem, cfg)
             self._origin = origin
             self._note = ""
             if problem is not self._problem:

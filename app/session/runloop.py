@@ -9,6 +9,8 @@ import time
 
 import numpy as np
 
+from .. import kernels
+from ..refstep import ReferenceStepper, reference_stepper, supports
 from .snapshot import RunRecord, Snapshot, _empty_snapshot
 
 SNAPSHOT_PERIOD_S = 0.1       # the worker publishes at most 10 snapshots per second
@@ -34,7 +36,55 @@ class SessionRunLoop:
         if self._solver is None:
             self.notify(f"{action}: no dataset is loaded; choose one.", "warning")
             return False
+        if action != "Step":
+            self.hand_over()   # everything but a Step needs the fast solver
         return True
+
+    # ------------------------------------------------------------------ reference stepping
+    @property
+    def reference_stepping(self) -> bool:
+        """The Steps are answered by the reference solver while the kernels compile
+        (:mod:`gaplab.app.refstep`)."""
+        return isinstance(self._solver, ReferenceStepper)
+
+    def reference_can_step(self) -> bool:
+        """While the kernels compile, the reference solver can answer a Step now (a chain model
+        with FW steps, uniform or gap sampling, no cache, no box, in the first pass), so that
+        it does not wait for the compile."""
+        with self._lock:
+            s = self._solver
+            if isinstance(s, ReferenceStepper):
+                return s.can_step()
+            return s is not None and supports(s)
+
+    def hand_over(self) -> bool:
+        """If the reference solver has been answering the Steps: replay its steps on a fresh
+        fast Solver from the same seed (compiling the kernels if they are not ready) and go on
+        with it, so that state and trace are bitwise the fast solver's. True if it did."""
+        with self._lock:
+            rs = self._solver
+            if not isinstance(rs, ReferenceStepper):
+                return False
+            fast = rs.handover(self._new_solver(self._problem, rs.config))
+            self._solver = fast
+            self._history.note(fast, force=True)   # Back replays from α⁰'s checkpoint (a fast Solver)
+            self._publish()
+        return True
+
+    def _step_solver(self):
+        """The solver that answers this Step: the reference solver while the kernels compile
+        (when it can), else the fast one (handed over first)."""
+        s = self._solver
+        if kernels.state().ready:
+            self.hand_over()
+        elif isinstance(s, ReferenceStepper):
+            if not s.can_step():
+                self.hand_over()
+        else:
+            rs = reference_stepper(s)
+            if rs is not None:
+                self._solver = rs
+        return self._solver
 
     def step(self) -> Snapshot:
         """One block step (pauses a run first)."""
@@ -44,8 +94,9 @@ class SessionRunLoop:
             self._halt("paused")
         self._restart_if_stopped()
         with self._lock:
-            s = self._solver
-            self._history.note(s)
+            s = self._step_solver()
+            if not isinstance(s, ReferenceStepper):
+                self._history.note(s)
             self._draw_p = (s.iteration, s.sampling_probabilities(), np.array(s.gap_estimates, copy=True))
             s.step()
             self._capture_last_step()

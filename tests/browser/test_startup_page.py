@@ -109,3 +109,64 @@ def test_cold_start_progress_is_live(browser, tmp_path):
     assert 0.7 <= int(m.group(1)) / FIRST_STEP_WORK <= 1.3, (m.group(1), FIRST_STEP_WORK)
     # they compiled in the child process: the server's own compiles are the session's few
     assert int(m.group(2)) <= 0.3 * int(m.group(1)), m.group(0)
+
+
+def test_cold_start_first_step_answered_by_the_reference_solver(browser, tmp_path):
+    """On a cold numba cache the first Step is answered within FIRST_STEP_BUDGET_S of launch (the
+    reference solver answers while the kernels compile; the page says so), and once the kernels
+    are ready the next Step goes on from the same state (the fast solver took over)."""
+    from gaplab.app.refstep import REFERENCE_NOTE
+    ARTIFACTS.mkdir(exist_ok=True)
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    t0 = time.perf_counter()
+    with AppServer(ARTIFACTS / "startup_cold_reference_server.log", env=env, timeout=120) as srv:
+        ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+        page = ctx.new_page()
+        try:
+            page.goto(srv.url, timeout=60_000)
+            step = page.get_by_role("button", name="Step", exact=True)
+            step.wait_for(timeout=60_000)
+            page.wait_for_function("(b) => !b.disabled", arg=step.element_handle(), timeout=60_000)
+            step.click()
+            status = ""
+            while time.perf_counter() < t0 + 120 and not re.search(r"iteration\s*1\b", status):
+                status = page.evaluate(_READ_JS)["status"] or ""
+                time.sleep(0.05)
+            first_step_s = time.perf_counter() - t0
+            assert re.search(r"iteration\s*1\b", status), status
+            banner = page.evaluate(_BANNER_JS) or ""
+            compiling_then = "compiling" in banner
+            assert not compiling_then or REFERENCE_NOTE in banner, banner
+            # the kernels get ready: the banner goes, the next Step is the fast solver's
+            deadline = time.perf_counter() + 900
+            while time.perf_counter() < deadline and "compiling solver kernels" in (page.evaluate(_BANNER_JS) or ""):
+                time.sleep(0.2)
+            page.wait_for_function("(b) => !b.disabled", arg=step.element_handle(), timeout=60_000)
+            step.click()
+            while time.perf_counter() < deadline and not re.search(r"iteration\s*2\b", status):
+                status = page.evaluate(_READ_JS)["status"] or ""
+                time.sleep(0.1)
+            assert re.search(r"iteration\s*2\b", status), status
+        finally:
+            ctx.close()
+        log = srv.log()
+    assert compiling_then, "the kernels were ready before the first Step: not a cold start"
+    assert "Traceback" not in log, log
+    assert first_step_s <= FIRST_STEP_BUDGET_S, f"first Step answered {first_step_s:.1f} s after launch"
+
+
+#: launch of the server -> first Step answered, on a cold numba cache (issue 24 item 2)
+FIRST_STEP_BUDGET_S = 15.0
+
+_BANNER_JS = """() => {
+    const find = (root, sel) => {
+        const hit = root.querySelector(sel);
+        if (hit) { return hit; }
+        for (const el of root.querySelectorAll('*')) {
+            if (el.shadowRoot) { const h = find(el.shadowRoot, sel); if (h) { return h; } }
+        }
+        return null;
+    };
+    const e = find(document, '.gaplab-startup');
+    return e ? e.textContent : null;
+}"""
