@@ -515,10 +515,17 @@ class GapLabApp(pn.viewable.Viewer):
                  "Sweeps", "Race")
 
     def _on_tab(self, event):
+        new = event.new not in self._built
         self._ensure_tab(event.new)
         if self.projector:
             self._apply_big(self._boxes[event.new], True)
         self.refresh(force=True)
+        if new:
+            # a tab's views are made in this tick; data set on their figures in the tick that
+            # adds them to the page did not always reach it (blank Convergence/Cache figures
+            # until the next snapshot, which a paused solver does not publish): draw again once
+            # they are on the page
+            next_tick(self.refresh, force=True)
 
     def _ensure_tab(self, tab: int):
         """Create a tab's views the first time it is shown (a faster first page)."""
