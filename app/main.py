@@ -515,10 +515,17 @@ class GapLabApp(pn.viewable.Viewer):
                  "Sweeps", "Race")
 
     def _on_tab(self, event):
+        new = event.new not in self._built
         self._ensure_tab(event.new)
         if self.projector:
             self._apply_big(self._boxes[event.new], True)
         self.refresh(force=True)
+        if new:
+            # a tab's views are made in this tick; data set on their figures in the tick that
+            # adds them to the page did not always reach it (blank Convergence/Cache figures
+            # until the next snapshot, which a paused solver does not publish): draw again once
+            # they are on the page
+            next_tick(self.refresh, force=True)
 
     def _ensure_tab(self, tab: int):
         """Create a tab's views the first time it is shown (a faster first page)."""
@@ -530,7 +537,12 @@ class GapLabApp(pn.viewable.Viewer):
             self._gap_time = GapView("time", height=320)
             self._primal_dual = PrimalDualView(height=300)
             self._test_error = TestErrorView(height=300)
+            # runs at different λ on one gap axis: relative gaps on request (default: the gap)
+            self.w_normalise = pn.widgets.Checkbox(label="normalised (gap / primal)", value=False,
+                                                   css_classes=["gaplab-w-normalise"], margin=(5, 10))
+            self.w_normalise.param.watch(handler(lambda e: self.set_normalised(e.new)), "value")
             objs = [
+                self.w_normalise,
                 pn.Row(self._gap_passes.panel, self._gap_time.panel, sizing_mode="stretch_width"),
                 pn.Row(self._primal_dual.panel, self._test_error.panel, sizing_mode="stretch_width")]
         elif tab == CACHE:
@@ -559,6 +571,14 @@ class GapLabApp(pn.viewable.Viewer):
             for obj in objs:
                 self._apply_big(obj, True)
         self._boxes[tab].objects = objs
+
+    def set_normalised(self, on: bool):
+        """Convergence tab: the gap plots draw gap / primal (``on``) or the duality gap."""
+        for v in (self.gap_passes, self.gap_time):
+            v.set_normalised(on)
+        if self.w_normalise.value != bool(on):
+            self.w_normalise.value = bool(on)
+        self.refresh(force=True)
 
     def _tab_attr(self, tab, name):
         self._ensure_tab(tab)

@@ -62,6 +62,43 @@ _NORMAL = weakref.WeakKeyDictionary()   # Bokeh model -> its normal text sizes (
 _PANES = weakref.WeakKeyDictionary()    # text pane -> (its normal stylesheets, height)
 _WIDGETS = weakref.WeakKeyDictionary()  # widget or tabs -> its normal stylesheets
 _DESIGNED = weakref.WeakSet()           # text panes sized for projector mode by their view
+_WIDTHS = weakref.WeakKeyDictionary()   # input box or dropdown -> its normal width
+
+#: projector mode: an input box's or dropdown's value at BIG_PX px takes about this many px per
+#: character (digits and lower-case letters of the page's sans-serif font, with a margin) ...
+INPUT_CHAR_PX = 0.56 * BIG_PX
+#: ... plus this much for the box's padding, border and a dropdown's arrow
+INPUT_PAD_PX = 40
+
+
+def _shown_texts(wdg) -> list[str]:
+    """The texts an input box or dropdown can show: every option's label of a dropdown, the
+    value of an input box (as the widget formats it, or as ``str``)."""
+    if isinstance(wdg, pn.widgets.Select):
+        opts = wdg.options
+        return [str(k) for k in (opts.keys() if isinstance(opts, dict) else opts)]
+    v = getattr(wdg, "value", None)
+    if v is None:
+        return []
+    if isinstance(v, float):   # as "0.00003052" (the path tab's format) or as "3.052e-05"
+        return [f"{v:.10g}", format(v, ".8f").rstrip("0").rstrip(".")]
+    return [str(v)]
+
+
+def _input_width(wdg, big: bool) -> None:
+    """Projector mode: an input box or dropdown with a fixed width at least as wide as its
+    longest text at BIG_PX px (at 18 px "0.00003052" and "every 10 passes" were cut); off
+    restores its width."""
+    if wdg not in _WIDTHS:
+        _WIDTHS[wdg] = wdg.width
+    normal = _WIDTHS[wdg]
+    if not isinstance(normal, int):
+        return
+    texts = _shown_texts(wdg)
+    need = max((len(t) for t in texts), default=0) * INPUT_CHAR_PX + INPUT_PAD_PX
+    want = max(normal, int(need + 0.5)) if big else normal
+    if wdg.width != want:
+        wdg.width = want
 
 
 def designed_for_projector(*panes) -> None:
@@ -143,7 +180,8 @@ def projector_sizes(layout, big: bool) -> None:
     """Projector mode on (``big``) or off for everything in a Panel ``layout``: widgets and tabs
     get :data:`PROJECTOR_CSS`; HTML/Markdown panes :data:`PROJECTOR_TEXT_CSS`, and a fixed
     height grown with their text (a 42-px summary of 13-px lines holds the same lines at
-    18 px); every text of a Bokeh figure at least :data:`BIG_PX` px. Off restores the normal
+    18 px); input boxes and dropdowns as wide as their text at that size; every text of a Bokeh
+    figure at least :data:`BIG_PX` px. Off restores the normal
     stylesheets, heights and sizes. Legends inside a plot frame move below it (and back)."""
     for wdg in list(layout.select(pn.widgets.Widget)) + list(layout.select(pn.Tabs)):
         if wdg not in _WIDGETS:
@@ -151,6 +189,9 @@ def projector_sizes(layout, big: bool) -> None:
         want = _WIDGETS[wdg] + [PROJECTOR_CSS] if big else _WIDGETS[wdg]
         if list(wdg.stylesheets) != want:
             wdg.stylesheets = want
+        if isinstance(wdg, (pn.widgets.Select, pn.widgets.TextInput, pn.widgets.FloatInput,
+                            pn.widgets.IntInput)) and not isinstance(wdg, pn.widgets.MultiSelect):
+            _input_width(wdg, big)
     for pane in list(layout.select(pn.pane.Markdown)) + list(layout.select(pn.pane.HTML)):
         if pane not in _PANES:
             _PANES[pane] = (list(pane.stylesheets), pane.height)

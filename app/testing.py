@@ -154,10 +154,37 @@ _TEXT_LAYOUT_JS = r"""
       }
     }
   };
+  // text inside input boxes and dropdowns is not DOM text: measure each visible one's shown
+  // value (a select's chosen option) in its computed font against the box's inner width
+  const inputs = [];
+  const canvas = document.createElement("canvas").getContext("2d");
+  const textTypes = new Set(["", "text", "number", "search", "email", "url", "tel", "password"]);
+  const visitInputs = (root) => {
+    for (const el of root.querySelectorAll("*")) {
+      if (el.shadowRoot) visitInputs(el.shadowRoot);
+      const isSelect = el.tagName === "SELECT" && !el.multiple;
+      if (!(isSelect || (el.tagName === "INPUT" && textTypes.has((el.getAttribute("type") || "").toLowerCase())))) continue;
+      if (skipSel && el.closest(skipSel)) continue;
+      if (!el.checkVisibility({checkOpacity: true, checkVisibilityCSS: true})) continue;
+      const text = isSelect ? (el.selectedIndex >= 0 ? el.options[el.selectedIndex].text : "") : el.value;
+      if (!text || !text.trim()) continue;
+      const cs = getComputedStyle(el);
+      canvas.font = `${cs.fontStyle} ${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+      if (cs.letterSpacing && cs.letterSpacing !== "normal") canvas.letterSpacing = cs.letterSpacing;
+      const need = canvas.measureText(text).width;
+      // a select's arrow is drawn in its right padding (Bokeh) or, native, beside the text
+      const arrow = isSelect && cs.appearance !== "none" ? 20 : 0;
+      const have = el.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) - arrow;
+      const b = el.getBoundingClientRect();
+      inputs.push({text: text.slice(0, 60), need: need, have: have, font: parseFloat(cs.fontSize),
+                   tag: el.tagName, x0: b.left, y0: b.top, x1: b.right, y1: b.bottom});
+    }
+  };
   for (const root of (within ? document.querySelectorAll(within) : [document])) {
     visit(root);
+    visitInputs(root);
   }
-  return {boxes: out, vw: window.innerWidth, vh: window.innerHeight,
+  return {boxes: out, inputs: inputs, vw: window.innerWidth, vh: window.innerHeight,
           scrollW: document.documentElement.scrollWidth};
 }
 """
@@ -167,7 +194,10 @@ def text_layout(page, skip: str | None = ".notyf, .bk-tooltip, .bk-tool-overflow
                 within: str | None = None) -> dict:
     """Every visible DOM text fragment of a Playwright ``page`` (shadow roots included): a dict
     with ``boxes`` (one per line fragment: ``text``, ``x0 y0 x1 y1`` in CSS px of the viewport,
-    computed ``font`` size in px, the clipping ancestors' boxes ``clips``), the viewport size
+    computed ``font`` size in px, the clipping ancestors' boxes ``clips``), ``inputs`` (one per
+    visible text input box or dropdown with a value: the shown ``text``, its width ``need`` in
+    the input's computed font, the input's inner width ``have`` (a dropdown's arrow excluded),
+    ``font``, ``tag`` and its box ``x0 y0 x1 y1``), the viewport size
     ``vw``, ``vh`` and the document's ``scrollW``. Text drawn in canvases (Bokeh plots) is not
     DOM text and is not here. ``skip``: a CSS selector of subtrees left out (transient toasts,
     tooltips, the "⋯" glyph of a plot toolbar's overflow button: an icon like the tool icons).
@@ -180,9 +210,16 @@ def layout_problems(layout: dict, *, min_font: float | None = None, tol: float =
     than ``tol`` px wide and 40 % of the lower one's height), text cut by a clipping ancestor
     (``overflow: hidden`` or a horizontal scroll; not what a vertical scroll box scrolls away:
     it is reachable), text outside the
-    viewport's width, and text smaller than ``min_font`` px. One line per problem."""
+    viewport's width, text smaller than ``min_font`` px, and the value of an input box or
+    dropdown wider than the box's inner width (cut or scrolled inside it). One line per problem."""
     boxes, vw = layout["boxes"], layout["vw"]
     out = []
+    for b in layout.get("inputs", ()):
+        where = f"{b['text']!r} in a {b['tag'].lower()} at ({b['x0']:.0f}, {b['y0']:.0f})–({b['x1']:.0f}, {b['y1']:.0f})"
+        if min_font is not None and b["font"] < min_font - 0.05:
+            out.append(f"font {b['font']:.1f} px < {min_font:g} px: {where}")
+        if b["need"] > b["have"] + tol:
+            out.append(f"input text cut: {b['need']:.0f} px of text in {b['have']:.0f} px: {where}")
     for b in boxes:
         where = f"{b['text']!r} at ({b['x0']:.0f}, {b['y0']:.0f})–({b['x1']:.0f}, {b['y1']:.0f})"
         if min_font is not None and b["font"] < min_font - 0.05:

@@ -11,6 +11,30 @@ from bokeh.models import ColumnDataSource, HoverTool, LabelSet, Range1d, Title
 from .base import _Base, _ComparisonPlot, _RunSlots, trace_columns
 from .figures import GAP_FLOOR, MAX_SLOTS, _fig, _figure_pane, _lin_range, _log_range, legend_above
 
+NORMALISED_LABEL = "duality gap / primal P(w) (normalised)"
+
+
+def relative_gap(gap, primal):
+    """``gap / primal`` elementwise (NaN where the primal is not positive or not finite), for a
+    log axis (values at least GAP_FLOOR).
+
+    Parameters
+    ----------
+    gap, primal : array_like of float64, same shape
+        Duality gaps g(α) >= 0 and primal objectives P(w) > 0 (Paper: Sec. 2.3, Eq. (9)).
+
+    Returns
+    -------
+    ndarray of float64
+    """
+    g = np.asarray(gap, dtype=np.float64)
+    p = np.asarray(primal, dtype=np.float64)
+    ok = np.isfinite(g) & np.isfinite(p) & (p > 0)
+    out = np.full(g.shape, np.nan)
+    out[ok] = np.maximum(g[ok] / p[ok], GAP_FLOOR)
+    return out
+
+
 class GapView(_ComparisonPlot):
     """Duality gap vs effective passes (or vs solver time): exact gaps at gap checks (points),
     heuristic gap Σ ĝᵢ after every pass (line); log scale; runs overlaid (Paper: Fig. 1a, 3)."""
@@ -18,6 +42,7 @@ class GapView(_ComparisonPlot):
     def __init__(self, x="passes", height=330, title=None, name=None):
         super().__init__()
         self.xkey = "x" if x == "passes" else "t"
+        self.normalised = False
         xlabel = "effective passes (oracle calls / n)" if x == "passes" else "solver time (s)"
         self.fig = _fig(height=height, y_axis_type="log", x_axis_label=xlabel,
                         y_axis_label="duality gap", y_range=Range1d(1e-6, 1), x_range=Range1d(0, 1),
@@ -48,14 +73,33 @@ class GapView(_ComparisonPlot):
             styles={"font-size": "12px", "color": "#555"}, margin=(0, 10))
         self.panel = pn.Column(_figure_pane(self.fig), self.note, sizing_mode="stretch_width")
 
+    def set_normalised(self, on: bool) -> None:
+        """Draw gap / primal (relative gaps, comparable across λ) or the gap itself; the y-axis
+        label says which. Takes effect at the next ``update``."""
+        on = bool(on)
+        if on == self.normalised:
+            return
+        self.normalised = on
+        self.fig.yaxis.axis_label = NORMALISED_LABEL if on else "duality gap"
+        self._version = None     # redraw with the other values
+
     def _data(self, cols, snap, current):
         p, c = cols["pass"], cols["check"]
-        return {"heur": dict(x=p[self.xkey], y=p["heur"]), "exact": dict(x=c[self.xkey], y=c["gap"])}
+        heur, gap = p["heur"], c["gap"]
+        if self.normalised:
+            # exact checks: g(α) / P(w(α)); the heuristic line: ĝ / (D(α) + ĝ), the primal the
+            # heuristic gap stands for (P = D + g, Paper: Sec. 2.3)
+            heur = relative_gap(heur, p["dual"] + heur)
+            gap = relative_gap(gap, c["primal"])
+        return {"heur": dict(x=p[self.xkey], y=heur), "exact": dict(x=c[self.xkey], y=gap)}
 
     def _extra(self, snap, cur):
         if snap.n and math.isfinite(snap.heuristic_gap):
             x = snap.effective_passes if self.xkey == "x" else snap.solver_time_s
-            self._set(self.now, dict(x=[x], y=[max(snap.heuristic_gap, GAP_FLOOR)]))
+            y = max(snap.heuristic_gap, GAP_FLOOR)
+            if self.normalised:
+                y = float(relative_gap([y], [snap.dual + y])[0])
+            self._set(self.now, dict(x=[x], y=[y]) if math.isfinite(y) else dict(x=[], y=[]))
         else:
             self._set(self.now, dict(x=[], y=[]))
         marks = getattr(snap, "switches", ())
@@ -76,7 +120,8 @@ def _lam_note(snap, runs) -> str:
     if len(lams) < 2:
         return ""
     return (f"Runs at different λ ({', '.join(f'{v:g}' for v in lams)}; λ in each legend entry): "
-            "each solves its own problem, so compare how fast gaps fall, not their levels")
+            "each solves its own problem, so compare how fast gaps fall, not their levels "
+            "(or tick \"normalised (gap / primal)\")")
 
 
 def _late_note(snap, cols) -> str:

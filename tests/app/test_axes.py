@@ -112,3 +112,69 @@ def test_gap_plot_marks_runs_at_other_lam_and_says_why_uniform_starts_late():
         assert "every block is visited" in view.late_note.text     # the uniform run is still drawn
     finally:
         s.close()
+
+
+def test_gap_plot_normalised_on_request_draws_gap_over_primal():
+    """Runs at different λ on one gap axis: ticking "normalised (gap / primal)" draws every exact
+    gap check at g/P(w) and the heuristic line at ĝ/(D + ĝ); the axis label says so; off again,
+    the plain gaps come back."""
+    from gaplab.app.session import Session
+    s = Session(dataset="toy", sampling="gap", max_passes=6, gap_check=1, lam=0.1)
+    try:
+        assert s.wait_idle(300), s.messages()
+        s.run()
+        assert s.wait_idle(300)
+        s.add_to_comparison()
+        s.param.update(lam=0.001)
+        s.reset()
+        s.run()
+        assert s.wait_idle(300)
+        snap = s.snapshot
+        view = views.GapView("passes")
+        assert view.fig.yaxis[0].axis_label == "duality gap"
+        view.update(snap)
+        plain = [dict(view.slots.slots[k]["exact"].data) for k in (0, 1)]
+        view.set_normalised(True)
+        view.update(snap)
+        assert "/ primal" in view.fig.yaxis[0].axis_label
+        for k, trace in ((0, snap.trace), (1, snap.comparison[-1].trace)):
+            checks = [r for r in trace if r["kind"] == "gap_check"]
+            assert len(checks) >= 3
+            want = np.array([r["exact_gap"] / r["primal"] for r in checks])
+            got = np.asarray(view.slots.slots[k]["exact"].data["y"])
+            ok = want > views.GAP_FLOOR
+            np.testing.assert_allclose(got[ok], want[ok], rtol=1e-12)
+            assert np.all(got <= 1.0)          # 0 <= g <= P when the primal is positive
+            passes = [r for r in trace if r["kind"] == "pass"]
+            hw = np.array([r["heuristic_gap"] / (r["dual"] + r["heuristic_gap"]) for r in passes])
+            hg = np.asarray(view.slots.slots[k]["heur"].data["y"])
+            fin = np.isfinite(hw) & (hw > views.GAP_FLOOR)
+            assert fin.any()
+            np.testing.assert_allclose(hg[fin], hw[fin], rtol=1e-12)
+        # the runs at λ = 0.1 and 0.001 differ in level by far more in the plain gaps
+        ny = view.fig.y_range
+        assert ny.end <= 1.0
+        view.set_normalised(False)
+        view.update(snap)
+        assert view.fig.yaxis[0].axis_label == "duality gap"
+        for k in (0, 1):
+            np.testing.assert_array_equal(view.slots.slots[k]["exact"].data["y"], plain[k]["y"])
+    finally:
+        s.close()
+
+
+def test_convergence_tab_normalise_checkbox_switches_both_gap_plots():
+    from gaplab.app.main import CONVERGENCE, build_app
+    app = build_app(periodic=False)
+    try:
+        assert app.session.wait_idle(300)
+        app.tabs.active = CONVERGENCE
+        assert app.w_normalise.value is False and app.w_normalise in list(app.tabs[CONVERGENCE].select())
+        assert not app.gap_passes.normalised and app.gap_passes.fig.yaxis[0].axis_label == "duality gap"
+        app.w_normalise.value = True
+        assert app.gap_passes.normalised and app.gap_time.normalised
+        assert "/ primal" in app.gap_time.fig.yaxis[0].axis_label
+        app.w_normalise.value = False
+        assert not app.gap_time.normalised and app.gap_time.fig.yaxis[0].axis_label == "duality gap"
+    finally:
+        app.close()

@@ -133,3 +133,34 @@ def test_projector_layout_every_tab_ocr_small(server, browser):
 @pytest.mark.parametrize("dataset", ["conll2000", "horse-small", "lsp-pose"])
 def test_projector_layout_every_tab_other_datasets(server, browser, dataset):
     _assert_clean(projector_tour(browser, server.url, dataset, shots=ARTIFACTS))
+
+
+def test_layout_problems_measure_the_text_inside_inputs_and_dropdowns(browser):
+    """Text in an input box or a dropdown is not DOM text: the helper measures the shown value
+    in the input's font against its inner width (a cut value is a problem, a fitting one not)."""
+    ctx = browser.new_context(viewport={"width": W, "height": H})
+    page = ctx.new_page()
+    try:
+        page.set_content("""<body style="font-family: sans-serif">
+          <input id="cut" style="font-size: 18px; width: 70px; padding: 4px" value="0.00003052">
+          <select id="cutsel" style="font-size: 18px; width: 100px"><option>every pass</option>
+            <option selected>every 10 passes</option></select>
+          <input id="fits" style="font-size: 18px; width: 200px; padding: 4px" value="0.00003052">
+          <input id="small" style="font-size: 12px; width: 200px" value="12">
+          <input type="checkbox" checked></body>""")
+        lay = text_layout(page)
+        assert {b["text"] for b in lay["inputs"]} == {"0.00003052", "every 10 passes", "12"}
+        problems = layout_problems(lay, min_font=18)
+        cut = [p for p in problems if p.startswith("input text cut")]
+        assert len(cut) == 2 and any("'0.00003052' in a input" in p for p in cut) \
+            and any("'every 10 passes' in a select" in p for p in cut), problems
+        assert [p for p in problems if p.startswith("font 12.0 px")], problems
+        assert len(problems) == 3, problems
+    finally:
+        ctx.close()
+
+
+def test_projector_layout_inputs_path_and_toy_tabs_ocr_small(server, browser):
+    """At 18 px the path tab's λ_min ("0.00003052") and the toy tab's "every 10 passes"
+    dropdown fit inside their boxes (with every other text check of the tour)."""
+    _assert_clean(projector_tour(browser, server.url, "ocr-small", tabs=("Regularization path", "Toy example")))
