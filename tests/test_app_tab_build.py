@@ -1,6 +1,6 @@
 """A tab's views are built once, and nobody sees a half-built tab.
 
-In a notebook the app's periodic refresh and a tab click from the page can run on different
+In a notebook a refresh and a tab click from the page may run on different
 threads. The first to need the Convergence tab builds its four figures; the other, arriving
 meanwhile, must wait for them, not find the tab marked built with only some of its views made
 (JupyterLab showed ``AttributeError: 'GapLabApp' object has no attribute '_gap_time'`` in the
