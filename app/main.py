@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import io
+import threading
 import time
 from urllib.parse import urlsplit
 
@@ -224,6 +225,9 @@ class GapLabApp(pn.viewable.Viewer):
         self.projector = False
         self.anatomy_p = self.blocks_p = None   # made when projector mode is first switched on
         self._built = {0}   # tabs whose views exist (the others are built when first shown)
+        # a tab is built by one thread at a time: a notebook's periodic refresh and a tab click
+        # from the page may both ask for it; the second waits for the whole tab
+        self._tab_lock = threading.RLock()
         self._layout = self._build()
         self._apply_url()
         self.refresh(force=True)
@@ -528,10 +532,19 @@ class GapLabApp(pn.viewable.Viewer):
             next_tick(self.refresh, force=True)
 
     def _ensure_tab(self, tab: int):
-        """Create a tab's views the first time it is shown (a faster first page)."""
-        if tab in self._built:
-            return
-        self._built.add(tab)
+        """Create a tab's views the first time it is shown (a faster first page). Another thread
+        asking meanwhile waits for the whole tab; a build that raised is tried again next time."""
+        with self._tab_lock:
+            if tab in self._built:   # built, or being built further up this thread's stack
+                return
+            self._built.add(tab)
+            try:
+                self._build_tab(tab)
+            except BaseException:
+                self._built.discard(tab)
+                raise
+
+    def _build_tab(self, tab: int):
         if tab == CONVERGENCE:
             self._gap_passes = GapView("passes", height=320, name="gap_passes")
             self._gap_time = GapView("time", height=320)

@@ -37,7 +37,7 @@ class CacheView(_ComparisonPlot):
         t.xaxis.formatter = NumeralTickFormatter(format="0,0")
         self.tfig = t
         self.info = pn.pane.Markdown("", styles={"font-size": "13px", "overflow": "hidden"}, margin=(0, 10),
-                                     height=48, sizing_mode="stretch_width")
+                                     height=58, sizing_mode="stretch_width")
         plots = (pn.Column if stacked else pn.Row)(_figure_pane(self.fig), _figure_pane(a),
                                                    sizing_mode="stretch_width")
         self.panel = pn.Column(self.info, plots, _figure_pane(t), sizing_mode="stretch_width")
