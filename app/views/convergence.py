@@ -21,7 +21,7 @@ def relative_gap(gap, primal):
     Parameters
     ----------
     gap, primal : array_like of float64, same shape
-        Duality gaps g(α) >= 0 and primal objectives P(w) > 0 (Paper: Sec. 2.3, Eq. (9)).
+        Duality gaps g(α) >= 0 and primal objectives P(w) > 0 (Paper: Sec. 2.3, Eq. (5)).
 
     Returns
     -------

@@ -146,7 +146,7 @@ def test_lesson_5_shows_the_simplex():
     from gaplab.app.simplex import SimplexView
     page = next(lesson for lesson in LESSONS if "Pairwise and away steps" in lesson.title)
     assert "simplex" in page.views
-    view = GapLabApp._lesson_view(SimpleNamespace(), "simplex")   # the app's live-view factory
+    view = GapLabApp._new_lesson_view(SimpleNamespace(), "simplex")   # the app's live-view factory
     assert isinstance(view, SimplexView) and view.lab.kind == page.setup["step_kind"]
 
 

@@ -151,7 +151,10 @@ def test_a_long_run_keeps_the_session_trace_bounded():
         made = s.solver.n_trace_records
         kept = snap.trace
         assert made > 12_000 and len(kept) <= 8_200, (made, len(kept))
-        assert kept[0]["effective_passes"] <= 1.0 and kept[-1]["iteration"] == snap.iteration
+        # the first record and the solver's last one (a run that ends on its pass budget may
+        # stop a few steps after the last pass record)
+        assert kept[0]["effective_passes"] <= 1.0
+        assert kept[-1]["iteration"] == s.solver.trace()[-1]["iteration"] <= snap.iteration
         checks = [r for r in kept if r["kind"] == "gap_check"]
         # every gap check kept (a check pass counts as one effective pass: one every 11)
         assert len(checks) == int(snap.effective_passes // 11) > 1000
