@@ -115,6 +115,7 @@ def test_race_tab_png_is_3x_and_svg_parses(page):
     assert page.errors == []
 
 
+@pytest.mark.slow
 def test_convergence_and_cache_tabs_set_their_ranges_without_warnings(page, server):
     """BokehJS warns "could not set initial ranges" for a figure whose range has no start/end
     (an auto range over empty data): the Convergence and Cache figures give every range."""
@@ -162,11 +163,13 @@ def _wait_text(loc, text, timeout_s):
     raise AssertionError(f"never saw {text!r}; last: {last!r}")
 
 
+@pytest.mark.slow
 def test_runs_added_before_the_convergence_tab_is_opened_are_drawn(browser, server):
     """The same with a warm numba cache (no compile running)."""
     _runs_then_tabs(browser, server.url, cold=False)
 
 
+@pytest.mark.slow
 def test_runs_added_during_the_background_compile_are_drawn(browser, tmp_path):
     """A cold numba cache: while the other model kinds still compile in the background, three
     runs are added to the comparison; the Convergence and Cache figures then draw all of them

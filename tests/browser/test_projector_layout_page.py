@@ -160,6 +160,7 @@ def test_layout_problems_measure_the_text_inside_inputs_and_dropdowns(browser):
         ctx.close()
 
 
+@pytest.mark.slow
 def test_projector_layout_inputs_path_and_toy_tabs_ocr_small(server, browser):
     """At 18 px the path tab's λ_min ("0.00003052") and the toy tab's "every 10 passes"
     dropdown fit inside their boxes (with every other text check of the tour)."""
