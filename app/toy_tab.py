@@ -311,7 +311,7 @@ class ToyView:
             n=pn.widgets.IntInput.from_param(lab.param.n, width=150),
             K=pn.widgets.IntInput.from_param(lab.param.K, width=150),
             eps=pn.widgets.Select.from_param(lab.param.eps, width=110),
-            gap_check=pn.widgets.Select.from_param(lab.param.gap_check, width=150),
+            gap_check=pn.widgets.Select.from_param(lab.param.gap_check, width=170, min_width=170),
             seed=pn.widgets.IntInput.from_param(lab.param.seed, width=90),
             samplers=pn.widgets.CheckButtonGroup.from_param(lab.param.samplers, width=420,
                                                             name="Samplers"),

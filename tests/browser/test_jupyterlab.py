@@ -148,7 +148,7 @@ def test_app_runs_live_in_jupyterlab(lab):
         # cache: about a minute); with the cache it is answered at once
         text = _wait_text(status, r"iteration 1\b", 180)
         assert re.search(r"iteration 1\b", text), text
-        block = page.locator(".gaplab-block").first
+        block = page.locator(".gaplab-block >> visible=true").first
         block.wait_for(timeout=30_000)
         assert 0 <= int(block.inner_text()) < 626                       # the anatomy names the block
         assert page.get_by_text("What just happened").count() > 0
