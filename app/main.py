@@ -8,6 +8,8 @@ path, Toy example and Lessons.
 """
 from __future__ import annotations
 
+import gc
+
 import collections
 import io
 import threading
@@ -869,6 +871,10 @@ class GapLabApp(pn.viewable.Viewer):
     # ------------------------------------------------------------------ lifetime
     def _on_destroyed(self, session_context):
         self.close()
+        # a closed page's Bokeh document, views and solver form reference cycles: collect them
+        # now, not at some later allocation, so a long-running server's memory follows its
+        # open pages
+        gc.collect()
 
     def close(self):
         """Stop the periodic callback and the worker; drop the solver (idempotent)."""
