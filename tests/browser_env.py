@@ -28,3 +28,14 @@ def launched_browser(sync_api, chromium):
     yield b
     b.close()
     pw.stop()
+
+
+def warm_app_server(log_path, env=None):
+    """Generator for a module-scoped ``server`` fixture: ``gaplab app`` on 127.0.0.1 with its
+    kernels compiled before the first page (pages opened during the background compile of every
+    model kind made the browser tests flaky), unused sessions closed after 1 s. ``log_path``:
+    the server's log (its folder is made); ``env``: extra environment variables."""
+    from gaplab.app.testing import AppServer
+    log_path.parent.mkdir(exist_ok=True)
+    with AppServer(log_path, session_lifetime_ms=1000, env=env, timeout=900, wait_warm=True) as srv:
+        yield srv

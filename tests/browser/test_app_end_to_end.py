@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from browser_env import launched_browser, require_browser
+from browser_env import launched_browser, require_browser, warm_app_server
 from gaplab.app.testing import AppServer
 
 pytestmark = pytest.mark.browser
@@ -31,14 +31,8 @@ CONLL = next((d for d in ([Path(os.environ["GAPLAB_DATA"]), Path(os.environ["GAP
 
 @pytest.fixture(scope="module")
 def server():
-    ARTIFACTS.mkdir(exist_ok=True)
     env = {"GAPLAB_DATA": str(CONLL)} if CONLL is not None else None
-    # started warm: with a cold numba cache the server compiles the kernels of every registered
-    # model kind in the background (chain, multiclass, segmentation, pose: several minutes on 2
-    # cores), and pages opened meanwhile made CI flaky (library tracebacks on closed sockets)
-    with AppServer(ARTIFACTS / "browser_server.log", session_lifetime_ms=1000, env=env, timeout=900,
-                   wait_warm=True) as srv:
-        yield srv
+    yield from warm_app_server(ARTIFACTS / "browser_server.log", env)
 
 
 @pytest.fixture(scope="module")

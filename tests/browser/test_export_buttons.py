@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_env import launched_browser, require_browser
+from browser_env import launched_browser, require_browser, warm_app_server
 from gaplab.app.export import EXPORT_PIXEL_RATIO
 from gaplab.app.testing import AppServer
 
@@ -37,10 +37,7 @@ _FIGURE_SIZES_JS = """() => {
 
 @pytest.fixture(scope="module")
 def server():
-    ARTIFACTS.mkdir(exist_ok=True)
-    with AppServer(ARTIFACTS / "export_browser_server.log", session_lifetime_ms=1000, timeout=900,
-                   wait_warm=True) as srv:
-        yield srv
+    yield from warm_app_server(ARTIFACTS / "export_browser_server.log")
 
 
 @pytest.fixture(scope="module")

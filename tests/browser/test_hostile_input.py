@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_env import launched_browser, require_browser
-from gaplab.app.testing import AppServer
+from browser_env import launched_browser, require_browser, warm_app_server
 
 pytestmark = pytest.mark.browser
 
@@ -34,10 +33,7 @@ IMG = f"<img src=x onerror={SCRIPT}>"
 
 @pytest.fixture(scope="module")
 def server():
-    ARTIFACTS.mkdir(exist_ok=True)
-    with AppServer(ARTIFACTS / "browser_security_server.log", session_lifetime_ms=1000, timeout=900,
-                   wait_warm=True) as srv:
-        yield srv
+    yield from warm_app_server(ARTIFACTS / "browser_security_server.log")
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from browser_env import launched_browser, require_browser
-from gaplab.app.testing import AppServer, layout_problems, text_layout
+from browser_env import launched_browser, require_browser, warm_app_server
+from gaplab.app.testing import layout_problems, text_layout
 
 pytestmark = pytest.mark.browser
 
@@ -33,11 +33,8 @@ W, H = 1280, 720
 
 @pytest.fixture(scope="module")
 def server():
-    ARTIFACTS.mkdir(exist_ok=True)
     env = {"GAPLAB_DATA": str(DATA)} if DATA is not None else None
-    with AppServer(ARTIFACTS / "layout_server.log", session_lifetime_ms=1000, env=env, timeout=900,
-                   wait_warm=True) as srv:
-        yield srv
+    yield from warm_app_server(ARTIFACTS / "layout_server.log", env)
 
 
 @pytest.fixture(scope="module")
