@@ -59,7 +59,6 @@ import shutil
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -68,7 +67,9 @@ import param
 from gaplab.core.regpath import (HEURISTIC_KAPPA, PathConfig, PathFileError, PathStoreError, RegPath, induction_step,
                                  iter_grid, iter_path, path_defaults, prop1_warm_start)
 
-__all__ = ["PathLab", "PathSnapshot", "CHECKPOINT_BUDGET_BYTES", "REPLAY_AUTO_S"]
+from .pathlab_snapshot import COLUMNS, PathSnapshot, cols_end, empty_cols, end_message, frozen, problem_metric
+
+__all__ = ["PathLab", "CHECKPOINT_BUDGET_BYTES", "REPLAY_AUTO_S"]
 
 CHECKPOINT_BUDGET_BYTES = 256 * 2**20   # solver copies kept for picking λ (per session)
 MAX_BREAKPOINTS = 2000
@@ -79,92 +80,6 @@ PUBLISH_PERIOD_S = 0.1
 #: nearest checkpoint is expected to take at most this long (the breakpoints' own solve times);
 #: otherwise it shows w_at(λ) read from the store at once and offers the load as a button
 REPLAY_AUTO_S = 2.0
-
-#: the columns of the path drawn by the views
-COLUMNS = ("lam", "rho", "gap", "exact_gap", "next_lam", "delta", "passes", "cum_passes", "cum_time_s",
-           "test_error", "test_metric", "certified")
-
-END_REASONS = {
-    "rho<=0": "ρ ≤ 0: the last w is ε-approximate for every smaller λ",
-    "lam_min": "λ_min reached",
-    "not_converged": "a breakpoint did not reach κε within its pass budget",
-    "time_limit": "time limit",
-    "stopped": "stopped",
-    "max_breakpoints": "breakpoint cap reached",
-    "stalled": "stalled (gap ≥ ε at a breakpoint)",
-}
-
-
-def _frozen(a):
-    a = np.array(a, copy=True)
-    a.setflags(write=False)
-    return a
-
-
-@dataclass(frozen=True)
-class PathSnapshot:
-    """What the path views draw (immutable; columns are read-only arrays)."""
-
-    version: int
-    status: str                 # "idle", "running", "grid", "done", "stopped", "error"
-    dataset: str
-    kind: str                   # "eps" or "heuristic"
-    eps: float
-    kappa: float
-    lam_min: float
-    solver_label: str
-    cols: dict                  # COLUMNS -> arrays, one entry per breakpoint
-    n_points: int
-    end: str                    # end reason of the path ("" while computing)
-    lam_end: float              # the path covers [lam_end, ∞)
-    grid: dict                  # lam, cum_passes, cum_time_s, test_error, test_metric, exact_gap (rows so far)
-    elapsed_s: float
-    checkpoints: tuple          # breakpoint indices with a stored solver
-    picked: float               # λ last loaded into the session (NaN: none)
-    picked_piece: int
-    message: str = ""
-    max_breakpoints: int = 0
-    settings: dict = field(default_factory=dict)
-    store: str = ""             # the path store the breakpoints are in ("" before any)
-    opened: bool = False        # the path was opened from a saved store (no solver checkpoints)
-    w_info: dict = field(default_factory=dict)  # last w_at(λ) read from the store: lam, piece, nnz, ...
-    metric: dict = field(default_factory=dict)  # the headline test metric recorded per breakpoint
-    #                                             (column test_metric): name, higher_is_better; {}: none
-    pending_load: dict = field(default_factory=dict)  # picked λ whose dual point was not loaded (the
-    #                                             replay would be long): lam, piece, base, replay, est_s
-
-    @property
-    def shown_metric(self) -> tuple[str, str, bool]:
-        """(column, name, higher_is_better) of the test metric the views plot against λ: the
-        problem's headline metric recorded in the rows (CoNLL: "chunk F1") when there is one with
-        a finite value, else the test error (OCR; and a store written before the column)."""
-        name = self.metric.get("name") if self.metric else None
-        if name and (not self.n_points or np.isfinite(self.cols["test_metric"]).any()):
-            return "test_metric", str(name), bool(self.metric.get("higher_is_better", True))
-        return "test_error", "test error", False
-
-    @property
-    def lam_range(self) -> tuple[float, float]:
-        """(lo, hi): the λ a pick can load, [λ_end, λ_0] (NaN, NaN when empty). While the path is
-        computed, λ_end is the lower end of the last breakpoint's certified piece; when the path
-        covers every smaller λ (ρ <= 0), the range goes down to min(λ_min, λ_J/10)."""
-        if not self.n_points:
-            return math.nan, math.nan
-        lams = self.cols["lam"]
-        hi = float(lams[0])
-        lo = self.lam_end
-        if not (math.isfinite(lo) and lo > 0):
-            lo = min(self.lam_min, float(lams[-1]) / 10.0) if lo == 0 else float(lams[-1])
-        return min(lo, hi), hi
-
-
-def cols_end(path: RegPath) -> str:
-    """The end reason of a path's last point ("" while it goes on)."""
-    return str(path.column("end")[-1]) if len(path) else ""
-
-
-def _empty_cols():
-    return {c: _frozen(np.zeros(0, dtype=bool if c == "certified" else np.float64)) for c in COLUMNS}
 
 
 def grid_lams(lam_hi: float, lam_lo: float) -> np.ndarray:
@@ -283,7 +198,7 @@ class PathLab(param.Parameterized):
         except (ValueError, TypeError) as exc:
             s.notify(f"Path: invalid setting ({exc}).", "error")
             return False
-        metric = _problem_metric(problem)
+        metric = problem_metric(problem)
         if s.running:
             s.pause()  # two solvers on two shared cores would halve both
         self._stop.clear()
@@ -382,7 +297,7 @@ class PathLab(param.Parameterized):
                 path = self._path
                 end = path.end_reason if len(path) else "stopped"
                 stopped = self._stop.is_set() or end == "stopped"
-                self._message = self._end_message(path)
+                self._message = end_message(path)
                 self._status = "grid" if (grid and not stopped and len(path)) else (
                     "stopped" if stopped else "done")
                 self._publish_locked()
@@ -424,14 +339,6 @@ class PathLab(param.Parameterized):
                     self._publish_locked()
                     last_pub = now
 
-    @staticmethod
-    def _end_message(path: RegPath) -> str:
-        if not len(path):
-            return "Stopped before the first breakpoint."
-        end = path.end_reason
-        return (f"{len(path)} breakpoints, λ from {path.lams[0]:.4g} down to {path.lams[-1]:.4g}; "
-                f"end: {END_REASONS.get(end, end)}.")
-
     def _checkpoint(self, j: int, solver) -> None:
         """Keep ``solver`` (a copy of breakpoint j's) within CHECKPOINT_BUDGET_BYTES: indices that
         are multiples of the stride, plus the latest (call with the lock held)."""
@@ -453,10 +360,10 @@ class PathLab(param.Parameterized):
     def _make_snapshot(self) -> PathSnapshot:
         # the worker appends outside the lock: read a consistent prefix of the path
         path = self._path.snapshot() if self._path is not None else None
-        cols = _empty_cols()
+        cols = empty_cols()
         n_points, end, lam_end = 0, "", math.nan
         if path is not None and len(path):
-            cols = {c: _frozen(path.column(c)) for c in COLUMNS}
+            cols = {c: frozen(path.column(c)) for c in COLUMNS}
             n_points = len(path)
             end = str(cols_end(path))
             lam_end = path.lam_end
@@ -464,7 +371,7 @@ class PathLab(param.Parameterized):
             self._elapsed = time.perf_counter() - self._t0
         if self._status in ("stopped", "done", "grid", "error") and n_points and not end:
             end = "stopped"
-        grid = {k: _frozen(np.array([r[k] for r in self._grid_rows], dtype=np.float64))
+        grid = {k: frozen(np.array([r[k] for r in self._grid_rows], dtype=np.float64))
                 for k in ("lam", "cum_passes", "cum_time_s", "test_error", "test_metric", "exact_gap")}
         cfg = self._cfg
         return PathSnapshot(
@@ -511,7 +418,7 @@ class PathLab(param.Parameterized):
             self._opened = True
             self._status = "done"
             self._label = "as saved in the store"
-            self._message = f"opened {directory}: " + self._end_message(path)
+            self._message = f"opened {directory}: " + end_message(path)
             self._publish_locked()
         return True
 
@@ -558,7 +465,7 @@ class PathLab(param.Parameterized):
                 te = float(path.column("test_error")[j])
                 if not math.isfinite(te) and problem.test is not None:
                     te = float(problem.model.error(w, problem.test))
-                metric = _problem_metric(problem)
+                metric = problem_metric(problem)
                 tm = float(path.column("test_metric")[j]) if metric is not None else math.nan
                 if metric is not None and not math.isfinite(tm):
                     tm = float(metric.fn(w))
@@ -672,13 +579,6 @@ class PathLab(param.Parameterized):
                             busy=f"loading the path's model at λ = {lam:.4g}"
                                  + (f" (replaying {replay} breakpoint(s))" if replay else "") + "…",
                             note=note, origin=f"path, λ={lam:.4g}")
-
-
-def _problem_metric(problem):
-    """The problem's headline test metric as a PathMetric (CoNLL: chunk F1), or None (OCR: its
-    metric is the test error, recorded anyway)."""
-    spec = getattr(problem, "spec", None)
-    return None if spec is None else spec.path_metric(problem.model, problem.test)
 
 
 def _replay_step(solver, prev_row: dict, cfg: PathConfig, exact: bool):
