@@ -65,33 +65,21 @@ import numpy as np
 import param
 
 from gaplab.core.regpath import (HEURISTIC_KAPPA, PathConfig, PathFileError, PathStoreError, RegPath, induction_step,
-                                 iter_grid, iter_path, path_defaults, prop1_warm_start)
+                                 path_defaults, prop1_warm_start)
 
 from .pathlab_snapshot import COLUMNS, PathSnapshot, cols_end, empty_cols, end_message, frozen, problem_metric
+from .pathlab_worker import MAX_BREAKPOINTS, MAX_PASSES_PER_BREAKPOINT, PathWorker
 
-__all__ = ["PathLab", "CHECKPOINT_BUDGET_BYTES", "REPLAY_AUTO_S"]
+__all__ = ["PathLab", "REPLAY_AUTO_S"]
 
-CHECKPOINT_BUDGET_BYTES = 256 * 2**20   # solver copies kept for picking λ (per session)
-MAX_BREAKPOINTS = 2000
-MAX_PASSES_PER_BREAKPOINT = 200.0
 _PATH_DEFAULTS = path_defaults()  # ε, κ and λ_min start at PathConfig's defaults
-PUBLISH_PERIOD_S = 0.1
 #: a pick loads the dual point into the session's solver by itself only when replaying from the
 #: nearest checkpoint is expected to take at most this long (the breakpoints' own solve times);
 #: otherwise it shows w_at(λ) read from the store at once and offers the load as a button
 REPLAY_AUTO_S = 2.0
 
 
-def grid_lams(lam_hi: float, lam_lo: float) -> np.ndarray:
-    """The paper's grid 2^k restricted to [lam_lo, lam_hi], decreasing (at least one value)."""
-    hi = math.floor(math.log2(lam_hi))
-    lo = math.ceil(math.log2(max(lam_lo, 1e-300)))
-    if lo > hi:
-        return np.array([2.0 ** hi])
-    return 2.0 ** np.arange(hi, lo - 1, -1, dtype=np.float64)
-
-
-class PathLab(param.Parameterized):
+class PathLab(PathWorker, param.Parameterized):
     """Settings, worker and results of the regularization path of one :class:`Session`.
 
     The solver run at every breakpoint is the session's (sampling, p, step kind, cache, gap
@@ -252,105 +240,6 @@ class PathLab(param.Parameterized):
             self._reset_state()
             self._status = "closed"
             self._publish_locked()
-
-    # ------------------------------------------------------------------ worker
-    def _worker(self, gen, problem, cfg, scfg, grid, metric=None):
-        try:
-            self._worker_body(gen, problem, cfg, scfg, grid, metric)
-        finally:
-            with self._lock:
-                path = self._path if self._gen == gen else None
-            if path is not None:
-                path.close_store()
-
-    def _worker_body(self, gen, problem, cfg, scfg, grid, metric=None):
-        last_pub = 0.0
-
-        def stop():
-            return self._stop.is_set() or self._gen != gen
-
-        try:
-            for p in iter_path(problem.model, cfg, scfg, test_data=problem.test, test_metric=metric,
-                               should_stop=stop, keep_solver=True):
-                live, p.solver = p.solver, None
-                ck = live.copy()  # the generator warm-starts the next breakpoint from `live`
-                with self._lock:
-                    if self._gen != gen:
-                        return
-                    path = self._path
-                # written to the store outside the lock (fsync); readers (snapshot) take a
-                # consistent prefix, and only the row stays in memory
-                path.append(p)
-                p.w = None
-                with self._lock:
-                    if self._gen != gen:
-                        return
-                    self._checkpoint(p.index, ck)
-                    now = time.perf_counter()
-                    if now - last_pub >= PUBLISH_PERIOD_S or p.end:
-                        self._publish_locked()
-                        last_pub = now
-                del live, ck
-            with self._lock:
-                if self._gen != gen:
-                    return
-                path = self._path
-                end = path.end_reason if len(path) else "stopped"
-                stopped = self._stop.is_set() or end == "stopped"
-                self._message = end_message(path)
-                self._status = "grid" if (grid and not stopped and len(path)) else (
-                    "stopped" if stopped else "done")
-                self._publish_locked()
-            if self._status == "grid":
-                self._run_grid(gen, problem, cfg, scfg, stop, metric)
-        except Exception as exc:  # never kill the server: report it in the tab and as a notification
-            with self._lock:
-                if self._gen != gen:
-                    return
-                self._status = "error"
-                self._message = f"Path error: {type(exc).__name__}: {exc}"
-                self._publish_locked()
-            self.session.notify(self._message, "error")
-            return
-        with self._lock:
-            if self._gen != gen:
-                return
-            if self._status in ("running", "grid"):
-                self._status = "stopped" if self._stop.is_set() else "done"
-            self._publish_locked()
-
-    def _run_grid(self, gen, problem, cfg, scfg, stop, metric=None):
-        with self._lock:
-            if self._gen != gen:
-                return
-            path = self._path.snapshot()
-        lo = path.lam_end if math.isfinite(path.lam_end) and path.lam_end > 0 else cfg.lam_min
-        lams = grid_lams(path.lam_inf, max(lo, cfg.lam_min))
-        last_pub = 0.0
-        for g in iter_grid(problem.model, lams, eps=cfg.eps, warm_start="primal", solver_config=scfg,
-                           test_data=problem.test, max_passes_per_point=MAX_PASSES_PER_BREAKPOINT,
-                           should_stop=stop, test_metric=metric):
-            with self._lock:
-                if self._gen != gen:
-                    return
-                self._grid_rows.append(g.row())
-                now = time.perf_counter()
-                if now - last_pub >= PUBLISH_PERIOD_S or g.end:
-                    self._publish_locked()
-                    last_pub = now
-
-    def _checkpoint(self, j: int, solver) -> None:
-        """Keep ``solver`` (a copy of breakpoint j's) within CHECKPOINT_BUDGET_BYTES: indices that
-        are multiples of the stride, plus the latest (call with the lock held)."""
-        self._ck[j] = solver
-        size = max(int(solver.memory_bytes()), 1)
-        cap = max(1, CHECKPOINT_BUDGET_BYTES // size)
-        for k in [k for k in self._ck if k != j and k % self._stride]:
-            del self._ck[k]
-        while sum(1 for k in self._ck if k % self._stride == 0) > cap:
-            self._stride *= 2
-            for k in [k for k in self._ck if k != j and k % self._stride]:
-                del self._ck[k]
 
     # ------------------------------------------------------------------ snapshots
     def _publish_locked(self):
