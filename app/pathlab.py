@@ -9,10 +9,11 @@ lab's other concerns are in the modules next to it, one each:
 - :mod:`gaplab.app.pathlab_snapshot`: :class:`~gaplab.app.pathlab_snapshot.PathSnapshot`, what
   the views draw, with the path's columns and end reasons;
 - :mod:`gaplab.app.pathlab_worker`: the lab's worker thread (the path, then the grid search) and
-  the solver checkpoints it keeps within a memory budget (:class:`PathWorker`);
+  the solver checkpoints it keeps within a memory budget
+  (:class:`~gaplab.app.pathlab_worker.PathWorker`);
 - :mod:`gaplab.app.pathlab_pick`: picking a λ (w_at(λ) read from the path's on-disk store, the
   dual point replayed from a checkpoint and loaded into the session's solver) and opening a saved
-  path store (:class:`PathPicker`).
+  path store (:class:`~gaplab.app.pathlab_pick.PathPicker`).
 
 A :class:`PathLab` has its own worker thread and stop flag, next to the session's worker: the
 path builds its own solvers on the session's model and never touches the session's solver.

@@ -62,7 +62,8 @@ def grid_lams(lam_hi: float, lam_lo: float) -> np.ndarray:
 class PathWorker:
     """The worker thread of a :class:`~gaplab.app.pathlab.PathLab` (a mixin: the lab's
     ``_lock``, ``_gen``, ``_stop``, ``_path``, ``_grid_rows``, ``_ck``, ``_stride``, ``_status``
-    and ``_message`` are its state; :meth:`PathLab.start` starts :meth:`_worker`)."""
+    and ``_message`` are its state; :meth:`~gaplab.app.pathlab.PathLab.start` starts
+    :meth:`_worker`)."""
 
     def _worker(self, gen, problem, cfg, scfg, grid, metric=None):
         try:
