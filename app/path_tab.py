@@ -3,7 +3,7 @@ certificates against λ, the problem's test metric against λ (CoNLL: chunk F1, 
 test error), read from the path's rows (never from its weights), and a λ picker that loads the path's model at λ
 into the session's solver (then the Step and Convergence tabs show that model).
 
-Every number comes from :class:`~gaplab.app.pathlab.PathSnapshot` (computed by
+Every number comes from :class:`~gaplab.app.pathlab_snapshot.PathSnapshot` (computed by
 :mod:`gaplab.core.regpath`); plots are Bokeh figures whose sources are replaced in place.
 """
 from __future__ import annotations
@@ -416,7 +416,7 @@ class PathView:
                          "(solver time)</span>")
             end = ps.end
             if end:
-                from .pathlab import END_REASONS
+                from .pathlab_snapshot import END_REASONS
                 parts.append(f"end: <b class='gaplab-path-end'>{esc(end)}</b> "
                              f"<span style='color:#666'>({esc(END_REASONS.get(end, end))})</span>")
             if len(ps.grid["lam"]):

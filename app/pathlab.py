@@ -2,55 +2,21 @@
 trace a path live, compare it with a warm-started grid search, pick a λ and load its model into
 the session's solver. No Panel import (testable headless); :mod:`gaplab.app.path_tab` draws it.
 
-Threading
----------
-A :class:`PathLab` has its own worker thread (``gaplab-path-<session id>``) and stop flag, next
-to the session's worker: the path builds its own solvers on the session's model and never
-touches the session's solver. The worker consumes :func:`gaplab.core.regpath.iter_path` (then,
-optionally, :func:`~gaplab.core.regpath.iter_grid`), appends every breakpoint to a
-:class:`~gaplab.core.regpath.RegPath` as soon as it is computed and publishes an immutable
-:class:`PathSnapshot` (at most every 100 ms, and at the end). Stop sets the flag that the core
-polls after every solver pass and between breakpoints.
+This module holds :class:`PathLab`: the path's settings (``param``), the lab's state, its life
+cycle (Start, Stop, reset when the dataset changes, close) and the snapshots it publishes. The
+lab's other concerns are in the modules next to it, one each:
 
-Picking a λ: which dual point, and how memory stays bounded
------------------------------------------------------------
-A primal w alone is not a dual point: the solver needs the α_j the breakpoint was computed
-from (its gap estimates, the Proposition-1 certificate, the atoms of pairwise/away steps). One
-solver state per breakpoint costs 5 MB on OCR-small, 45 MB on OCR-large and 195 MB on CoNLL
-(a path has ~200 breakpoints at ε = 0.1), so the lab keeps **checkpoints**: copies of the
-breakpoint solvers at indices j ≡ 0 mod s plus the latest one, within
-:data:`CHECKPOINT_BUDGET_BYTES`; when the budget would be exceeded, the stride s doubles and
-every other checkpoint is dropped (an even spread over the path at any time).
+- :mod:`gaplab.app.pathlab_snapshot`: :class:`~gaplab.app.pathlab_snapshot.PathSnapshot`, what
+  the views draw, with the path's columns and end reasons;
+- :mod:`gaplab.app.pathlab_worker`: the lab's worker thread (the path, then the grid search) and
+  the solver checkpoints it keeps within a memory budget
+  (:class:`~gaplab.app.pathlab_worker.PathWorker`);
+- :mod:`gaplab.app.pathlab_pick`: picking a λ (w_at(λ) read from the path's on-disk store, the
+  dual point replayed from a checkpoint and loaded into the session's solver) and opening a saved
+  path store (:class:`~gaplab.app.pathlab_pick.PathPicker`).
 
-A pick (:meth:`PathLab.pick`) first reads w_at(λ) from the path's store (below; one breakpoint
-file, tens of ms even on CoNLL) and publishes its test error and test metric
-(:attr:`PathSnapshot.w_info`). Loading the dual point into the session's solver follows at once
-when the replay from the nearest checkpoint is short (the breakpoints' own solve times sum to at
-most :data:`REPLAY_AUTO_S`: always on OCR, where every few breakpoints have a checkpoint);
-otherwise (a late λ on CoNLL, where one 195 MB checkpoint fits the budget and the replay takes
-minutes) the pick stops there and :attr:`PathSnapshot.pending_load` offers the load, which the
-tab shows as a button.
-
-To load λ's dual point: j = the path's piece containing λ. From the closest
-checkpoint j' <= j the lab *replays* the induction steps j'+1..j exactly as ``iter_path`` did
-them (Proposition-1 warm start, then the same solver run to κε; the solver state holds its RNG,
-so the replay is deterministic and is checked against the stored w_j), then warm-starts at λ:
-Proposition 1 (``prop1_warm_start``: w kept, α rescaled towards the ground truth, gap estimates
-moved by (1 − ρ)δ_i) for λ in [λ_{j+1}, λ_j], or the dual warm start (α kept, w scaled by λ_0/λ)
-above λ_0 = λ_∞. Either way the loaded solver's w is exactly ``RegPath.w_at(λ)``. The work runs
-in the session's worker thread (status "loading"), never in the UI thread; a counted exact gap
-pass then shows the model's duality gap and test error.
-
-The path's weights W (J × d float64) are not kept in memory: every breakpoint is streamed to an
-on-disk path store (:mod:`gaplab.core.regpath.store`, a temporary directory owned by the lab and
-removed on reset/close) as soon as it is computed, so a CoNLL path (d = 7.4 M) keeps all its
-breakpoints; the plots use the rows only (no weights), and ``w_at(λ)`` reads the one breakpoint
-file it needs. The grid search keeps its rows only.
-
-Opening a saved path store (:meth:`PathLab.open_store`, e.g. one written by
-``gaplab path --store DIR``) shows its rows on the current dataset (n and d checked); a pick on
-such a path, which has no solver checkpoints, reads ``w_at(λ)`` from the store and reports its
-test error (:attr:`PathSnapshot.w_info`) instead of loading a solver.
+A :class:`PathLab` has its own worker thread and stop flag, next to the session's worker: the
+path builds its own solvers on the session's model and never touches the session's solver.
 """
 from __future__ import annotations
 
@@ -59,124 +25,23 @@ import shutil
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import param
 
-from gaplab.core.regpath import (HEURISTIC_KAPPA, PathConfig, PathFileError, PathStoreError, RegPath, induction_step,
-                                 iter_grid, iter_path, path_defaults, prop1_warm_start)
+from gaplab.core.regpath import HEURISTIC_KAPPA, PathConfig, RegPath, path_defaults
 
-__all__ = ["PathLab", "PathSnapshot", "CHECKPOINT_BUDGET_BYTES", "REPLAY_AUTO_S"]
+from .pathlab_pick import PathPicker
+from .pathlab_snapshot import COLUMNS, PathSnapshot, cols_end, empty_cols, frozen, problem_metric
+from .pathlab_worker import MAX_BREAKPOINTS, MAX_PASSES_PER_BREAKPOINT, PathWorker
 
-CHECKPOINT_BUDGET_BYTES = 256 * 2**20   # solver copies kept for picking λ (per session)
-MAX_BREAKPOINTS = 2000
-MAX_PASSES_PER_BREAKPOINT = 200.0
+__all__ = ["PathLab"]
+
 _PATH_DEFAULTS = path_defaults()  # ε, κ and λ_min start at PathConfig's defaults
-PUBLISH_PERIOD_S = 0.1
-#: a pick loads the dual point into the session's solver by itself only when replaying from the
-#: nearest checkpoint is expected to take at most this long (the breakpoints' own solve times);
-#: otherwise it shows w_at(λ) read from the store at once and offers the load as a button
-REPLAY_AUTO_S = 2.0
-
-#: the columns of the path drawn by the views
-COLUMNS = ("lam", "rho", "gap", "exact_gap", "next_lam", "delta", "passes", "cum_passes", "cum_time_s",
-           "test_error", "test_metric", "certified")
-
-END_REASONS = {
-    "rho<=0": "ρ ≤ 0: the last w is ε-approximate for every smaller λ",
-    "lam_min": "λ_min reached",
-    "not_converged": "a breakpoint did not reach κε within its pass budget",
-    "time_limit": "time limit",
-    "stopped": "stopped",
-    "max_breakpoints": "breakpoint cap reached",
-    "stalled": "stalled (gap ≥ ε at a breakpoint)",
-}
 
 
-def _frozen(a):
-    a = np.array(a, copy=True)
-    a.setflags(write=False)
-    return a
-
-
-@dataclass(frozen=True)
-class PathSnapshot:
-    """What the path views draw (immutable; columns are read-only arrays)."""
-
-    version: int
-    status: str                 # "idle", "running", "grid", "done", "stopped", "error"
-    dataset: str
-    kind: str                   # "eps" or "heuristic"
-    eps: float
-    kappa: float
-    lam_min: float
-    solver_label: str
-    cols: dict                  # COLUMNS -> arrays, one entry per breakpoint
-    n_points: int
-    end: str                    # end reason of the path ("" while computing)
-    lam_end: float              # the path covers [lam_end, ∞)
-    grid: dict                  # lam, cum_passes, cum_time_s, test_error, test_metric, exact_gap (rows so far)
-    elapsed_s: float
-    checkpoints: tuple          # breakpoint indices with a stored solver
-    picked: float               # λ last loaded into the session (NaN: none)
-    picked_piece: int
-    message: str = ""
-    max_breakpoints: int = 0
-    settings: dict = field(default_factory=dict)
-    store: str = ""             # the path store the breakpoints are in ("" before any)
-    opened: bool = False        # the path was opened from a saved store (no solver checkpoints)
-    w_info: dict = field(default_factory=dict)  # last w_at(λ) read from the store: lam, piece, nnz, ...
-    metric: dict = field(default_factory=dict)  # the headline test metric recorded per breakpoint
-    #                                             (column test_metric): name, higher_is_better; {}: none
-    pending_load: dict = field(default_factory=dict)  # picked λ whose dual point was not loaded (the
-    #                                             replay would be long): lam, piece, base, replay, est_s
-
-    @property
-    def shown_metric(self) -> tuple[str, str, bool]:
-        """(column, name, higher_is_better) of the test metric the views plot against λ: the
-        problem's headline metric recorded in the rows (CoNLL: "chunk F1") when there is one with
-        a finite value, else the test error (OCR; and a store written before the column)."""
-        name = self.metric.get("name") if self.metric else None
-        if name and (not self.n_points or np.isfinite(self.cols["test_metric"]).any()):
-            return "test_metric", str(name), bool(self.metric.get("higher_is_better", True))
-        return "test_error", "test error", False
-
-    @property
-    def lam_range(self) -> tuple[float, float]:
-        """(lo, hi): the λ a pick can load, [λ_end, λ_0] (NaN, NaN when empty). While the path is
-        computed, λ_end is the lower end of the last breakpoint's certified piece; when the path
-        covers every smaller λ (ρ <= 0), the range goes down to min(λ_min, λ_J/10)."""
-        if not self.n_points:
-            return math.nan, math.nan
-        lams = self.cols["lam"]
-        hi = float(lams[0])
-        lo = self.lam_end
-        if not (math.isfinite(lo) and lo > 0):
-            lo = min(self.lam_min, float(lams[-1]) / 10.0) if lo == 0 else float(lams[-1])
-        return min(lo, hi), hi
-
-
-def cols_end(path: RegPath) -> str:
-    """The end reason of a path's last point ("" while it goes on)."""
-    return str(path.column("end")[-1]) if len(path) else ""
-
-
-def _empty_cols():
-    return {c: _frozen(np.zeros(0, dtype=bool if c == "certified" else np.float64)) for c in COLUMNS}
-
-
-def grid_lams(lam_hi: float, lam_lo: float) -> np.ndarray:
-    """The paper's grid 2^k restricted to [lam_lo, lam_hi], decreasing (at least one value)."""
-    hi = math.floor(math.log2(lam_hi))
-    lo = math.ceil(math.log2(max(lam_lo, 1e-300)))
-    if lo > hi:
-        return np.array([2.0 ** hi])
-    return 2.0 ** np.arange(hi, lo - 1, -1, dtype=np.float64)
-
-
-class PathLab(param.Parameterized):
+class PathLab(PathWorker, PathPicker, param.Parameterized):
     """Settings, worker and results of the regularization path of one :class:`Session`.
 
     The solver run at every breakpoint is the session's (sampling, p, step kind, cache, gap
@@ -283,7 +148,7 @@ class PathLab(param.Parameterized):
         except (ValueError, TypeError) as exc:
             s.notify(f"Path: invalid setting ({exc}).", "error")
             return False
-        metric = _problem_metric(problem)
+        metric = problem_metric(problem)
         if s.running:
             s.pause()  # two solvers on two shared cores would halve both
         self._stop.clear()
@@ -338,113 +203,6 @@ class PathLab(param.Parameterized):
             self._status = "closed"
             self._publish_locked()
 
-    # ------------------------------------------------------------------ worker
-    def _worker(self, gen, problem, cfg, scfg, grid, metric=None):
-        try:
-            self._worker_body(gen, problem, cfg, scfg, grid, metric)
-        finally:
-            with self._lock:
-                path = self._path if self._gen == gen else None
-            if path is not None:
-                path.close_store()
-
-    def _worker_body(self, gen, problem, cfg, scfg, grid, metric=None):
-        last_pub = 0.0
-
-        def stop():
-            return self._stop.is_set() or self._gen != gen
-
-        try:
-            for p in iter_path(problem.model, cfg, scfg, test_data=problem.test, test_metric=metric,
-                               should_stop=stop, keep_solver=True):
-                live, p.solver = p.solver, None
-                ck = live.copy()  # the generator warm-starts the next breakpoint from `live`
-                with self._lock:
-                    if self._gen != gen:
-                        return
-                    path = self._path
-                # written to the store outside the lock (fsync); readers (snapshot) take a
-                # consistent prefix, and only the row stays in memory
-                path.append(p)
-                p.w = None
-                with self._lock:
-                    if self._gen != gen:
-                        return
-                    self._checkpoint(p.index, ck)
-                    now = time.perf_counter()
-                    if now - last_pub >= PUBLISH_PERIOD_S or p.end:
-                        self._publish_locked()
-                        last_pub = now
-                del live, ck
-            with self._lock:
-                if self._gen != gen:
-                    return
-                path = self._path
-                end = path.end_reason if len(path) else "stopped"
-                stopped = self._stop.is_set() or end == "stopped"
-                self._message = self._end_message(path)
-                self._status = "grid" if (grid and not stopped and len(path)) else (
-                    "stopped" if stopped else "done")
-                self._publish_locked()
-            if self._status == "grid":
-                self._run_grid(gen, problem, cfg, scfg, stop, metric)
-        except Exception as exc:  # never kill the server: report it in the tab and as a notification
-            with self._lock:
-                if self._gen != gen:
-                    return
-                self._status = "error"
-                self._message = f"Path error: {type(exc).__name__}: {exc}"
-                self._publish_locked()
-            self.session.notify(self._message, "error")
-            return
-        with self._lock:
-            if self._gen != gen:
-                return
-            if self._status in ("running", "grid"):
-                self._status = "stopped" if self._stop.is_set() else "done"
-            self._publish_locked()
-
-    def _run_grid(self, gen, problem, cfg, scfg, stop, metric=None):
-        with self._lock:
-            if self._gen != gen:
-                return
-            path = self._path.snapshot()
-        lo = path.lam_end if math.isfinite(path.lam_end) and path.lam_end > 0 else cfg.lam_min
-        lams = grid_lams(path.lam_inf, max(lo, cfg.lam_min))
-        last_pub = 0.0
-        for g in iter_grid(problem.model, lams, eps=cfg.eps, warm_start="primal", solver_config=scfg,
-                           test_data=problem.test, max_passes_per_point=MAX_PASSES_PER_BREAKPOINT,
-                           should_stop=stop, test_metric=metric):
-            with self._lock:
-                if self._gen != gen:
-                    return
-                self._grid_rows.append(g.row())
-                now = time.perf_counter()
-                if now - last_pub >= PUBLISH_PERIOD_S or g.end:
-                    self._publish_locked()
-                    last_pub = now
-
-    @staticmethod
-    def _end_message(path: RegPath) -> str:
-        if not len(path):
-            return "Stopped before the first breakpoint."
-        end = path.end_reason
-        return (f"{len(path)} breakpoints, λ from {path.lams[0]:.4g} down to {path.lams[-1]:.4g}; "
-                f"end: {END_REASONS.get(end, end)}.")
-
-    def _checkpoint(self, j: int, solver) -> None:
-        """Keep ``solver`` (a copy of breakpoint j's) within CHECKPOINT_BUDGET_BYTES: indices that
-        are multiples of the stride, plus the latest (call with the lock held)."""
-        self._ck[j] = solver
-        size = max(int(solver.memory_bytes()), 1)
-        cap = max(1, CHECKPOINT_BUDGET_BYTES // size)
-        for k in [k for k in self._ck if k != j and k % self._stride]:
-            del self._ck[k]
-        while sum(1 for k in self._ck if k % self._stride == 0) > cap:
-            self._stride *= 2
-            for k in [k for k in self._ck if k != j and k % self._stride]:
-                del self._ck[k]
-
     # ------------------------------------------------------------------ snapshots
     def _publish_locked(self):
         self._version += 1
@@ -453,10 +211,10 @@ class PathLab(param.Parameterized):
     def _make_snapshot(self) -> PathSnapshot:
         # the worker appends outside the lock: read a consistent prefix of the path
         path = self._path.snapshot() if self._path is not None else None
-        cols = _empty_cols()
+        cols = empty_cols()
         n_points, end, lam_end = 0, "", math.nan
         if path is not None and len(path):
-            cols = {c: _frozen(path.column(c)) for c in COLUMNS}
+            cols = {c: frozen(path.column(c)) for c in COLUMNS}
             n_points = len(path)
             end = str(cols_end(path))
             lam_end = path.lam_end
@@ -464,7 +222,7 @@ class PathLab(param.Parameterized):
             self._elapsed = time.perf_counter() - self._t0
         if self._status in ("stopped", "done", "grid", "error") and n_points and not end:
             end = "stopped"
-        grid = {k: _frozen(np.array([r[k] for r in self._grid_rows], dtype=np.float64))
+        grid = {k: frozen(np.array([r[k] for r in self._grid_rows], dtype=np.float64))
                 for k in ("lam", "cum_passes", "cum_time_s", "test_error", "test_metric", "exact_gap")}
         cfg = self._cfg
         return PathSnapshot(
@@ -480,210 +238,3 @@ class PathLab(param.Parameterized):
             opened=self._opened, w_info=dict(self._w_info),
             metric=dict(path.meta.get("test_metric") or {}) if path is not None else {},
             pending_load=dict(self._pending))
-
-    # ------------------------------------------------------------------ the on-disk store
-    def open_store(self, directory) -> bool:
-        """Show a saved path store (``gaplab path --store DIR``) computed on the session's
-        dataset: its rows at once, ``w_at(λ)`` read on demand by :meth:`pick`. Returns False with
-        a notification naming the problem (not a store, another dataset or d, broken file)."""
-        s = self.session
-        if self.running:
-            s.notify("The path is being computed; Stop it first.", "warning")
-            return False
-        problem = s.problem
-        if s.closed or problem is None:
-            s.notify("Open path store: no dataset is loaded yet.", "warning")
-            return False
-        try:
-            path = RegPath.open(str(directory).strip(), model=problem.model)
-            if path.kind == "grid":
-                raise PathStoreError(f"path store {str(directory)!r} holds a grid search, not a path")
-            if not len(path):
-                raise PathStoreError(f"path store {str(directory)!r} holds no breakpoint")
-            pc = path.meta.get("path_config") or {}
-            cfg = PathConfig(**{k: (float(v) if isinstance(v, str) else v) for k, v in pc.items()})
-        except (PathStoreError, PathFileError, FileNotFoundError, ValueError, TypeError) as exc:
-            s.notify(f"Open path store: {exc}", "error")
-            return False
-        with self._lock:
-            self._reset_state()
-            self._problem, self._cfg, self._path = problem, cfg, path
-            self._opened = True
-            self._status = "done"
-            self._label = "as saved in the store"
-            self._message = f"opened {directory}: " + self._end_message(path)
-            self._publish_locked()
-        return True
-
-    def w_at(self, lam: float) -> np.ndarray:
-        """The path's w at λ, read from its store (only the breakpoint of λ's piece)."""
-        with self._lock:
-            path = None if self._path is None else self._path.snapshot()
-        if path is None or not len(path):
-            raise ValueError("no path yet")
-        return path.w_at(float(lam))
-
-    def _pick_from_store(self, lam: float, path: RegPath, problem) -> bool:
-        """Read w_at(λ) from the store in a thread; publish its piece, nnz, read time, test error
-        and test metric (no solver is loaded: an opened store has no dual point to warm-start
-        from)."""
-        s = self.session
-        try:
-            j, _scale = path.piece_at(lam)
-        except ValueError as exc:
-            s.notify(f"Pick: {exc}.", "warning")
-            return False
-        with self._lock:
-            self._pending = {}
-        self._read_w_at(lam, j, path, problem)
-        return True
-
-    def _read_w_at(self, lam: float, j: int, path: RegPath, problem) -> None:
-        """In a thread: w_at(λ) from the path's store (one breakpoint file) and its test numbers,
-        published as :attr:`PathSnapshot.w_info` (tens of ms on CoNLL: no solver involved)."""
-        s = self.session
-        with self._lock:
-            self._pick_seq += 1
-            seq = self._pick_seq
-        t_pick = time.perf_counter()
-
-        def job():
-            try:
-                t0 = time.perf_counter()
-                w = path.w_at(lam)
-                read_s = time.perf_counter() - t0
-                # w_at(λ) is w_j (or, above λ_0, a positive multiple with the same predictions):
-                # its test numbers are the ones recorded in breakpoint j's row; computed only
-                # when the row lacks them (a store written without test data or metric)
-                te = float(path.column("test_error")[j])
-                if not math.isfinite(te) and problem.test is not None:
-                    te = float(problem.model.error(w, problem.test))
-                metric = _problem_metric(problem)
-                tm = float(path.column("test_metric")[j]) if metric is not None else math.nan
-                if metric is not None and not math.isfinite(tm):
-                    tm = float(metric.fn(w))
-            except (PathStoreError, ValueError, OSError) as exc:
-                s.notify(f"Pick: {exc}", "error")
-                return
-            info = {"lam": lam, "piece": j, "nnz": int(np.count_nonzero(w)), "d": int(w.size),
-                    "read_s": read_s, "test_error": te, "norm": float(np.linalg.norm(w)),
-                    "test_metric": tm, "metric": metric.name if metric is not None else "",
-                    "total_s": time.perf_counter() - t_pick}
-            with self._lock:
-                if (self._path is not None and self._path.store == path.store and self._problem is problem
-                        and self._pick_seq == seq):   # a later pick's numbers are not overwritten
-                    self._picked, self._picked_piece, self._w_info = lam, j, info
-                    self._publish_locked()
-
-        threading.Thread(target=job, name="gaplab-path-w-at", daemon=True).start()
-
-    # ------------------------------------------------------------------ picking a λ
-    def pick(self, lam: float, load: bool | None = None) -> bool:
-        """Pick ``lam`` on the path: w_at(λ) is read from the path's store at once (its test
-        numbers in :attr:`PathSnapshot.w_info`) and the path's model at λ (its dual point) is
-        loaded into the session's solver, in the session's worker thread. Returns False with a
-        notification if it cannot. See the module docstring.
-
-        Parameters
-        ----------
-        lam : float
-            λ > 0 within the path's range.
-        load : bool or None
-            Load the dual point into the solver: None (default) when the replay from the nearest
-            checkpoint is expected to take at most :data:`REPLAY_AUTO_S` seconds (else the pick
-            shows w_at(λ) only and :attr:`PathSnapshot.pending_load` offers the load); True:
-            always; False: never. An opened store has no dual point: never.
-        """
-        s = self.session
-        with self._lock:
-            path = None if self._path is None else self._path.snapshot()
-            cks = dict(self._ck)
-            problem, cfg = self._problem, self._cfg
-            settings = dict(self._settings)
-        try:
-            lam = float(lam)
-        except (TypeError, ValueError):
-            s.notify(f"Pick: λ must be a number, got {lam!r}.", "warning")
-            return False
-        if path is None or not len(path):
-            s.notify("Pick: compute a path first (Start path).", "warning")
-            return False
-        if problem is None or s.problem is not problem:
-            s.notify("Pick: the path was computed on another dataset; start a new path.", "warning")
-            return False
-        if not (math.isfinite(lam) and lam > 0):
-            s.notify(f"Pick: λ must be > 0, got {lam!r}.", "warning")
-            return False
-        if not cks:   # an opened store: no solver checkpoints, read w_at(λ) from the store
-            return self._pick_from_store(lam, path, problem)
-        try:
-            j, _scale = path.piece_at(lam)
-        except ValueError as exc:
-            s.notify(f"Pick: {exc}.", "warning")
-            return False
-        rows = path.rows()
-        base_j = max(k for k in cks if k <= j)   # checkpoint 0 is never dropped
-        replay = j - base_j
-        est_s = float(sum(rows[k]["time_s"] for k in range(base_j + 1, j + 1)))
-        if path.store is not None:   # the numbers of w(λ) at once, from the store
-            self._read_w_at(lam, j, path, problem)
-        if load is None:
-            load = est_s <= REPLAY_AUTO_S or path.store is None
-        if not load:
-            with self._lock:
-                if self._problem is problem:
-                    self._picked, self._picked_piece = lam, j
-                    self._pending = {"lam": lam, "piece": j, "base": base_j, "replay": replay, "est_s": est_s}
-                    self._publish_locked()
-            return True
-        with self._lock:
-            if self._pending:
-                self._pending = {}
-                self._publish_locked()
-        base = cks[base_j]
-        exact = path.kind == "eps"
-        w_j = path.point(j).w   # one row (path.W would stack all J weight vectors)
-
-        def make(should_stop):
-            with self._pick_lock:
-                sol = base
-                for k in range(base_j + 1, j + 1):  # replay the induction steps base_j+1..j
-                    if should_stop():
-                        return None
-                    sol = _replay_step(sol, rows[k - 1], cfg, exact)
-                if j > base_j and not np.allclose(sol.w, w_j, rtol=1e-9, atol=1e-12):
-                    s.notify(f"Pick: the replay of breakpoints {base_j + 1}..{j} differs from the "
-                             "stored path (max |Δw| = "
-                             f"{np.max(np.abs(sol.w - w_j)):.2e}).", "warning")
-                if lam >= rows[j]["lam"]:   # j = 0 and λ >= λ_0: α_∞ kept, w = (λ_0/λ)·w_0
-                    new = sol.warm_start(lam, keep="dual")
-                else:                        # Proposition 1: w_j kept, α_j rescaled (ρ = λ/λ_j)
-                    new = prop1_warm_start(sol, lam, gap=rows[j]["gap"] if exact else math.nan)
-            with self._lock:
-                if self._problem is problem:
-                    self._picked, self._picked_piece = lam, j
-                    self._publish_locked()
-            return new
-
-        note = (f"Loaded the path's model at λ = {lam:.4g} (breakpoint {j}: λ_{j} = {rows[j]['lam']:.4g}"
-                + (f", replayed {replay} breakpoint(s) from the checkpoint at {base_j}" if replay else "")
-                + ").")
-        return s.load_model(make, lam=lam, settings=settings,
-                            busy=f"loading the path's model at λ = {lam:.4g}"
-                                 + (f" (replaying {replay} breakpoint(s))" if replay else "") + "…",
-                            note=note, origin=f"path, λ={lam:.4g}")
-
-
-def _problem_metric(problem):
-    """The problem's headline test metric as a PathMetric (CoNLL: chunk F1), or None (OCR: its
-    metric is the test error, recorded anyway)."""
-    spec = getattr(problem, "spec", None)
-    return None if spec is None else spec.path_metric(problem.model, problem.test)
-
-
-def _replay_step(solver, prev_row: dict, cfg: PathConfig, exact: bool):
-    """One induction step of Alg. 7 exactly as ``iter_path`` takes it (no time limit, no stop
-    flag: the path's points were not stopped either)."""
-    new, _res, _status = induction_step(solver, float(prev_row["next_lam"]), cfg,
-                                        gap=prev_row["gap"] if exact else math.nan)
-    return new

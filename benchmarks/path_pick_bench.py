@@ -62,7 +62,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
 
-    from gaplab.app import pathlab as pl
+    from gaplab.app import pathlab_worker as pl
     from gaplab.app.session import Session
 
     dataset = _register_subset(args.sentences) if args.sentences else "conll2000"

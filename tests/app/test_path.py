@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from gaplab.app import pathlab as pathlab_mod
+from gaplab.app import pathlab_worker
 from gaplab.app.session import Session
 
 SHORT = dict(eps=0.5, lam_min=0.1)   # ~15 breakpoints on OCR-small, about a second
@@ -105,7 +105,7 @@ def test_pick_loads_the_paths_w_into_the_solver(sess):
 
 def test_replay_from_thinned_checkpoints_is_exact(sess, monkeypatch):
     size = sess.solver.memory_bytes()
-    monkeypatch.setattr(pathlab_mod, "CHECKPOINT_BUDGET_BYTES", 3 * size + size // 2)  # 3 checkpoints
+    monkeypatch.setattr(pathlab_worker, "CHECKPOINT_BUDGET_BYTES", 3 * size + size // 2)  # 3 checkpoints
     lab, snap = _short_path(sess)
     path = lab.path
     J = len(path)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import random_chain_data
-from gaplab.app import pathlab as pathlab_mod
+from gaplab.app import pathlab_pick
 from gaplab.app.session import Session
 from gaplab.core import ChainModel
 from gaplab.core.regpath import PathConfig, RegPath, regularization_path
@@ -51,7 +51,7 @@ def test_the_labs_path_is_streamed_to_a_store_and_read_back(sess, monkeypatch):
     assert np.array_equal(sess.solver.w, opened.w_at(lam))
     assert not lab.snapshot.pending_load
     # a pick whose replay would be long (CoNLL) reads w_at(λ) from the store and loads nothing more
-    monkeypatch.setattr(pathlab_mod, "REPLAY_AUTO_S", -1.0)
+    monkeypatch.setattr(pathlab_pick, "REPLAY_AUTO_S", -1.0)
     solver_before = sess.solver
     lam2 = float(np.sqrt(snap.cols["lam"][-2] * snap.cols["lam"][-3]))
     assert lab.pick(lam2)
