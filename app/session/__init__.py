@@ -42,7 +42,7 @@ from .problems import (DATASETS, GAP_CHECK_CHOICES, PROBLEM_CACHE_SIZE, Problem,
                        load_problem)
 from .runloop import CHUNK_TARGET_S, MAX_COMPARISON_RUNS, PASS_FRAME_S, SNAPSHOT_PERIOD_S, SPEED_CHOICES
 from .snapshot import (RECENT_STEPS, STATUS_LABELS, RunRecord, Snapshot, StepInfo, _empty_snapshot, _frozen,
-                       _trace_since, nonuniformity)
+                       nonuniformity)
 
 __all__ = ["Session", "Snapshot", "StepInfo", "RunRecord", "Problem", "load_problem",
            "DATASETS", "GAP_CHECK_CHOICES"]
