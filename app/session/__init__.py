@@ -25,7 +25,7 @@ Modules, one concern each:
 * :mod:`~gaplab.app.session.runloop` — Step, Step ×N, Run, Pause, Stop and the worker thread;
 * :mod:`~gaplab.app.session.publish` — the snapshots a session publishes;
 * :mod:`~gaplab.app.session.snapshot` — :class:`Snapshot`, :class:`StepInfo`, :class:`RunRecord`,
-  :class:`StepRate` (the steps/s of a run);
+  :class:`~gaplab.app.session.snapshot.StepRate` (the steps/s of a run);
 * :mod:`~gaplab.app.session.tracekeep` — the run's trace records kept for plotting (bounded);
 * :mod:`~gaplab.app.session.pictures` — the anatomy's pictures, as the models describe them;
 * :mod:`~gaplab.app.session.problems` — the problems shared by the sessions of a process.
