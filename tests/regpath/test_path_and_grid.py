@@ -485,13 +485,14 @@ def test_bad_grid_options(tiny):
 def test_cli_path_and_grid(tmp_path, capsys):
     from gaplab.cli import main
     out = tmp_path / "p.npz"
-    rc = main(["path", "--dataset", "ocr-small", "--eps", "0.1", "--kappa", "0.9", "--lam-min", "4",
+    # lam-min 1000: ~20 breakpoints, each with its test error (6,251 words)
+    rc = main(["path", "--dataset", "ocr-small", "--eps", "0.1", "--kappa", "0.9", "--lam-min", "1000",
                "--out", str(out), "--every", "5"])
     assert rc == 0
     text = capsys.readouterr().out
     assert "lambda" in text and "end of path" in text
     p = RegPath.load(out)
-    assert p.kind == "eps" and p.meta["dataset"] == "ocr-small" and p.lam_end < 4
+    assert p.kind == "eps" and p.meta["dataset"] == "ocr-small" and p.lam_end < 1000
     out2 = tmp_path / "g.npz"
     rc = main(["grid", "--dataset", "ocr-small", "--lams", "8,4,2", "--warm-start", "primal", "--out", str(out2)])
     assert rc == 0
