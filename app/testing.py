@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 __all__ = ["CHROMIUM_ARGS", "find_chromium", "free_port", "AppServer", "JupyterLabServer", "text_layout",
-           "layout_problems"]
+           "layout_problems", "shadow_texts_js"]
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -98,6 +98,30 @@ class AppServer:
         if getattr(self, "_log", None):
             self._log.close()
         return False
+
+
+#: JavaScript: ``find(root, sel)``, the first element matching ``sel`` in ``root`` or in any
+#: shadow root below it (Panel renders each pane in a shadow root), and ``text(el)``, its text
+#: (a pane's host element: the text of its shadow root), null for no element.
+_SHADOW_FIND_JS = """
+    const find = (root, sel) => {
+        const hit = root.querySelector(sel);
+        if (hit) { return hit; }
+        for (const el of root.querySelectorAll('*')) {
+            if (el.shadowRoot) { const h = find(el.shadowRoot, sel); if (h) { return h; } }
+        }
+        return null;
+    };
+    const text = (e) => e ? (e.shadowRoot ? e.shadowRoot.textContent : e.textContent) : null;"""
+
+
+def shadow_texts_js(**selectors: str) -> str:
+    """A JavaScript function for Playwright's ``page.evaluate``: ``{name: text}`` with, for each
+    ``name=selector``, the text of the first element matching the CSS selector in the page or in
+    any shadow root (None when there is none)."""
+    import json
+    fields = ", ".join(f"{json.dumps(k)}: text(find(document, {json.dumps(sel)}))" for k, sel in selectors.items())
+    return "() => {" + _SHADOW_FIND_JS + "\n    return {" + fields + "};\n}"
 
 
 #: JavaScript run in the page by :func:`text_layout`: every visible text fragment of the page

@@ -26,23 +26,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from gaplab.app.testing import shadow_texts_js
+
 ROOT = Path(__file__).resolve().parents[1]
 
-# Panel renders each pane in a shadow root: search them all
-_READ_JS = """() => {
-    const find = (root, sel) => {
-        const hit = root.querySelector(sel);
-        if (hit) { return hit; }
-        for (const el of root.querySelectorAll('*')) {
-            if (el.shadowRoot) { const h = find(el.shadowRoot, sel); if (h) { return h; } }
-        }
-        return null;
-    };
-    const q = (sel) => { const e = find(document, sel); return e ? e.textContent : null; };
-    const host = find(document, '.gaplab-compiling');   // the banner pane: its text is in its shadow root
-    const banner = host ? (host.shadowRoot ? host.shadowRoot.textContent : host.textContent) : null;
-    return {status: q('.gaplab-status'), banner: banner};
-}"""
+# the status line, and the compiling banner (a pane: its text is in its shadow root)
+_READ_JS = shadow_texts_js(status=".gaplab-status", banner=".gaplab-compiling")
 
 
 def _still(samples, key) -> float:

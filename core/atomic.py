@@ -1,7 +1,7 @@
 """Atomic file outputs and output-path checks made before any work.
 
 Every file gaplab writes (``gaplab train --out``, ``gaplab path/grid --out/--json``,
-:meth:`RegPath.save`, benchmark JSON and figures) goes through :func:`atomic_write`: the bytes
+:meth:`~gaplab.core.regpath.RegPath.save`, benchmark JSON and figures) goes through :func:`atomic_write`: the bytes
 are written to a temporary file in the target's directory, flushed and fsync'ed, and only then
 moved over the target with ``os.replace`` (atomic on POSIX and Windows). A write that fails
 midway (disk full, ``ulimit -f``, Ctrl-C) leaves the previous file intact and no temporary file

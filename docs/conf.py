@@ -43,6 +43,10 @@ templates_path = []
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
 
+# every cross-reference must resolve (with -W a dangling one fails the build); re-exported and
+# short names are resolved by gaplab_docs.resolve_reexports
+nitpicky = True
+
 # autodoc + numpydoc: members follow each module's __all__; no per-member stub pages
 autodoc_member_order = "bysource"
 autodoc_typehints = "none"          # numpydoc's Parameters sections give the types

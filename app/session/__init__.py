@@ -25,7 +25,7 @@ Modules, one concern each:
 * :mod:`~gaplab.app.session.runloop` — Step, Step ×N, Run, Pause, Stop and the worker thread;
 * :mod:`~gaplab.app.session.publish` — the snapshots a session publishes;
 * :mod:`~gaplab.app.session.snapshot` — :class:`Snapshot`, :class:`StepInfo`, :class:`RunRecord`,
-  :class:`StepRate` (the steps/s of a run);
+  :class:`~gaplab.app.session.snapshot.StepRate` (the steps/s of a run);
 * :mod:`~gaplab.app.session.tracekeep` — the run's trace records kept for plotting (bounded);
 * :mod:`~gaplab.app.session.pictures` — the anatomy's pictures, as the models describe them;
 * :mod:`~gaplab.app.session.problems` — the problems shared by the sessions of a process.
@@ -42,7 +42,7 @@ from .problems import (DATASETS, GAP_CHECK_CHOICES, PROBLEM_CACHE_SIZE, Problem,
                        load_problem)
 from .runloop import CHUNK_TARGET_S, MAX_COMPARISON_RUNS, PASS_FRAME_S, SNAPSHOT_PERIOD_S, SPEED_CHOICES
 from .snapshot import (RECENT_STEPS, STATUS_LABELS, RunRecord, Snapshot, StepInfo, _empty_snapshot, _frozen,
-                       _trace_since, nonuniformity)
+                       nonuniformity)
 
 __all__ = ["Session", "Snapshot", "StepInfo", "RunRecord", "Problem", "load_problem",
            "DATASETS", "GAP_CHECK_CHOICES"]

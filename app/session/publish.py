@@ -48,12 +48,8 @@ class SessionPublisher:
             gprev = float(self._draw_p[2][i])
             unvisited = int(np.count_nonzero(np.isposinf(self._draw_p[2])))
         self._draw_p = None
-        self._last_step = StepInfo(
-            iteration=r.iteration, block=i, kind=r.kind, cache_hit=r.cache_hit, drop=r.drop,
-            oracle_called=r.oracle_called, gamma=r.gamma, gamma_max=r.gamma_max,
-            gap_before=r.block_gap_estimate, direction_gap=r.direction_gap,
-            gap_after=s.block_gap_now(i), improvement=r.improvement,
-            active_set_size=r.active_set_size, truth=truth["labels"], fw_corner=fw["labels"],
+        self._last_step = StepInfo.from_record(
+            r, gap_after=s.block_gap_now(i), truth=truth["labels"], fw_corner=fw["labels"],
             away_corner=away["labels"] if away else None,
             panels=role_panels(truth, fw, away, fw_name), picker=truth["picker"], legend=truth["legend"],
             subtitle=truth["text"],

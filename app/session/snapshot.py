@@ -4,11 +4,11 @@ anatomy of the last block step (:class:`StepInfo`) and frozen comparison runs
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from gaplab.core import Solver
+from gaplab.core.solver_records import StepRecord
 
 RECENT_STEPS = 200            # steps shown in the cache hit/miss timeline
 STATUS_LABELS = {"idle": "ready", "running": "running", "paused": "paused", "stopped": "stopped",
@@ -23,30 +23,21 @@ def _frozen(a):
 
 
 @dataclass(frozen=True)
-class StepInfo:
-    """The anatomy of the last block step (Paper: Alg. 1 lines 3-11, Alg. 3-5).
+class StepInfo(StepRecord):
+    """The anatomy of the last block step (Paper: Alg. 1 lines 3-11, Alg. 3-5): the core's
+    :class:`~gaplab.core.solver_records.StepRecord` of the step (its fields, with ``fw_corner``,
+    ``away_corner`` as the model's display labellings, tuples) and what the app draws of it.
 
-    ``gap_before`` is the block gap the step's oracle call returned (exact at the step's iterate;
-    on a cache hit it is the stale estimate); ``gap_after`` is the block gap at the current w
-    measured with one diagnostic oracle call that is not counted.
+    ``gap_before`` is the block gap the step's oracle call returned (the record's
+    ``block_gap_estimate``: exact at the step's iterate; on a cache hit the stale estimate);
+    ``gap_after`` is the block gap at the current w measured with one diagnostic oracle call
+    that is not counted. Made by :meth:`from_record`.
     """
 
-    iteration: int
-    block: int
-    kind: str
-    cache_hit: bool
-    drop: bool
-    oracle_called: bool
-    gamma: float
-    gamma_max: float
-    gap_before: float
-    direction_gap: float
-    gap_after: float
-    improvement: float
-    active_set_size: int
-    truth: tuple
-    fw_corner: tuple
-    away_corner: tuple | None
+    fw_corner: tuple | None = None
+    away_corner: tuple | None = None
+    gap_after: float = math.nan
+    truth: tuple = ()
     image: np.ndarray | None = field(default=None, repr=False)  # uint8 (T, h, w): a picture per position
     tokens: tuple | None = None         # the words of the positions (e.g. a sentence)
     note: str = ""                      # toy: "hard block" / "easy block"
@@ -62,6 +53,16 @@ class StepInfo:
     legend: str = ""                    # the model's legend of its pictures (plain text)
     subtitle: str = ""                  # the model's one-line text of the ground truth
 
+    @property
+    def gap_before(self) -> float:
+        """The block gap the step's oracle call returned (``block_gap_estimate``)."""
+        return self.block_gap_estimate
+
+    @classmethod
+    def from_record(cls, record: StepRecord, **shown) -> "StepInfo":
+        """The anatomy of ``record``'s step: the record's fields, then ``shown`` (the app's
+        fields; ``fw_corner``, ``away_corner``: the model's display labellings) over them."""
+        return cls(**{**{f.name: getattr(record, f.name) for f in fields(StepRecord)}, **shown})
 
 
 @dataclass(frozen=True)
@@ -190,8 +191,3 @@ def _empty_snapshot(sid, dataset, status, message_count, config) -> Snapshot:
         active_set_sizes=None, cache_sizes=None, trace=(), manual_checks=(), active_history=(),
         recent_steps=_frozen(np.zeros((0, 3))), last_step=None, step_counts={}, has_test=False,
         tracks_atoms=False, chi_cubed=math.nan, comparison=(), config=config)
-
-
-def _trace_since(solver: Solver, start: int) -> list:
-    # the core's records are only appended: fetch the new ones
-    return solver.trace(since=start)

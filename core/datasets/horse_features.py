@@ -223,7 +223,7 @@ def extract_superpixel_counts(pairs: list, train_idx, prm: HorseFeatureParams,
     Parameters
     ----------
     pairs : list of (stem, photo path, mask path)
-        From :func:`find_image_pairs`.
+        From :func:`~gaplab.core.datasets.horse.find_image_pairs`.
     train_idx : array of int
         The training images: the vocabularies are fitted on samples of these images only.
     prm : HorseFeatureParams

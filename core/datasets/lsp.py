@@ -269,7 +269,7 @@ class PoseData:
     @property
     def label_names(self):
         """None: a labelling's entries are cells and types, not named labels (the app shows
-        :meth:`PoseModel.describe_block`'s ``label_text`` instead)."""
+        :meth:`~gaplab.core.models.PoseModel.describe_block`'s ``label_text`` instead)."""
         return None
 
     @property

@@ -43,7 +43,7 @@ class Store:
     Parameters
     ----------
     path : str or Path
-        The store directory (created by :meth:`create`, or opened if it exists).
+        The store directory (created by :meth:`open_for`, or opened if it exists).
 
     Raises
     ------

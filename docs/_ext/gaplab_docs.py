@@ -11,8 +11,9 @@
   each file measures (:data:`RESULT_GROUPS`), and ````` ```{module-map} ````` the repository's
   folders and modules with the first sentence of each docstring (:func:`module_map`).
 
-Generated files are written only when their text changes (incremental builds stay cheap) and
-are ignored by git. Nothing here touches the network.
+Generated files are written only when their text changes (incremental builds stay cheap), a
+generated folder holds nothing else (:func:`write_pages`), and they are ignored by git.
+Nothing here touches the network.
 """
 from __future__ import annotations
 
@@ -37,12 +38,13 @@ API_SECTIONS = (
                      "gaplab.core.solver_state", "gaplab.core.problems", "gaplab.core.estimator",
                      "gaplab.core.reference",
                      "gaplab.core.warmup")),
-    ("Models", ("gaplab.core.models", "gaplab.core.models.protocol")),
+    ("Models", ("gaplab.core.models", "gaplab.core.models.protocol", "gaplab.core.models.display")),
     ("Data sets", ("gaplab.core.datasets",)),
     ("Regularization path", ("gaplab.core.regpath", "gaplab.core.regpath.store")),
     ("Sweeps and figures", ("gaplab.core.sweep", "gaplab.plots")),
     ("Files and Ctrl-C", ("gaplab.core.atomic", "gaplab.core.interrupt")),
     ("Teaching examples", ("gaplab.toy_examples",)),
+    ("The app", ("gaplab.app", "gaplab.app.session")),
 )
 
 # benchmarks/results/: (what is measured, file patterns, the scripts that write them)
@@ -88,10 +90,20 @@ def _write_if_changed(path: Path, text: str) -> None:
         path.write_text(text, encoding="utf-8")
 
 
-def _remove_stale(folder: Path, keep: set[str], suffix: str) -> None:
-    for p in folder.glob(f"*{suffix}"):
-        if p.name not in keep:
-            p.unlink()
+def write_pages(folder: Path, pages: dict[str, str]) -> None:
+    """Make ``folder`` hold exactly ``pages`` ({file name: text}): every other file or folder in
+    it is removed first (whatever its suffix: the pages of a module that moved, or of an older
+    generator, would otherwise be built too), then each page is written when its text changed."""
+    import shutil
+    folder.mkdir(parents=True, exist_ok=True)
+    for p in folder.iterdir():
+        if p.name not in pages:
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p)
+            else:
+                p.unlink()
+    for name, text in pages.items():
+        _write_if_changed(folder / name, text)
 
 
 # --------------------------------------------------------------------------------------------
@@ -155,11 +167,7 @@ def lesson_pages(lessons) -> dict[str, str]:
 
 def generate_lessons(app) -> None:
     from gaplab.app.lessons import LESSONS
-    folder = DOCS / "lessons"
-    pages = lesson_pages(LESSONS)
-    for name, text in pages.items():
-        _write_if_changed(folder / name, text)
-    _remove_stale(folder, set(pages), ".md")
+    write_pages(DOCS / "lessons", lesson_pages(LESSONS))
 
 
 # --------------------------------------------------------------------------------------------
@@ -173,10 +181,12 @@ def _kind(obj) -> str:
     return "data"
 
 
-def _public(mod) -> list[str]:
+def _public(mod, reexported: dict[str, list[str]]) -> list[str]:
+    """A module's public names: its ``__all__``, else the names other public modules
+    re-export from it (a module without ``__all__`` that defines e.g. the app's Session)."""
     names = getattr(mod, "__all__", None)
     if names is None:
-        return []
+        return list(reexported.get(mod.__name__, []))
     return list(names)
 
 
@@ -184,6 +194,7 @@ def api_pages() -> dict[str, str]:
     """reST of the API pages: {file name: text}, with ``index.rst``."""
     sections: list[tuple[str, list[str]]] = []
     seen: set[str] = set()
+    reexported: dict[str, list[str]] = {}   # module -> the names defined there that others re-export
     for title, modnames in API_SECTIONS:
         mods: list[str] = []
         queue = list(modnames)
@@ -201,10 +212,15 @@ def api_pages() -> dict[str, str]:
                                f"in docs/_ext/gaplab_docs.py")
                 continue
             mods.append(modname)
-            for name in _public(mod):
-                home = getattr(getattr(mod, name), "__module__", None) or modname
-                if home != modname and home.startswith("gaplab") and home not in seen:
-                    queue.append(home)
+            for name in _public(mod, reexported):
+                obj = getattr(mod, name)
+                home = getattr(obj, "__module__", None) or modname
+                if home != modname and home.startswith("gaplab") and not inspect.ismodule(obj):
+                    own = getattr(obj, "__name__", name)
+                    if own not in reexported.setdefault(home, []):
+                        reexported[home].append(own)
+                    if home not in seen:
+                        queue.append(home)
         sections.append((title, mods))
 
     pages: dict[str, str] = {}
@@ -214,7 +230,7 @@ def api_pages() -> dict[str, str]:
             lines = [modname, "=" * len(modname), "", f".. automodule:: {modname}",
                      "   :no-members:", ""]
             own, elsewhere = [], []
-            for name in _public(mod):
+            for name in _public(mod, reexported):
                 obj = getattr(mod, name)
                 home = getattr(obj, "__module__", None) or modname
                 if inspect.ismodule(obj):
@@ -254,11 +270,7 @@ def api_pages() -> dict[str, str]:
 
 
 def generate_api(app) -> None:
-    folder = DOCS / "api"
-    pages = api_pages()
-    for name, text in pages.items():
-        _write_if_changed(folder / name, text)
-    _remove_stale(folder, set(pages), ".rst")
+    write_pages(DOCS / "api", api_pages())
 
 
 # --------------------------------------------------------------------------------------------
@@ -372,7 +384,76 @@ def drop_type_docstrings(app, what, name, obj, options, lines) -> None:
             lines.clear()
 
 
+# --------------------------------------------------------------------------------------------
+# cross-references to re-exported names
+
+def _import_target(target: str, modname: str | None, clsname: str | None):
+    """The object a docstring's ``target`` names, read as Python code does from ``modname``
+    (and ``clsname``): a dotted path, or a name of the class, the module or a package above it.
+    Returns ``(object, its owner class or None, attribute name)``, or None when nothing fits."""
+    target = target.lstrip("~.")
+    prefixes = []
+    if modname:
+        parts = modname.split(".")
+        if clsname:
+            prefixes.append(f"{modname}.{clsname}")
+        prefixes += [".".join(parts[:k]) for k in range(len(parts), 0, -1)]
+    for dotted in [target] + [f"{p}.{target}" for p in prefixes]:
+        parts = dotted.split(".")
+        for k in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:k]))
+            except Exception:   # not a module (or one that does not import): a shorter prefix
+                continue
+            owner = None
+            try:
+                for attr in parts[k:]:
+                    if inspect.isclass(obj) and attr in getattr(obj, "__dataclass_fields__", {}) \
+                            and not hasattr(obj, attr):   # a dataclass field without a default
+                        owner, obj = obj, None
+                    else:
+                        owner, obj = obj, getattr(obj, attr)
+            except AttributeError:
+                break
+            return obj, owner if inspect.isclass(owner) else None, parts[-1]
+    return None
+
+
+def _home(obj, owner, attr: str) -> str | None:
+    """The dotted name under which ``obj`` is documented: where it is defined."""
+    if inspect.ismodule(obj):
+        return obj.__name__
+    if owner is not None:   # a method or attribute: on the class that defines it
+        for base in owner.__mro__:
+            if attr in vars(base) or attr in vars(base).get("__annotations__", {}):
+                return f"{base.__module__}.{base.__qualname__}.{attr}"
+    mod, qual = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    return f"{mod}.{qual}" if isinstance(mod, str) and isinstance(qual, str) else None
+
+
+def resolve_reexports(app, env, node, contnode):
+    """A Python cross-reference Sphinx did not find (a name re-exported by a package, e.g.
+    ``gaplab.core.Solver``, or a short name in a docstring, e.g. ``Solver.run``) links to the
+    entry of the object where it is defined, found by importing it; a name that imports but has
+    no entry is shown as code; a name that does not import is left to Sphinx's warning."""
+    if node.get("refdomain") != "py":
+        return None
+    found = _import_target(node["reftarget"], node.get("py:module"), node.get("py:class"))
+    if found is None:   # a name that does not exist: Sphinx warns (-n -W: the build fails)
+        return None
+    home = _home(*found)
+    if home is not None and home != node["reftarget"]:
+        domain = env.get_domain("py")
+        hits = domain.resolve_any_xref(env, node["refdoc"], app.builder, home, node, contnode)
+        if hits:
+            return hits[0][1]
+    # it exists but has no entry (an internal module, the standard library, Panel): shown as
+    # code, without a link
+    return contnode
+
+
 def setup(app):
+    app.connect("missing-reference", resolve_reexports)
     app.connect("autodoc-process-docstring", drop_type_docstrings, priority=400)  # before numpydoc
     app.connect("builder-inited", generate_lessons)
     app.connect("builder-inited", generate_api)

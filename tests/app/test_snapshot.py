@@ -193,3 +193,25 @@ def test_thinned_trace_draws_the_same_curves_at_plot_resolution():
         assert a.keys() == b.keys()
         for j in a:
             assert (a[j][0], a[j][-1], min(a[j]), max(a[j])) == (b[j][0], b[j][-1], min(b[j]), max(b[j]))
+
+
+def test_step_info_is_built_from_the_core_step_record():
+    """The anatomy of a step is the core's StepRecord (one field list) plus what the app draws:
+    every record field is carried over under its own name, the corners as the model's display
+    labellings, and ``gap_before`` is the record's block gap estimate."""
+    from dataclasses import fields
+
+    from gaplab.app.session import StepInfo
+    from gaplab.core.solver_records import StepRecord
+    rec = StepRecord(iteration=7, block=3, kind="pairwise", cache_hit=True, drop=False, oracle_called=False,
+                     gamma=0.25, gamma_max=0.5, block_gap_estimate=0.125, direction_gap=0.0625,
+                     improvement=0.03125, active_set_size=2, fw_corner=np.array([1, 2]),
+                     away_corner=np.array([0, 2]))
+    st = StepInfo.from_record(rec, gap_after=0.1, truth=(1, 1), fw_corner=(1, 2), away_corner=(0, 2))
+    record_names = [f.name for f in fields(StepRecord)]
+    assert [f.name for f in fields(StepInfo)][:len(record_names)] == record_names
+    for name in record_names:
+        if name not in ("fw_corner", "away_corner"):
+            assert getattr(st, name) == getattr(rec, name), name
+    assert (st.fw_corner, st.away_corner, st.truth, st.gap_after) == ((1, 2), (0, 2), (1, 1), 0.1)
+    assert st.gap_before == rec.block_gap_estimate

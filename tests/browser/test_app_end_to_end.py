@@ -524,15 +524,24 @@ def test_export_buttons_produce_files(page):
     assert page.errors() == [], page.failed_requests
 
 
-@pytest.mark.skipif(CONLL is not None, reason="CoNLL-2000 is installed here: it is offered")
-def test_dataset_not_installed_is_not_offered(page):
-    opts = page.page.locator(".gaplab-w-dataset select option").all_inner_texts()
-    assert "conll2000" not in opts and {"ocr-small", "ocr-large", "toy"} <= set(opts)
-    note = page.page.locator(".gaplab-missing").first.get_by_text("Not installed")
-    assert "conll2000" in note.inner_text()
-    box = note.bounding_box()
-    assert box["x"] + box["width"] <= 335          # wraps inside the sidebar
-    assert page.errors() == [], page.failed_requests
+@pytest.mark.slow
+def test_dataset_not_installed_is_not_offered(browser, tmp_path):
+    """A server that finds no CoNLL-2000 (empty $GAPLAB_DATA and user cache; its own server, so
+    the test runs whether or not this machine has the data)."""
+    env = {"GAPLAB_DATA": str(tmp_path / "data"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    (tmp_path / "data").mkdir()
+    with AppServer(ARTIFACTS / "browser_no_conll_server.log", env=env, timeout=300, wait_warm=True) as srv:
+        page = Page(browser, srv.url)
+        try:
+            opts = page.page.locator(".gaplab-w-dataset select option").all_inner_texts()
+            assert "conll2000" not in opts and {"ocr-small", "ocr-large", "toy"} <= set(opts)
+            note = page.page.locator(".gaplab-missing").first.get_by_text("Not installed")
+            assert "conll2000" in note.inner_text()
+            box = note.bounding_box()
+            assert box["x"] + box["width"] <= 335          # wraps inside the sidebar
+            assert page.errors() == [], page.failed_requests
+        finally:
+            page.close()
 
 
 def test_buttons_disabled_until_kernels_compiled(browser, tmp_path):

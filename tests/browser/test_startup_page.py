@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from browser_env import launched_browser, require_browser
-from gaplab.app.testing import AppServer
+from gaplab.app.testing import AppServer, shadow_texts_js
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -28,20 +28,8 @@ MAX_STILL_S = 2.0
 #: seconds after the banner appeared before the check starts (the page's own load)
 SETTLE_S = 3.0
 
-_READ_JS = """() => {
-    // Panel renders each pane in a shadow root: search them all
-    const find = (root, sel) => {
-        const hit = root.querySelector(sel);
-        if (hit) { return hit; }
-        for (const el of root.querySelectorAll('*')) {
-            if (el.shadowRoot) { const h = find(el.shadowRoot, sel); if (h) { return h; } }
-        }
-        return null;
-    };
-    const q = (sel) => { const e = find(document, sel); return e ? e.textContent : null; };
-    return {fraction: q('.gaplab-startup-fraction'), seconds: q('.gaplab-startup-seconds'),
-            what: q('.gaplab-startup-what'), status: q('.gaplab-status')};
-}"""
+_READ_JS = shadow_texts_js(fraction=".gaplab-startup-fraction", seconds=".gaplab-startup-seconds",
+                           what=".gaplab-startup-what", status=".gaplab-status")
 
 
 @pytest.fixture(scope="module")
@@ -134,12 +122,12 @@ def test_cold_start_first_step_answered_by_the_reference_solver(browser, tmp_pat
                 status = page.evaluate(_READ_JS)["status"] or ""
                 time.sleep(0.05)
             assert re.search(r"iteration\s*1\b", status), status
-            banner = page.evaluate(_BANNER_JS) or ""
+            banner = page.evaluate(_BANNER_JS)["banner"] or ""
             compiling_then = "compiling" in banner
             assert not compiling_then or REFERENCE_NOTE in banner, banner
             # the kernels get ready: the banner goes, the next Step is the fast solver's
             deadline = time.perf_counter() + 900
-            while time.perf_counter() < deadline and "compiling solver kernels" in (page.evaluate(_BANNER_JS) or ""):
+            while time.perf_counter() < deadline and "compiling solver kernels" in (page.evaluate(_BANNER_JS)["banner"] or ""):
                 time.sleep(0.2)
             page.wait_for_function("(b) => !b.disabled", arg=step.element_handle(), timeout=60_000)
             step.click()
@@ -154,15 +142,25 @@ def test_cold_start_first_step_answered_by_the_reference_solver(browser, tmp_pat
     assert "Traceback" not in log, log
 
 
-_BANNER_JS = """() => {
-    const find = (root, sel) => {
-        const hit = root.querySelector(sel);
-        if (hit) { return hit; }
-        for (const el of root.querySelectorAll('*')) {
-            if (el.shadowRoot) { const h = find(el.shadowRoot, sel); if (h) { return h; } }
-        }
-        return null;
-    };
-    const e = find(document, '.gaplab-startup');
-    return e ? e.textContent : null;
-}"""
+_BANNER_JS = shadow_texts_js(banner=".gaplab-startup")
+
+
+def test_shadow_texts_js_reads_text_through_shadow_roots(browser):
+    """The shared look-up finds an element in the page, inside nested shadow roots, and a pane
+    host's text in its own shadow root; a selector with no element gives None."""
+    page = browser.new_page()
+    try:
+        page.set_content("<div class='plain'>plain text</div><div id='outer'></div><div id='host'></div>")
+        page.evaluate("""() => {
+            const outer = document.getElementById('outer').attachShadow({mode: 'open'});
+            outer.innerHTML = "<div id='inner'></div>";
+            const inner = outer.getElementById('inner').attachShadow({mode: 'open'});
+            inner.innerHTML = "<span class='deep'>deep text</span>";
+            const host = document.getElementById('host');
+            host.className = 'pane';
+            host.attachShadow({mode: 'open'}).innerHTML = '<b>pane text</b>';
+        }""")
+        got = page.evaluate(shadow_texts_js(plain=".plain", deep=".deep", pane=".pane", none=".absent"))
+        assert got == {"plain": "plain text", "deep": "deep text", "pane": "pane text", "none": None}
+    finally:
+        page.close()

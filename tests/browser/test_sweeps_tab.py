@@ -36,6 +36,8 @@ def store(tmp_path_factory):
     return path
 
 
+# end to end: its own app server (the store is given at start-up) is most of its time
+@pytest.mark.slow
 def test_sweeps_tab_loads_a_store_without_console_errors(store):
     ARTIFACTS.mkdir(exist_ok=True)
     with AppServer(ARTIFACTS / "browser_sweeps_server.log", env={"GAPLAB_SWEEP_STORE": str(store)},

@@ -222,7 +222,23 @@ def test_set_vertices_checks_labels_against_the_model():
         s.set_vertices([np.array([7])] + [np.array([0])] * (s.n - 1))
 
 
-def test_an_allocating_primitive_gets_a_note_naming_the_kind_and_the_rule(monkeypatch):
+def _allocating_gt_label(M, i, y):
+    tmp = np.zeros(1, dtype=np.int64)  # not allowed in a primitive
+    tmp[0] = M.gt[i]
+    y[0] = tmp[0]
+
+
+def _allocating_sqnorm(M, i, dlt, zbuf):
+    tmp = np.zeros(M.K)  # not allowed in a primitive
+    for k in range(M.K):
+        tmp[k] = dlt[k] * dlt[k]
+    return tmp.sum()
+
+
+# gt_label is first compiled by a small kernel of Solver(...); sqnorm only by the fused step loop
+# of the first step (a compile of the whole driver for the new kind: slow)
+@pytest.mark.parametrize("primitive", ["gt_label", pytest.param("sqnorm", marks=pytest.mark.slow)])
+def test_an_allocating_primitive_gets_a_note_naming_the_kind_and_the_rule(monkeypatch, primitive):
     """Primitives are compiled without reference counting: one that allocates fails to compile,
     and the error says which model kind and why (not only numba's "Only accept returning of
     array passed into the function as argument")."""
@@ -235,21 +251,13 @@ def test_an_allocating_primitive_gets_a_note_naming_the_kind_and_the_rule(monkey
     from gaplab.core.models.multiclass import MulticlassArrays, MulticlassModel
     monkeypatch.setattr(kr.registry, "_drop_stale_driver_caches", lambda name, prims: None)  # keep the on-disk cache
     Alloc = namedtuple("AllocArrays", MulticlassArrays._fields)
-
-    @njit
-    def sqnorm(M, i, dlt, zbuf):
-        tmp = np.zeros(M.K)  # not allowed in a primitive
-        for k in range(M.K):
-            tmp[k] = dlt[k] * dlt[k]
-        return tmp.sum()
-
+    allocating = njit({"gt_label": _allocating_gt_label, "sqnorm": _allocating_sqnorm}[primitive])
     prims = {k: v for k, v in kr._KINDS[MulticlassArrays].items() if k != "__name__"}
-    kr.register_model_kind(Alloc, "allocating", **{**prims, "sqnorm": sqnorm})
+    kr.register_model_kind(Alloc, "allocating", **{**prims, primitive: allocating})
     model = MulticlassModel([np.eye(3), np.eye(3)], [np.array([0.0, 1, 1]), np.array([0.0, 1, 1])], [0, 0])
     model.arrays = Alloc(*model.arrays)
-    s = Solver(model, lam=0.1, max_passes=1)
     with pytest.raises(NumbaError) as exc:
-        s.step()
+        Solver(model, lam=0.1, max_passes=1).step()
     if sys.version_info >= (3, 11):
         note = " ".join(getattr(exc.value, "__notes__", []))
         assert "model kind 'allocating'" in note and "must not allocate" in note

@@ -210,10 +210,12 @@ def test_cli_train_path_grid_on_synthetic_segmentation(tmp_path, capsys):
 # ---------------------------------------------------------------------------- real horses
 @pytest.mark.slow
 def test_horse_small_trains_with_the_box():
+    from cli_runs import shared_data
     problem = pytest.importorskip("gaplab.core.problems").get_problem("horse-small")
-    if not problem.installed():
-        pytest.skip(problem.install_hint())
-    p = problem.load()
+    data_home = shared_data()  # $GAPLAB_DATA or the shared ../shared/data beside the checkout
+    if not problem.installed(data_home):
+        pytest.skip(problem.install_hint(data_home))
+    p = problem.load(data_home)
     m = p.model
     assert m.n == 147 and p.test.n == 181
     s = Solver(m, lam=p.default_lam, step="pairwise", sampling="gap", max_passes=3, **model_box(m))

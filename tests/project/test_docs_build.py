@@ -163,3 +163,36 @@ def test_module_map_lists_every_module_of_the_core_once():
             assert f"- `{path.name}`" in text, path.name
         elif path.is_dir() and (path / "__init__.py").exists():
             assert f"- `{path.name}/`" in text, path.name
+
+
+def test_generated_folder_holds_only_the_generated_pages(tmp_path):
+    """Pages left from a module that moved or from an older generator (any suffix, sub-folders)
+    are removed, so the site builds from the current pages only; an unchanged page is not rewritten."""
+    folder = tmp_path / "api"
+    (folder / "generated").mkdir(parents=True)
+    (folder / "generated" / "gaplab.core.moved.rst").write_text("stale", encoding="utf-8")
+    (folder / "gaplab.core.moved.rst").write_text("stale", encoding="utf-8")
+    (folder / "gaplab.core.moved.md").write_text("stale", encoding="utf-8")
+    (folder / "index.rst").write_text("kept", encoding="utf-8")
+    before = (folder / "index.rst").stat().st_mtime_ns
+    gaplab_docs.write_pages(folder, {"index.rst": "kept", "gaplab.core.rst": "new"})
+    assert sorted(p.name for p in folder.iterdir()) == ["gaplab.core.rst", "index.rst"]
+    assert (folder / "gaplab.core.rst").read_text(encoding="utf-8") == "new"
+    assert (folder / "index.rst").stat().st_mtime_ns == before
+
+
+def test_api_reference_has_the_app():
+    pages = gaplab_docs.api_pages()
+    assert "gaplab.app.rst" in pages and "gaplab.app.session.rst" in pages
+    assert "gaplab.app" in pages["index.rst"]
+
+
+@pytest.mark.parametrize("target,module,cls,home", [
+    ("gaplab.core.Solver", None, None, "gaplab.core.solver.Solver"),             # a package's re-export
+    ("Solver.run", "gaplab.core", None, "gaplab.core.solver.Solver.run"),        # a short name in context
+    ("options", "gaplab.core.problems", "ProblemSpec", "gaplab.core.problems.ProblemSpec.options"),  # a field
+    ("no_such_name", "gaplab.core", None, None),                                 # left to Sphinx's warning
+])
+def test_cross_references_resolve_where_the_object_is_defined(target, module, cls, home):
+    found = gaplab_docs._import_target(target, module, cls)
+    assert (gaplab_docs._home(*found) if found is not None else None) == home

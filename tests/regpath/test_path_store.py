@@ -327,10 +327,13 @@ def test_cli_path_store_streams_refuses_reuse_and_resumes_a_checkpoint(tmp_path)
     assert r.returncode == 2 and "finished" in r.stderr and str(store) in r.stderr
 
 
-def test_cli_ctrl_c_keeps_the_store_resumable(tmp_path):
+def test_cli_ctrl_c_keeps_the_store_resumable(tmp_path, capsys):
+    """Ctrl-C (a real SIGINT to a child process) after breakpoint 8, then ``--resume`` (in this
+    process) to the path's end."""
+    from cli_runs import run_cli
     store = tmp_path / "s"
     p = subprocess.Popen([sys.executable, "-m", "gaplab", "path", "--dataset", "ocr-small", "--eps", "0.1",
-                          "--no-test-error", "--store", str(store)], stdout=subprocess.PIPE,
+                          "--lam-min", "1", "--no-test-error", "--store", str(store)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env=ENV)
     try:
         for line in p.stdout:
@@ -344,8 +347,8 @@ def test_cli_ctrl_c_keeps_the_store_resumable(tmp_path):
     assert f"--resume {store}" in err.strip().splitlines()[-1]
     part = RegPath.open(store)
     assert len(part) >= 9 and part.end_reason == "interrupted" and "resume_state" in part.meta
-    r = _gaplab("path", "--resume", store, "--quiet", "--no-test-error")
-    assert r.returncode == 0, r.stderr
+    rc, _, err = run_cli(capsys, "path", "--resume", store, "--quiet", "--no-test-error")
+    assert rc == 0, err
     done = RegPath.open(store)
     assert len(done) > len(part) and done.end_reason in ("rho<=0", "lam_min")
     assert np.array_equal(done.lams[:len(part)], part.lams)
