@@ -28,7 +28,7 @@ from . import urlstate
 from .lessons import LESSONS as LESSON_PAGES, LessonPanel
 from .path_tab import PathView
 from .safe_html import esc, md_esc
-from .ticks import handler, next_tick
+from .ticks import handler, locked, next_tick
 from .session import Session
 from .settings import missing_problems
 from .toy_tab import ToyLab, ToyView
@@ -350,7 +350,7 @@ class GapLabApp(pn.viewable.Viewer):
                       (self.b_back, self.on_back),
                       (self.b_exact, self.on_exact), (self.b_compare, self.on_compare),
                       (self.b_clear, self.on_clear)]:
-            b.on_click(lambda e, fn=fn: next_tick(self._timed, fn))   # with the document's lock
+            b.on_click(lambda e, fn=fn: locked(self._timed, fn))   # with the document's lock (ticks.py)
         self.alert = pn.pane.Alert("", alert_type="info", visible=False, width=290, margin=(5, 10),
                                    styles={"overflow-wrap": "anywhere", "word-break": "break-word"})
         self.missing = pn.pane.HTML(_missing_html(), width=300, margin=(0, 10),

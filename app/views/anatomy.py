@@ -19,7 +19,9 @@ class AnatomyView(_Base):
     Drawn as HTML (pixel-exact letter images, real text the browser tests can read)."""
 
     MAX_TOKENS = 16
-    RUNNING_MIN_INTERVAL_S = 0.45   # while a run goes, redraw at most twice per second
+    # while a run goes: at the bars' pace (a frame draws every visible view from one snapshot at
+    # the slowest one's pace, views/frame.py; at 0.45 s the Step tab refreshed twice per second)
+    RUNNING_MIN_INTERVAL_S = 0.15
 
     def __init__(self, stacked: bool = False, name=None, compact: bool = False, on_choice=None):
         super().__init__()

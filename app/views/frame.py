@@ -3,9 +3,10 @@
 another (the status line's iteration, the anatomy's step, the per-block bars, the curves).
 
 While a run goes the views redraw less often than the session publishes (each view's
-``RUNNING_MIN_INTERVAL_S``: the anatomy's word images and the bars cost more than a line of
-text). Instead of each view keeping its own pace, and so showing a different snapshot, a frame
-is drawn at the pace of the slowest visible view, and then all of them draw its snapshot."""
+``RUNNING_MIN_INTERVAL_S``; the curves of the Convergence tab grow once per pass). Instead of
+each view keeping its own pace, and so showing a different snapshot, a frame is drawn at the
+pace of the slowest visible view, and then all of them draw its snapshot: the Step tab's views
+and the status line (0.15 s each) make a frame every other 100-ms refresh, five a second."""
 from __future__ import annotations
 
 import math

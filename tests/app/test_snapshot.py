@@ -113,6 +113,35 @@ def test_step_n_shows_one_snapshot_per_frame(step_tab):
     assert _check_frame(app, app._seen) == s.snapshot.iteration
 
 
+@pytest.mark.parametrize("projector", [False, True])
+def test_a_run_refreshes_the_step_tab_at_least_four_times_per_second(step_tab, projector):
+    """While a run goes, the app's periodic refresh (every REFRESH_MS = 100 ms) draws a frame of
+    the Step tab (bars, anatomy and status line, one snapshot) at least 4 times per second:
+    the bars and the numbers stay live during Run. The clock is the frame's (``now``), so
+    the count does not depend on the machine's load."""
+    from gaplab.app.main import REFRESH_MS
+    app = step_tab
+    if projector:
+        app.set_projector(True)
+    s = app.session
+    s.run()
+    try:
+        frame = app._frame
+        t0 = frame.t
+        drawn = []
+        for k in range(1, 21):   # two seconds of ticks
+            time.sleep(0.01)
+            snap = s.snapshot
+            if frame.draw(snap, app.visible_views(), app.status, running=True, now=t0 + k * REFRESH_MS / 1e3):
+                drawn.append(snap.version)
+                # every visible view and the status line show the frame's snapshot
+                assert all(v._version == snap.version for v in app.visible_views())
+                assert app.status._version == snap.version
+        assert len(drawn) >= 8, drawn
+    finally:
+        s.pause()
+
+
 def test_rate_of_step_n_at_two_steps_per_second(step_tab):
     """Step ×N at 2 steps/s: the rate shown is 2 (within 25 %) from the moment it is shown; it
     is not shown before the run has published two snapshots."""

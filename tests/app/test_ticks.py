@@ -69,6 +69,37 @@ def test_open_store_and_tab_changes_are_handled_in_the_next_tick(app, tmp_path):
     assert "Open path store" in app.session.messages()[-1][1]
 
 
+def test_a_click_applied_under_the_document_lock_is_handled_at_once(app):
+    """Bokeh applying the click's message holds the document's lock (its session collects the
+    changes to send: ``_pending_writes`` is a list): the Step is taken and drawn at once, its
+    patch sent with that message's processing, not in a later tick that races Bokeh's reply to
+    the click (Panel then holds the patch back 10 ms). Without that lock (Panel processing the
+    click in a coroutine of its own) it still waits for the next tick."""
+    import threading
+
+    from panel.io.state import state
+    served = _Served()
+    session = SimpleNamespace(_pending_writes=[])
+    served.doc._session_context().session = session
+    # as Panel records a served document: its page connected, its thread
+    state._connected[served.doc] = True
+    state._thread_id_[served.doc] = threading.get_ident()
+    try:
+        with set_curdoc(served.doc):
+            app.b_step.clicks += 1
+        assert not served.ticks()
+        assert app.session.snapshot.iteration == 1 and "iteration <b>1</b>" in app.status.panel.object
+        session._pending_writes = None      # the lock not held here
+        with set_curdoc(served.doc):
+            app.b_step.clicks += 1
+        assert app.session.snapshot.iteration == 1 and len(served.ticks()) == 1
+        served.run_ticks()
+        assert app.session.snapshot.iteration == 2 and "iteration <b>2</b>" in app.status.panel.object
+    finally:
+        state._connected.pop(served.doc, None)
+        state._thread_id_.pop(served.doc, None)
+
+
 def test_not_served_handlers_run_at_once(app):
     app.b_step.clicks += 1
     assert app.session.wait_idle(30) and app.session.snapshot.iteration == 1
