@@ -22,7 +22,8 @@ What lives where:
 - Presenter tools: ``switch`` (keep α when a setting changes), ``history`` (go back),
   ``keys`` (keyboard shortcuts), ``urlstate`` (bookmarkable states), ``export`` (CSV/JSON and
   PNG/SVG) and ``animate`` (a GIF of the last steps).
-- ``safe_html``: escaping of every text that reaches the page; ``ticks``: event handlers in the
+- ``wording``: how numbers are written in words (counts with thousands separators, the one
+  round-off rule for narrated gaps and γ); ``safe_html``: escaping of every text that reaches the page; ``ticks``: event handlers in the
   document's next tick; ``testing``: helpers for driving the served app from tests.
 """
 from __future__ import annotations
