@@ -234,3 +234,18 @@ def test_csv_header_lists_the_settings_switched_with_alpha_kept():
         assert sw == [f"# switch at iteration {it:,} ({passes:.2f} passes): uniform sampling -> gap sampling"]
     finally:
         s.close()
+
+
+def test_gif_caption_writes_counts_and_round_off_as_the_step_sentence_does():
+    """The GIF's caption was "block 5150 · γ = 1 … ĝ before 7.09e-19 → exact after 1.42e-18":
+    counts with separators and the one round-off rule (gaplab.app.wording)."""
+    from gaplab.app.animate import StepFrame, frame_lines
+    tol = 1e-12 * 0.5 / 8936          # ROUND_OFF × the objective scale / n
+    fr = StepFrame(iteration=12345, block=5150, kind="fw", cache_hit=False, gamma=1.0, gamma_max=1.0,
+                   gap_prev=7.094e-19, gap_after=1.4188e-18, truth="", corner="", note="",
+                   gaps=np.zeros(3), staleness=np.zeros(3), gap_tol=tol)
+    lines = frame_lines(fr, "gaplab")
+    assert "step #12,345: block 5,150" in lines[1]
+    assert lines[2] == "block gap: ĝ before 0 (round-off) → exact after 0 (round-off)"
+    real = StepFrame(**{**fr.__dict__, "gap_prev": 3.2e-4, "gap_after": math.inf})
+    assert frame_lines(real, "gaplab")[2] == "block gap: ĝ before 0.00032 → exact after +∞"
