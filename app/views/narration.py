@@ -136,6 +136,20 @@ def _gap_words(snap, st, gtol: float) -> str:
     return text
 
 
+def _miss_words(snap, st) -> str:
+    """Why a cache miss was certain, when it was: the hit threshold max(F·g_i^(k_i), (ν/n)·g^(k_0))
+    is +∞ before the first exact gap pass (g^(0) = +∞) and for a block whose gap was never
+    computed (g_i^(0) = +∞; Paper: Alg. 5 line 2)."""
+    if not math.isfinite(getattr(snap, "exact_gap", math.nan)):
+        return (" (no hit is possible before the first exact gap pass: g<sup>(k<sub>0</sub>)</sup> = +∞ "
+                "makes the hit threshold max(F g<sub>i</sub><sup>(k<sub>i</sub>)</sup>, (ν/n) "
+                "g<sup>(k<sub>0</sub>)</sup>) infinite, Alg. 5 line 2)")
+    if math.isinf(getattr(st, "gap_prev", math.nan)):
+        return (" (the block was not visited yet: g<sub>i</sub><sup>(k<sub>i</sub>)</sup> = +∞ makes the hit "
+                "threshold infinite, Alg. 5 line 2)")
+    return ""
+
+
 def step_sentence(snap, st) -> str:
     """One sentence saying what the last block step did ("what just happened"), as HTML.
 
@@ -152,7 +166,7 @@ def step_sentence(snap, st) -> str:
         how = ("the cache hit: the best cached labelling, the cache corner y<sup>c</sup>, served as FW "
                "corner (no oracle call)")
     elif snap.config.get("cache"):
-        how = "the cache missed, so the max oracle was called"
+        how = "the cache missed, so the max oracle was called" + _miss_words(snap, st)
     else:
         how = "the max oracle was called"
     cname = corner_name(st)

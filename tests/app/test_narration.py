@@ -370,3 +370,31 @@ def test_count_formatter_is_the_same_on_every_line():
         assert "block 5,150" in _text(step_sentence(big, big.last_step))
     finally:
         s.close()
+
+
+def test_cache_miss_before_the_first_gap_pass_says_no_hit_was_possible():
+    """Alg. 5 line 2: g^(0) = +∞, so the threshold max(F g_i^(k_i), (ν/n) g^(k_0)) is infinite
+    until the first exact gap pass: every step misses. Old: "the cache missed, so the max oracle
+    was called" with no reason (students expected hits as the cache fills)."""
+    s = _session(max_passes=1e6, cache=True, gap_check=1.0, sampling="uniform")
+    try:
+        for _ in range(5):
+            snap = s.step()
+            st = snap.last_step
+            assert not st.cache_hit and math.isnan(snap.exact_gap)
+            text = _text(step_sentence(snap, st))
+            assert "no hit is possible before the first exact gap pass" in text and "Alg. 5 line 2" in text
+        s.compute_exact_gaps()
+        n = s.snapshot.n
+        seen = set()
+        for _ in range(3 * n):
+            snap = s.step()
+            st = snap.last_step
+            if st.cache_hit:
+                continue
+            text = _text(step_sentence(snap, st))
+            assert "before the first exact gap pass" not in text
+            seen.add("not visited yet" in text)
+        assert False in seen
+    finally:
+        s.close()
