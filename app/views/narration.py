@@ -75,10 +75,15 @@ def _move_words(snap, st, cname: str, gtol: float) -> str:
         if st.kind == "pairwise":
             same = st.away_corner is not None and tuple(st.away_corner) == tuple(st.fw_corner)
             why = (f"the {cname} is the away corner" if same else
-                   "the pairwise direction does not decrease f (its gap ⟨−∇ᵢf, d⟩ ≤ 0)")
+                   f"the pairwise gap ⟨−∇ᵢf, d⟩ = g<sub>i</sub><sup>FW</sup> + g<sub>i</sub><sup>A</sup> is "
+                   f"{gap_words(st.direction_gap, gtol)}; both terms are ≥ 0 (the {cname} maximizes Hᵢ, the "
+                   "away corner is the worst active labelling), so both are 0: every labelling with αᵢ(y) > 0 "
+                   "is a maximizer of Hᵢ and the block is optimal (Eq. (7))")
             return f"a pairwise step with {g} moved nothing: {why}"
         if st.kind == "away":
-            return f"an away step with {g} moved nothing (its direction does not decrease f)"
+            return (f"an away step with {g} moved nothing: its away gap g<sub>i</sub><sup>A</sup> = "
+                    f"{gap_words(st.direction_gap, gtol)} (Alg. 4 line 11) gives no decrease of f, or "
+                    f"γ<sub>max</sub> = α<sub>a</sub>/(1 − α<sub>a</sub>) = {gamma_words(st.gamma_max)}")
         at = _at_corner_words(st, cname)
         return (f"a FW step with {g} moved nothing: the block gap gᵢ, the largest ⟨−∇ᵢf, s − αᵢ⟩ over "
                 f"the block's whole simplex (Eq. (6)), is ≤ 0, so block {st.block} is optimal: no change "

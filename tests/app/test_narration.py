@@ -126,6 +126,12 @@ def test_a_step_with_gamma_zero_moves_nothing():
         pw = dataclasses.replace(st, kind="pairwise", away_corner=st.fw_corner)
         text = _text(step_sentence(snap, pw))
         assert "moved nothing: the FW corner is the away corner" in text and "moved mass" not in text
+        # old: "the pairwise direction does not decrease f (its gap ⟨−∇ᵢf, d⟩ ≤ 0)": the pairwise
+        # gap is g^FW + g^A with both terms >= 0, so γ = 0 means the block is optimal (Eq. (7))
+        pw = dataclasses.replace(st, kind="pairwise", away_corner=tuple("9" * len(st.fw_corner)), direction_gap=0.0)
+        text = _text(step_sentence(snap, pw))
+        assert "pairwise gap ⟨−∇ᵢf, d⟩ = giFW + giA is 0" in text and "the block is optimal (Eq. (7))" in text
+        assert "does not decrease f" not in text
     finally:
         s.close()
 
