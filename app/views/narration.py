@@ -137,7 +137,7 @@ def _gap_words(snap, st, gtol: float) -> str:
         along = {"away": "the away direction", "pairwise": "the pairwise direction"}.get(st.kind, "the FW direction")
         text += (f"; the gap rose although f fell by {_fmt(st.improvement, '.2g')}: the line search lowers f "
                  f"along {along} only, the step changed w and with it the scores Hᵢ(y; w) of the block's "
-                 "labellings, and the FW gap is not monotone (Eq. (7))")
+                 "labellings, so the block gap gᵢ (Eq. (7)) is not monotone")
     return text
 
 
