@@ -24,17 +24,22 @@ def _sampler_words(snap, st) -> str:
 
 
 def _drawn_words(snap, st) -> str:
-    """How the block was drawn. Under gap sampling a block not visited yet has ĝᵢ = +∞ (Paper:
-    Alg. 2 line 1), so while unvisited blocks remain the draw is uniform over them."""
+    """How the block was drawn. Under gap (and max-gap) sampling a block not visited yet has
+    ĝᵢ = +∞ (Paper: Alg. 2 line 1), so while unvisited blocks remain the draw is uniform over
+    them; a random permutation draws uniformly among the blocks not yet drawn in its pass."""
     samp = _sampler_words(snap, st)
     name = st.sampling or snap.config.get("sampling", "")
     unvisited = getattr(st, "unvisited", -1)
-    if name == "gap" and (math.isinf(getattr(st, "gap_prev", math.nan)) or unvisited > 0):
+    if name in ("gap", "maxgap") and (math.isinf(getattr(st, "gap_prev", math.nan)) or unvisited > 0):
         m = unvisited if unvisited > 0 else (round(1 / st.probability) if st.probability > 0 else 0)
         prob = f" (probability <b>{st.probability:.2g}</b>)" if math.isfinite(st.probability) else ""
         among = f"the <b>{count(m)}</b> blocks not visited yet" if m else "the blocks not visited yet"
         return (f"was drawn uniformly among {among}{prob}: under {samp} an unvisited block has "
                 "ĝᵢ = +∞ (Alg. 2 line 1), so the first draws ignore the gaps")
+    if name == "permutation" and math.isfinite(st.probability) and st.probability > 0:
+        m = round(1 / st.probability)
+        return (f"was drawn with probability <b>{st.probability:.2g}</b> under {samp}: uniformly among the "
+                f"<b>{count(m)}</b> block(s) not yet drawn in this pass over the data")
     if math.isfinite(st.probability):
         return f"was drawn with probability <b>{st.probability:.2g}</b> under {samp}"
     return f"was drawn under {samp}"

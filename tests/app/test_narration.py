@@ -404,3 +404,24 @@ def test_cache_miss_before_the_first_gap_pass_says_no_hit_was_possible():
         assert False in seen
     finally:
         s.close()
+
+
+@pytest.mark.parametrize("sampling", ["maxgap", "permutation"])
+def test_first_pass_draw_of_maxgap_and_permutation_is_said_exactly(sampling):
+    """Old: "was drawn with probability 0.0016 under max-gap sampling (the largest ĝᵢ)" while
+    every unvisited ĝᵢ = +∞ ties (the solver draws uniformly among the unvisited blocks), and
+    "… under a random permutation" with P = 1/(blocks left in the pass), not 1/n."""
+    s = _session(max_passes=1e6, sampling=sampling)
+    try:
+        n = s.snapshot.n
+        for k in range(3):
+            snap = s.step()
+            st = snap.last_step
+            assert st.probability == pytest.approx(1.0 / (n - k))
+            text = _text(step_sentence(snap, st))
+            if sampling == "maxgap":
+                assert f"uniformly among the {n - k:,} blocks not visited yet" in text and "ĝᵢ = +∞" in text
+            else:
+                assert f"uniformly among the {n - k:,} block(s) not yet drawn in this pass" in text
+    finally:
+        s.close()
