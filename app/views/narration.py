@@ -101,8 +101,10 @@ def _move_words(snap, st, cname: str, gtol: float) -> str:
         ga, gfw = gap_words(st.direction_gap, gtol), gap_words(st.gap_before, gtol)
         move = f"an away step with {g} moved mass away from the away corner onto the other atoms of the active set"
         ga = f"the away gap g<sub>i</sub><sup>A</sup> = <b>{ga}</b>"
-        gfw = f"the FW gap g<sub>i</sub><sup>FW</sup> = <b>{gfw}</b>"
-        why.append(f"the combined rule took it for its larger dual improvement; {ga}, {gfw}" if mode == "combined"
+        # on a cache hit the stored g_i is stale: the comparison was with the cache corner's gap
+        gfw = ("the cache corner's gap ⟨−∇ᵢf, e<sub>c</sub> − αᵢ⟩ (Alg. 5 in place of g<sub>i</sub><sup>FW</sup>)"
+               if st.cache_hit else f"the FW gap g<sub>i</sub><sup>FW</sup> = <b>{gfw}</b>")
+        why.append(f"the combined rule took it for the largest dual improvement; {ga}, {gfw}" if mode == "combined"
                    else f"Alg. 4 takes the away step because {ga} exceeds {gfw}")
     elif _at_corner_words(st, cname):
         move = (f"a FW step with {g} left the block where it was: {_at_corner_words(st, cname)}")
@@ -112,6 +114,8 @@ def _move_words(snap, st, cname: str, gtol: float) -> str:
         move = f"a FW step with {g} moved the block towards the {cname}"
     if st.drop:
         move += " and, with γ = γ<sub>max</sub>, dropped the away atom from the active set"
+    if mode == "combined" and st.kind in ("fw", "pairwise"):
+        why.append("the combined rule took it for the largest dual improvement of the FW, away and pairwise steps")
     if st.kind == "fw" and mode == "away" and not st.cache_hit:
         why.append("Alg. 4 takes the FW step when g<sub>i</sub><sup>FW</sup> ≥ g<sub>i</sub><sup>A</sup>")
     if abs(st.direction_gap) <= gtol:

@@ -324,7 +324,13 @@ def test_away_step_names_the_away_and_fw_gaps_and_why_the_fw_gap_rose(away_run):
     # the combined rule chooses by dual improvement, not by comparing the gaps
     comb = SimpleNamespace(**{**snap.__dict__, "config": dict(snap.config, step_kind="combined")})
     text = _text(step_sentence(comb, rev))
-    assert "combined rule took it for its larger dual improvement" in text and "exceeds" not in text
+    assert "combined rule took it for the largest dual improvement" in text and "exceeds" not in text
+    fw = dataclasses.replace(rev, kind="fw", away_corner=None)
+    assert "combined rule took it for the largest dual improvement" in _text(step_sentence(comb, fw))
+    # on a cache hit the stored g_i is stale: the away gap was compared with the cache corner's gap
+    hit = dataclasses.replace(rev, cache_hit=True)
+    text = _text(step_sentence(snap, hit))
+    assert "away gap giA = 0.0011 exceeds the cache corner's gap" in text and "giFW = 2.6e-05" not in text
 
 
 def test_round_off_is_one_rule_and_gamma_one_reaches_the_corner(away_run):
