@@ -169,7 +169,7 @@ def _draw(fig, frame: StepFrame, title: str, ylim, st_max, max_bars):
     ax.set_yscale("log")
     ax.set_ylim(lo, hi)
     ax.set_xlim(-0.5 * b - 0.5, n - 0.5 + 0.5 * b)
-    ax.set_xlabel("block i (training example)" + (f" — bins of {b} blocks (max ĝᵢ)" if b > 1 else ""))
+    ax.set_xlabel("block i (training example)" + (f" — bins of {count(b)} blocks (max ĝᵢ)" if b > 1 else ""))
     ax.set_ylabel("block gap estimate ĝᵢ")
     unvisited = int(np.count_nonzero(~known))
     ax.set_title("Per-block gap estimates, colour: staleness (iterations since ĝᵢ was computed); "
