@@ -431,3 +431,13 @@ def test_first_pass_draw_of_maxgap_and_permutation_is_said_exactly(sampling):
                 assert f"uniformly among the {n - k:,} block(s) not yet drawn in this pass" in text
     finally:
         s.close()
+
+
+def test_chi_cubed_note_says_what_theorem_2_divides():
+    """Old: "χ(ĝ)³ = 3.10 (Thm. 2's gain of gap over uniform sampling if …)": Theorem 2's bound
+    is 2n/(k+2n)·(C_f^⊗ χ^⊗ + h₀), so χ(g)³ divides the curvature term only, not the rate."""
+    from gaplab.app.views.blocks import _info_line
+    snap = SimpleNamespace(heuristic_gap=0.5, exact_gap=math.nan, chi_cubed=3.1, iteration=20)
+    line = _info_line(snap, 0)
+    assert "χ(ĝ)³ = 3.10" in line and "curvature term" in line and "h₀ term is unchanged" in line
+    assert "gain of gap over uniform" not in line
