@@ -183,9 +183,8 @@ def _info_line(snap, unvisited: int, b: int = 1) -> str:
         parts.append(f"{count(unvisited)} block(s) never visited (ĝᵢ = +∞, not drawn as a bar; gap "
                      "sampling draws them first, uniformly)")
     if math.isfinite(snap.chi_cubed) and not unvisited:
-        parts.append(f"χ(ĝ)³ = {snap.chi_cubed:.2f} (Thm. 2: with equal curvatures, exact gap sampling "
-                     "divides the bound's curvature term C<sub>f</sub><sup>⊗</sup> by χ(g)³ of the exact "
-                     "gaps; the h₀ term is unchanged; here χ is computed from the stale estimates ĝᵢ)")
+        parts.append(f"χ(ĝ)³ = {snap.chi_cubed:.2f} (Thm. 2 divides the bound's curvature term, not h₀, "
+                     "by χ(g)³ of the exact gaps, curvatures equal; here from the stale ĝᵢ)")
     parts.append("red: last block" + (f" (its bin of {count(b)})" if b > 1 else ""))
     return _bold(" · ".join(parts))
 

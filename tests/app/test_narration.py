@@ -439,5 +439,5 @@ def test_chi_cubed_note_says_what_theorem_2_divides():
     from gaplab.app.views.blocks import _info_line
     snap = SimpleNamespace(heuristic_gap=0.5, exact_gap=math.nan, chi_cubed=3.1, iteration=20)
     line = _info_line(snap, 0)
-    assert "χ(ĝ)³ = 3.10" in line and "curvature term" in line and "h₀ term is unchanged" in line
+    assert "χ(ĝ)³ = 3.10" in line and "divides the bound's curvature term, not h₀" in line
     assert "gain of gap over uniform" not in line
