@@ -191,15 +191,16 @@ def _set(src, data, full: bool = False) -> None:
         src.data = dict(data)
 
 
-def _fmt_gap(v, spec=".4e", tol=0.0):
+def _fmt_gap(v, spec=".4e", tol=ROUND_OFF):
     """A gap (>= 0 in exact arithmetic) for a table: within ``tol`` of 0 (the one round-off rule,
-    :mod:`gaplab.app.wording`) it is shown as 0 with the raw value in a note."""
+    :mod:`gaplab.app.wording`; ``tol`` = ROUND_OFF × the gap's scale, default scale 1) it is
+    shown as 0 with the raw value in a note."""
     if is_round_off(v, tol):
         return f"0 <span style='font-weight:normal;color:#777'>(round-off: {float(v):.1e})</span>"
     return _fmt(v, spec)
 
 
-def _gap_word(v, tol=0.0) -> str:
+def _gap_word(v, tol=ROUND_OFF) -> str:
     """A gap in plain text for the step sentence ("0 (round-off)" within ``tol`` of 0)."""
     return gap_words(v, tol)
 
