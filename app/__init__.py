@@ -11,6 +11,8 @@ What lives where:
   the settings schema; ``styles``: the stylesheets and projector mode's sizes.
 - ``session/``: the headless session (settings, solver, run loop, snapshots); ``views/``: the
   Step, Convergence and Cache tabs' views, each drawing one snapshot.
+- ``wording``: how numbers are written in words (counts with thousands separators, the one
+  round-off rule for narrated gaps and γ).
 - ``kernels``: whether the solver kernels are compiled, and the background compile;
   ``startup``: what the page says while they compile; ``refstep``: the reference solver that
   answers the Steps meanwhile, then hands over to the fast solver.

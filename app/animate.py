@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .wording import ROUND_OFF, count, gamma_words, gap_words
+
 __all__ = ["StepFrame", "replay_frames", "render_gif", "last_steps_gif", "MAX_FRAMES", "FRAME_BARS"]
 
 #: the most steps one GIF shows (the history keeps at least this many steps back)
@@ -45,6 +47,7 @@ class StepFrame:
     gaps: np.ndarray = field(repr=False)
     staleness: np.ndarray = field(repr=False)
     image: np.ndarray | None = field(default=None, repr=False)
+    gap_tol: float = 0.0     # the round-off threshold of a block gap (gaplab.app.wording)
 
 
 def _text(d) -> str:
@@ -95,7 +98,8 @@ def replay_frames(solver, steps: int) -> list[StepFrame]:
             gamma_max=r.gamma_max, gap_prev=float(before[i]), gap_after=s.block_gap_now(i),
             truth=_text(truth), corner=_text(corner), note=str(truth.get("note") or ""),
             gaps=np.asarray(s.gap_estimates, dtype=np.float64), staleness=np.where(st >= 0, st, np.nan),
-            image=None if image is None else np.asarray(image)))
+            image=None if image is None else np.asarray(image),
+            gap_tol=ROUND_OFF * abs(float(s.dual_objective())) / max(int(s.n), 1)))
     return frames
 
 
@@ -112,20 +116,28 @@ def _bins(n: int, max_bars: int):
     return b, np.arange(0, n, b)
 
 
+def frame_lines(frame: StepFrame, title: str) -> list[str]:
+    """The text above a frame's bars: the step, γ and the block gap before → after (counts and
+    round-off written as in the step sentence, :mod:`gaplab.app.wording`)."""
+    kind = {"fw": "FW", "away": "away", "pairwise": "pairwise"}.get(frame.kind, frame.kind)
+    corner = "cache corner (cache hit, no oracle call)" if frame.cache_hit else "FW corner (max oracle)"
+    lines = [title,
+             f"step #{frame.iteration:,}: block {count(frame.block)}" + (f" ({frame.note})" if frame.note else "")
+             + f" · {kind} step · γ = {gamma_words(frame.gamma, '.3g')} (γmax = {_fmt(frame.gamma_max)})",
+             f"block gap: ĝ before {gap_words(frame.gap_prev, frame.gap_tol, '.3g')} → exact after "
+             f"{gap_words(frame.gap_after, frame.gap_tol, '.3g')}"]
+    if frame.truth:
+        lines.append(f"truth: {frame.truth[:60]}   {corner}: {frame.corner[:60]}")
+    return lines
+
+
 def _draw(fig, frame: StepFrame, title: str, ylim, st_max, max_bars):
     from matplotlib import cm, colormaps, colors
 
     fig.clear()
     top = fig.add_axes([0.03, 0.66, 0.94, 0.30])
     top.axis("off")
-    kind = {"fw": "FW", "away": "away", "pairwise": "pairwise"}.get(frame.kind, frame.kind)
-    corner = "cache corner (cache hit, no oracle call)" if frame.cache_hit else "FW corner (max oracle)"
-    lines = [title,
-             f"step #{frame.iteration:,}: block {frame.block}" + (f" ({frame.note})" if frame.note else "")
-             + f" · {kind} step · γ = {frame.gamma:.3g} (γmax = {frame.gamma_max:.3g})",
-             f"block gap: ĝ before {_fmt(frame.gap_prev)} → exact after {_fmt(frame.gap_after)}"]
-    if frame.truth:
-        lines.append(f"truth: {frame.truth[:60]}   {corner}: {frame.corner[:60]}")
+    lines = frame_lines(frame, title)
     top.text(0.0, 1.0, "\n".join(lines), va="top", ha="left", fontsize=11, family="DejaVu Sans",
              transform=top.transAxes, linespacing=1.5)
     if frame.image is not None and frame.image.ndim == 3 and frame.image.shape[0] <= 40:
@@ -157,7 +169,7 @@ def _draw(fig, frame: StepFrame, title: str, ylim, st_max, max_bars):
     ax.set_yscale("log")
     ax.set_ylim(lo, hi)
     ax.set_xlim(-0.5 * b - 0.5, n - 0.5 + 0.5 * b)
-    ax.set_xlabel("block i (training example)" + (f" — bins of {b} blocks (max ĝᵢ)" if b > 1 else ""))
+    ax.set_xlabel("block i (training example)" + (f" — bins of {count(b)} blocks (max ĝᵢ)" if b > 1 else ""))
     ax.set_ylabel("block gap estimate ĝᵢ")
     unvisited = int(np.count_nonzero(~known))
     ax.set_title("Per-block gap estimates, colour: staleness (iterations since ĝᵢ was computed); "
@@ -228,5 +240,5 @@ def last_steps_gif(session, steps: int = 30, fps: float = 4.0) -> io.BytesIO:
         raise ValueError("no block step to show yet: take a few steps first")
     start = session.solver_at(first)
     frames = replay_frames(start, snap.iteration - first)
-    title = f"gaplab · {snap.dataset} (n = {snap.n}) · {snap.label}"
+    title = f"gaplab · {snap.dataset} (n = {count(snap.n)}) · {snap.label}"
     return io.BytesIO(render_gif(frames, title=title, fps=fps))

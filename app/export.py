@@ -11,11 +11,13 @@ import csv
 import io
 import json
 import math
+import re
 
 from gaplab.core import jsonsafe
 
 __all__ = ["TRACE_FIELDS", "trace_rows", "trace_csv", "trace_json", "figure_export_buttons",
-           "figure_pane", "config_text", "EXPORT_PIXEL_RATIO"]
+           "figure_pane", "config_text", "EXPORT_PIXEL_RATIO", "file_stem", "FILE_STEM_JS",
+           "switch_lines"]
 
 #: CSV columns, in order (a record lacking one leaves the cell empty)
 TRACE_FIELDS = ("kind", "manual", "iteration", "effective_passes", "oracle_calls", "wall_time_s",
@@ -60,12 +62,25 @@ def config_text(snap) -> str:
     return ", ".join(parts)
 
 
+def switch_lines(snap) -> list[str]:
+    """One line per setting switched mid-run with α kept (the convergence curves' switch
+    marks, ``Snapshot.switches``): at which iteration and pass, from what to what."""
+    out = []
+    for m in getattr(snap, "switches", ()) or ():
+        was = m[4] if len(m) > 4 else "the previous settings"
+        out.append(f"switch at iteration {int(m[2]):,} ({float(m[0]):.2f} passes): {was} -> {m[3]}")
+    return out
+
+
 def trace_csv(snap) -> io.StringIO:
-    """CSV of :func:`trace_rows`; the first lines (starting with ``#``) give the run's label
-    and its full config, seed included. A value a record lacks or that is NaN is an empty
-    cell; ±inf is written ``inf``/``-inf``."""
+    """CSV of :func:`trace_rows`; the first lines (starting with ``#``) give the run's label,
+    its full config, seed included (the settings in force now), and every setting switched
+    mid-run with α kept (:func:`switch_lines`). A value a record lacks or that is NaN is an
+    empty cell; ±inf is written ``inf``/``-inf``."""
     out = io.StringIO()
     out.write(f"# gaplab run: {snap.label}\n# config: {config_text(snap)}\n")
+    for line in switch_lines(snap):
+        out.write(f"# {line}\n")
     w = csv.DictWriter(out, fieldnames=TRACE_FIELDS, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
     for r in trace_rows(snap):
@@ -90,6 +105,40 @@ def trace_json(snap) -> io.StringIO:
     out = io.StringIO(json.dumps(jsonsafe.encode(doc), indent=1, allow_nan=False))
     out.seek(0)
     return out
+
+
+#: longest file stem (characters) of an exported figure
+FILE_STEM_MAX = 80
+
+#: the JS function (title → file stem) the export buttons use; :func:`file_stem` is the same rule
+FILE_STEM_JS = """(title) => {
+    const tokens = String(title).replace(/([0-9]),(?=[0-9])/g, "$1").replace(/\\s*=\\s*/g, "=")
+        .split(/[^A-Za-z0-9.=]+/).map((t) => t.replace(/^[.=]+|[.=]+$/g, "").replace(/=/g, "_"))
+        .filter((t) => t.length > 0);
+    let out = "";
+    for (const t of tokens) {
+        const next = out ? out + "_" + t : t;
+        if (out && next.length > %d) { break; }
+        out = next;
+    }
+    return out || "gaplab_figure";
+}""" % FILE_STEM_MAX
+
+
+def file_stem(title: str) -> str:
+    """The file stem of an exported figure: the title's ASCII words and numbers joined by "_"
+    (thousands separators dropped, decimal points kept, "n = 626" one token ``n_626``), whole
+    tokens only up to
+    :data:`FILE_STEM_MAX` characters (never cut inside a token); "gaplab_figure" if empty."""
+    text = re.sub(r"\s*=\s*", "=", re.sub(r"([0-9]),(?=[0-9])", r"\1", str(title)))
+    tokens = [t.strip(".=").replace("=", "_") for t in re.split(r"[^A-Za-z0-9.=]+", text)]
+    out = ""
+    for t in (t for t in tokens if t):
+        nxt = f"{out}_{t}" if out else t
+        if out and len(nxt) > FILE_STEM_MAX:
+            break
+        out = nxt
+    return out or "gaplab_figure"
 
 
 #: pixel ratio of a PNG export: a 3× image stays sharp on a slide projected at 4K
@@ -124,7 +173,7 @@ try {
     }
 }
 const title = (fig != null && fig.title && fig.title.text) ? fig.title.text : stem;
-const name = title.replace(/[^A-Za-z0-9]+/g, "_").replace(/^_+|_+$/g, "").slice(0, 60) || "gaplab_figure";
+const name = (FILE_STEM)(title);
 layer.to_blob().then((blob) => {
     const a = document.createElement("a");
     a.href = URL.createObjectURL(blob);
@@ -172,7 +221,7 @@ def figure_export_buttons(fig=None, css: str = "", *, target: str = "", stem: st
                               description=(f"Download this figure as PNG ({ratio}× pixel ratio)" if kind == "png"
                                            else "Download this figure as SVG (vector)"))
         b.js_on_click(args={"fig": fig, "kind": kind, "target": target, "stem": stem, "ratio": ratio},
-                      code=_EXPORT_JS)
+                      code=_EXPORT_JS.replace("FILE_STEM", FILE_STEM_JS))
         row.append(b)
     return pn.Row(*row, margin=(0, 10), align="end")
 

@@ -17,6 +17,7 @@ from .export import figure_pane
 from .views import legend_above
 from .safe_html import esc
 from .ticks import handler
+from .wording import count
 
 __all__ = ["ToyLab", "ToyView"]
 
@@ -485,7 +486,7 @@ class ToyView:
         sp = s["speedup"]
         sp_txt = f"{sp:.1f}×" if math.isfinite(sp) else "–"
         self.headline.object = (
-            f"n = {s['n']}, K = {s['K']}, ε = {s['eps']:g}: gap sampling needs "
+            f"n = {count(s['n'])}, K = {count(s['K'])}, ε = {s['eps']:g}: gap sampling needs "
             f"<b>{_int(s['calls'].get('gap'))}</b> oracle calls, uniform "
             f"<b>{_int(s['calls'].get('uniform'))}</b> → speed-up <b style='color:#d95f02'>{sp_txt}</b> "
             f"(min(n, K) = {s['min_n_K']}; predicted min(n, K, 1/(nε)) = {s['predicted']:g}; the hard "
@@ -512,4 +513,4 @@ class ToyView:
 
 
 def _int(v):
-    return "–" if v is None else f"{int(v):,}"
+    return "–" if v is None else count(v)

@@ -364,7 +364,7 @@ class Session(SessionRunLoop, SessionPublisher, SessionSettings):
                 return False
             warm = new.iteration != s.iteration   # a new λ: a warm start, counters from zero
             prev = self._switches if not warm else []
-            mark = (new.effective_passes, new.wall_time, new.iteration, label)
+            mark = (new.effective_passes, new.wall_time, new.iteration, label, describe_change(cfg, s.config))
             if warm:
                 self._trace.clear()
                 self._last_check = None

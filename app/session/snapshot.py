@@ -128,7 +128,8 @@ class Snapshot:
     test_metric_name: str = "test error"
     test_metric: float = math.nan
     test_metric_passes: float = math.nan
-    # settings switched mid-run with α kept: (effective passes, solver time s, iteration, label)
+    # settings switched mid-run with α kept: (effective passes, solver time s, iteration, label
+    # of the new setting, label of the setting it replaced)
     switches: tuple = ()
     history_from: int = -1      # the earliest iteration "Back" reaches (-1: none)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import panel as pn
 
 from ..safe_html import esc
+from ..wording import block_gap_tol, count
 from .base import _Base
 from .figures import BIG_PX, LiveHTML, _fmt, _fmt_gap, _png, _scale_px
 from .narration import (_TIP_BEFORE, _TIP_BEFORE_HIT, _TIP_DIRECTION_HIT, _TIP_IMPROVEMENT_BOX,
@@ -229,7 +230,7 @@ class AnatomyView(_Base):
         hit = ("cache hit (no oracle call)" if st.cache_hit else
                "cache miss → max oracle" if snap.config.get("cache") else "max oracle call")
         items = [
-            ("block i", f"{st.block} of {snap.n}" + (f" ({esc(st.note)})" if st.note else "")),
+            ("block i", f"{count(st.block)} of {count(snap.n)}" + (f" ({esc(st.note)})" if st.note else "")),
             # StepRecord.iteration is k, the steps done before this one; the status line counts
             # steps done, so this step took the solver from iteration k to k + 1
             ("step", f"#{st.iteration + 1:,} &nbsp;<span style='font-weight:normal;color:#666'>(iteration "
@@ -238,10 +239,10 @@ class AnatomyView(_Base):
             ("γ (step size)", f"{_fmt(st.gamma, '.4g')} &nbsp;(γ<sub>max</sub> = {_fmt(st.gamma_max, '.4g')})"),
             ("oracle", hit),
             (_TIP_BEFORE_HIT if st.cache_hit else _TIP_BEFORE,
-             _fmt_gap(st.gap_before) + (" (stale, unchanged)" if st.cache_hit else "")),
+             _fmt_gap(st.gap_before, tol=block_gap_tol(snap)) + (" (stale, unchanged)" if st.cache_hit else "")),
             (_TIP_DIRECTION_HIT if st.cache_hit and st.kind == "fw" else "direction gap ⟨−∇<sub>i</sub>f, d⟩",
-             _fmt_gap(st.direction_gap)),
-            ("block gap after (diagnostic)", _fmt_gap(st.gap_after)),
+             _fmt_gap(st.direction_gap, tol=block_gap_tol(snap))),
+            ("block gap after (diagnostic)", _fmt_gap(st.gap_after, tol=block_gap_tol(snap))),
             (_TIP_IMPROVEMENT_BOX if getattr(st, "box", False) else "dual improvement",
              _fmt(st.improvement, ".3e")),
         ]

@@ -10,6 +10,7 @@ from bokeh.models import (ColorBar, ColumnDataSource, HoverTool, LinearColorMapp
                           Range1d, Span)
 from bokeh.palettes import Viridis256
 
+from ..wording import count
 from .base import _Base
 from .figures import GAP_FLOOR, LiveHTML, _bold, _fig, _figure_pane, _fmt, _set_range, legend_above
 
@@ -51,8 +52,8 @@ class BlockGapsView(_Base):
                   legend_label="exact gᵢ at the last gap check")
         f.legend.location = "top_right"
         legend_above(f)
-        f.add_tools(HoverTool(renderers=[bars], tooltips=[("blocks", "@lo–@hi"), ("ĝᵢ (max)", "@gap{0.000e}"),
-                                                          ("staleness (iterations)", "@stale{0}"),
+        f.add_tools(HoverTool(renderers=[bars], tooltips=[("blocks", "@lo{0,0}–@hi{0,0}"), ("ĝᵢ (max)", "@gap{0.000e}"),
+                                                          ("staleness (iterations)", "@stale{0,0}"),
                                                           ("drawn as", "@how")]))
         cb = ColorBar(color_mapper=self.mapper, title="staleness: iterations since ĝᵢ was computed"
                       if max_bars is None else "staleness",
@@ -139,7 +140,7 @@ class BlockGapsView(_Base):
         nb = len(x)
         width = np.full(nb, 0.9 * b)
         top = np.where(np.isfinite(gb), np.maximum(gb, floor), np.nan)
-        how = (f"a bin of {b} blocks: its largest ĝᵢ and mean staleness (bins keep every bar >= "
+        how = (f"a bin of {count(b)} blocks: its largest ĝᵢ and mean staleness (bins keep every bar >= "
                f"{BAR_MIN_PX:g} px wide; zoom in for single blocks)" if b > 1 else "one bar per block")
         self._set(self.src, dict(x=x, w=width, top=top, bottom=np.full(nb, floor), stale=sb, gap=gb, lo=lo, hi=hi,
                                  how=[how] * nb))
@@ -150,7 +151,7 @@ class BlockGapsView(_Base):
         else:
             self._set(self.exact, dict(x=[], y=[]))
         self._set(self.prob, dict(x=x, w=width, top=pb))
-        binned = f" — {nb} bins of {b} blocks (max ĝᵢ, mean staleness, summed P)" if b > 1 else ""
+        binned = f" — {count(nb)} bins of {count(b)} blocks (max ĝᵢ, mean staleness, summed P)" if b > 1 else ""
         self._ranges(n, b, floor, gb, pb)
         self.pfig.yaxis.axis_label = "P(bin)" if b > 1 else "P(i)"
         last = snap.last_step.block if snap.last_step is not None else -10
@@ -162,10 +163,10 @@ class BlockGapsView(_Base):
         else:
             self._set(self.last_src, dict(left=[], right=[]))
         if self.MAX_BARS < BlockGapsView.MAX_BARS:   # projector: a short title
-            self.fig.title.text = f"Block gap estimates ĝᵢ (colour: staleness) — bins of {b}" if b > 1 else \
+            self.fig.title.text = f"Block gap estimates ĝᵢ (colour: staleness) — bins of {count(b)}" if b > 1 else \
                 "Block gap estimates ĝᵢ (colour: staleness)"
         else:
-            self.fig.title.text = (f"Per-block gap estimates ĝᵢ, coloured by staleness ({snap.dataset}, n = {n})"
+            self.fig.title.text = (f"Per-block gap estimates ĝᵢ, coloured by staleness ({snap.dataset}, n = {count(n)})"
                                    f"{binned}")
         self.pfig.title.text = (f"Sampling probabilities of the next draw ({snap.config.get('sampling', '')}"
                                 f"{' p=' + format(snap.config.get('gap_power', 1), 'g') if snap.config.get('sampling') == 'gap' else ''})")
@@ -179,12 +180,12 @@ def _info_line(snap, unvisited: int, b: int = 1) -> str:
         ago = snap.iteration - snap.exact_block_gaps_iteration
         parts.append(f"**exact gap** g(α) = {_fmt(snap.exact_gap)} ({ago:,} iterations ago)")
     if unvisited:
-        parts.append(f"{unvisited} block(s) never visited (ĝᵢ = +∞, not drawn as a bar; gap "
+        parts.append(f"{count(unvisited)} block(s) never visited (ĝᵢ = +∞, not drawn as a bar; gap "
                      "sampling draws them first, uniformly)")
     if math.isfinite(snap.chi_cubed) and not unvisited:
-        parts.append(f"χ(ĝ)³ = {snap.chi_cubed:.2f} (Thm. 2's gain of gap over uniform sampling if "
-                     "these stale estimates were the exact gaps and the curvatures were equal)")
-    parts.append("red: last block" + (f" (its bin of {b})" if b > 1 else ""))
+        parts.append(f"χ(ĝ)³ = {snap.chi_cubed:.2f} (Thm. 2 divides the bound's curvature term, not h₀, "
+                     "by χ(g)³ of the exact gaps, curvatures equal; here from the stale ĝᵢ)")
+    parts.append("red: last block" + (f" (its bin of {count(b)})" if b > 1 else ""))
     return _bold(" · ".join(parts))
 
 

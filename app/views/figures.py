@@ -19,6 +19,8 @@ from bokeh.models import CustomJSTicker, CustomJSTickFormatter
 from bokeh.palettes import Category10_10
 from bokeh.plotting import figure
 
+from ..wording import ROUND_OFF, gap_words, is_round_off  # noqa: F401  (ROUND_OFF re-exported by views)
+
 GAP_FLOOR = 1e-12          # log axes: values <= 0 (round-off) are drawn at this floor
 CURRENT_COLOR = "#111111"
 RUN_COLORS = [c for c in Category10_10 if c != "#7f7f7f"]
@@ -189,30 +191,18 @@ def _set(src, data, full: bool = False) -> None:
         src.data = dict(data)
 
 
-ROUND_OFF = 1e-12   # |value| below this (relative to 1) counts as round-off of a quantity >= 0
+def _fmt_gap(v, spec=".4e", tol=ROUND_OFF):
+    """A gap (>= 0 in exact arithmetic) for a table: within ``tol`` of 0 (the one round-off rule,
+    :mod:`gaplab.app.wording`; ``tol`` = ROUND_OFF × the gap's scale, default scale 1) it is
+    shown as 0 with the raw value in a note."""
+    if is_round_off(v, tol):
+        return f"0 <span style='font-weight:normal;color:#777'>(round-off: {float(v):.1e})</span>"
+    return _fmt(v, spec)
 
 
-def _fmt_gap(v, spec=".4e", scale=1.0):
-    """A gap (>= 0 in exact arithmetic): a tiny negative value from floating-point round-off is
-    shown as 0 with the raw value in a note, not as a negative gap."""
-    try:
-        fv = float(v)
-    except (TypeError, ValueError):
-        return _fmt(v, spec)
-    if math.isfinite(fv) and fv < 0 and abs(fv) <= ROUND_OFF * max(1.0, abs(scale)):
-        return f"0 <span style='font-weight:normal;color:#777'>(round-off: {fv:.1e})</span>"
-    return _fmt(fv, spec)
-
-
-def _gap_word(v) -> str:
-    """A gap in plain text for the step sentence (0 for round-off below zero)."""
-    try:
-        fv = float(v)
-    except (TypeError, ValueError):
-        return "–"
-    if math.isfinite(fv) and fv < 0 and abs(fv) <= ROUND_OFF:
-        return "0 (round-off)"
-    return _fmt(fv, ".2g")
+def _gap_word(v, tol=ROUND_OFF) -> str:
+    """A gap in plain text for the step sentence ("0 (round-off)" within ``tol`` of 0)."""
+    return gap_words(v, tol)
 
 
 def _fmt(v, spec=".3g"):

@@ -82,7 +82,7 @@ def test_conll_selected_mid_run_then_anatomy_shows_chunks(monkeypatch):
             assert f"data-type='{typ}'" in html_
         for cls in ("gaplab-gold", "gaplab-fw", "gaplab-away"):
             assert f"class='{cls}'" in html_
-        assert f"<span class='gaplab-block'>{st.block}</span>" in html_ and f"{st.block} of 8936" in view.table.object
+        assert f"<span class='gaplab-block'>{st.block}</span>" in html_ and f"{st.block:,} of 8,936" in view.table.object
         assert view.word.height > 235   # the chunked sentence gets a taller (scrolling) pane
         # per-block gaps: binned like OCR-large (max ĝ per bin of b blocks, at most MAX_BARS bars)
         blocks = BlockGapsView()

@@ -7,6 +7,9 @@ import csv
 import io
 import json
 import math
+import re
+import shutil
+import subprocess
 from types import SimpleNamespace
 
 import numpy as np
@@ -175,3 +178,74 @@ def test_every_figure_of_every_tab_has_png_and_svg_buttons():
         assert holo and all(set(p.css_classes) & targets for p in holo)
     finally:
         app.close()
+
+
+# ------------------------------------------------------------------ file names and switch marks
+_TITLES = ["Per-block gap estimates ĝᵢ, coloured by staleness (ocr-small, n = 626)",
+           "Per-block gap estimates ĝᵢ, coloured by staleness (conll2000, n = 8,936) — 100 bins of 90 blocks",
+           "Duality gap vs effective passes · λ = 0.001 · gap sampling (P ∝ ĝᵢ) with a cache, F = 0.25, ν = 0.01",
+           "", "ĝᵢ", "x" * 100]
+
+
+def test_png_file_name_never_cuts_a_number():
+    """The old rule (``slice(0, 60)``) named the OCR-small bars figure ``..._ocr_small_n_62``
+    when n = 626: a file name keeps whole tokens, and "n = 626" stays ``n_626``."""
+    from gaplab.app.export import FILE_STEM_MAX, file_stem
+    stem = file_stem(_TITLES[0])
+    assert stem.endswith("_ocr_small_n_626")
+    assert file_stem(_TITLES[1]).split("_")[8:10] == ["n", "8936"]        # no thousands comma split
+    for title in _TITLES:
+        stem = file_stem(title)
+        assert len(stem) <= FILE_STEM_MAX or "_" not in stem
+        words = re.sub(r"([0-9]),(?=[0-9])", r"\1", title)
+        # every token of the stem is a whole word or number of the title
+        for tok in stem.split("_"):
+            assert tok == "gaplab" or tok == "figure" or re.search(rf"(?<![A-Za-z0-9.]){re.escape(tok)}(?![A-Za-z0-9])",
+                                                                   words), (tok, title)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node not installed")
+def test_png_file_name_rule_is_the_same_in_the_browser():
+    """The export button names the file in the browser (the title can change at run time):
+    the JS rule gives the same stem as :func:`file_stem` on every title."""
+    from gaplab.app.export import FILE_STEM_JS, file_stem
+    js = f"const f = {FILE_STEM_JS};\nconsole.log(JSON.stringify({json.dumps(_TITLES)}.map(f)));"
+    out = subprocess.run(["node", "-e", js], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert json.loads(out) == [file_stem(t) for t in _TITLES]
+
+
+def test_csv_header_lists_the_settings_switched_with_alpha_kept():
+    """Start uniform, switch to gap sampling with α kept: the header says when (iteration and
+    pass) and from what to what, as the convergence curves' switch mark does."""
+    from gaplab.app.session import Session
+    s = Session(dataset="toy", sampling="uniform", max_passes=1e6)
+    try:
+        assert s.wait_idle(120) and s.status == "idle", s.messages()
+        n = s.snapshot.n
+        s.step_n(3 * n)
+        assert s.wait_idle(60)
+        it, passes = s.snapshot.iteration, s.snapshot.effective_passes
+        s.sampling = "gap"
+        snap = s.snapshot
+        assert len(snap.switches) == 1
+        head = [ln for ln in trace_csv(snap).getvalue().splitlines() if ln.startswith("#")]
+        assert any("sampling=gap" in ln for ln in head)
+        sw = [ln for ln in head if "switch" in ln]
+        assert sw == [f"# switch at iteration {it:,} ({passes:.2f} passes): uniform sampling -> gap sampling"]
+    finally:
+        s.close()
+
+
+def test_gif_caption_writes_counts_and_round_off_as_the_step_sentence_does():
+    """The GIF's caption was "block 5150 · γ = 1 … ĝ before 7.09e-19 → exact after 1.42e-18":
+    counts with separators and the one round-off rule (gaplab.app.wording)."""
+    from gaplab.app.animate import StepFrame, frame_lines
+    tol = 1e-12 * 0.5 / 8936          # ROUND_OFF × the objective scale / n
+    fr = StepFrame(iteration=12345, block=5150, kind="fw", cache_hit=False, gamma=1.0, gamma_max=1.0,
+                   gap_prev=7.094e-19, gap_after=1.4188e-18, truth="", corner="", note="",
+                   gaps=np.zeros(3), staleness=np.zeros(3), gap_tol=tol)
+    lines = frame_lines(fr, "gaplab")
+    assert "step #12,345: block 5,150" in lines[1]
+    assert lines[2] == "block gap: ĝ before 0 (round-off) → exact after 0 (round-off)"
+    real = StepFrame(**{**fr.__dict__, "gap_prev": 3.2e-4, "gap_after": math.inf})
+    assert frame_lines(real, "gaplab")[2] == "block gap: ĝ before 0.00032 → exact after +∞"

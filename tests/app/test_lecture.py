@@ -106,7 +106,7 @@ def test_step_sentence_says_what_happened(fresh):
     assert st.probability == pytest.approx(1.0 / n)   # first draw: every block unvisited
     text = step_sentence(app.session.snapshot, st)
     assert f"block <b>{st.block}</b>" in text and "probability" in text and "gap sampling" in text
-    assert "max oracle" in text and "γ =" in text and "block gap went from" in text
+    assert "max oracle" in text and "γ =" in text and "was" in text and "at the step and is" in text
     app.refresh(force=True)
     assert "What just happened" in app.anatomy.sentence.object
 

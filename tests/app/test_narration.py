@@ -114,10 +114,24 @@ def test_a_step_with_gamma_zero_moves_nothing():
         assert np.array_equal(s.solver.w, w0)        # indeed nothing moved
         text = _text(step_sentence(snap, st))
         assert "moved nothing" in text and "moved the block" not in text
+        # old: "the gap towards the FW corner is ≤ 0, so block 9 is already optimal for that
+        # direction": g_i is a max over the whole simplex (Eq. (6)), so g_i = 0 is optimality
+        assert "for that direction" not in text
+        assert f"so block {st.block} is optimal" in text and "whole simplex (Eq. (6))" in text
+        if math.isinf(st.gap_prev) and tuple(st.fw_corner) == tuple(st.truth):
+            assert "the FW corner is the block's current point αᵢ" in text     # α⁰ᵢ is that corner
+        else:
+            assert "every labelling with αᵢ(y) > 0 is a maximizer of Hᵢ (Eq. (7))" in text
         # a pairwise step with γ = 0 because the FW corner is the away corner
         pw = dataclasses.replace(st, kind="pairwise", away_corner=st.fw_corner)
         text = _text(step_sentence(snap, pw))
         assert "moved nothing: the FW corner is the away corner" in text and "moved mass" not in text
+        # old: "the pairwise direction does not decrease f (its gap ⟨−∇ᵢf, d⟩ ≤ 0)": the pairwise
+        # gap is g^FW + g^A with both terms >= 0, so γ = 0 means the block is optimal (Eq. (7))
+        pw = dataclasses.replace(st, kind="pairwise", away_corner=tuple("9" * len(st.fw_corner)), direction_gap=0.0)
+        text = _text(step_sentence(snap, pw))
+        assert "pairwise gap ⟨−∇ᵢf, d⟩ = giFW + giA is 0" in text and "the block is optimal (Eq. (7))" in text
+        assert "does not decrease f" not in text
     finally:
         s.close()
 
@@ -263,3 +277,167 @@ def test_segmentation_anatomy_names_the_cache_corner_on_a_hit():
         assert "blue: cache corner" in view.word.object
     finally:
         s.close()
+
+
+# ----------------------------------------------------------------- issue 24 item 5: exact sentences
+@pytest.fixture(scope="module")
+def away_run():
+    """OCR-small with away steps (Alg. 4) and uniform sampling: the first away step (γ > 0)
+    after which the block's FW gap rose, its snapshot, and the first FW step with a gap at the
+    step that is round-off (a block already at its FW corner)."""
+    s = _session(max_passes=1e6, step_kind="away", sampling="uniform")
+    found = {}
+    try:
+        for _ in range(3000):
+            snap = s.step()
+            st = snap.last_step
+            if "rise" not in found and st.kind == "away" and st.gamma > 0 and st.gap_after > 2 * st.gap_before:
+                found["rise"] = (snap, st)
+            if "roundoff" not in found and st.kind == "fw" and 0 < abs(st.gap_before) < 1e-15:
+                found["roundoff"] = (snap, st)
+            if len(found) == 2:
+                break
+        yield found
+    finally:
+        s.close()
+
+
+def test_away_step_names_the_away_and_fw_gaps_and_why_the_fw_gap_rose(away_run):
+    """Old: "an away step with γ = 0.012 moved mass away from the away corner …; its block gap
+    went from 0.00045 (the stored estimate ĝᵢ) / 2.6e-05 (computed at the step) to 0.00034".
+    Alg. 4 takes the away step because g_i^A > g_i^FW; the record holds g_i^A (direction_gap)
+    and g_i^FW (the block gap at the step)."""
+    snap, st = away_run["rise"]
+    assert st.direction_gap > st.gap_before                       # Alg. 4's choice: g^A > g^FW
+    text = _text(step_sentence(snap, st))
+    assert f"away gap giA = {st.direction_gap:.2g} exceeds the FW gap giFW = {st.gap_before:.2g}" in text
+    assert "Alg. 4 takes the away step" in text
+    assert "not monotone" in text and f"f fell by {st.improvement:.2g}" in text
+    assert "(computed at the step)" not in text
+    # the reviewer's numbers
+    rev = dataclasses.replace(st, gamma=0.012, gap_prev=0.00045, gap_before=2.6e-05, direction_gap=0.0011,
+                              gap_after=0.00034, drop=False)
+    text = _text(step_sentence(snap, rev))
+    assert "away gap giA = 0.0011 exceeds the FW gap giFW = 2.6e-05" in text
+    assert "was 2.6e-05 at the step and is 0.00034 after it" in text and "last visit was 0.00045" in text
+    assert "the gap rose although f fell" in text
+    # the combined rule chooses by dual improvement, not by comparing the gaps
+    comb = SimpleNamespace(**{**snap.__dict__, "config": dict(snap.config, step_kind="combined")})
+    text = _text(step_sentence(comb, rev))
+    assert "combined rule took it for the largest dual improvement" in text and "exceeds" not in text
+    fw = dataclasses.replace(rev, kind="fw", away_corner=None)
+    assert "combined rule took it for the largest dual improvement" in _text(step_sentence(comb, fw))
+    # on a cache hit the stored g_i is stale: the away gap was compared with the cache corner's gap
+    hit = dataclasses.replace(rev, cache_hit=True)
+    text = _text(step_sentence(snap, hit))
+    assert "away gap giA = 0.0011 exceeds the cache corner's gap" in text and "giFW = 2.6e-05" not in text
+
+
+def test_round_off_is_one_rule_and_gamma_one_reaches_the_corner(away_run):
+    """Old: "a FW step with γ = 1 moved the block towards the FW corner; its block gap went from
+    7.1e-19 to 1.4e-18" (round-off shown as numbers, and "towards" for γ = 1)."""
+    snap, st = away_run["roundoff"]
+    from gaplab.app.wording import block_gap_tol, gap_words
+    tol = block_gap_tol(snap)
+    assert 0 < abs(st.gap_before) <= tol < 1e-9 / snap.n        # the rule: 1e-12 of the scale per block
+    text = _text(step_sentence(snap, st))
+    assert f"{st.gap_before:.2g}" not in text and "0 (round-off)" in text
+    assert "towards" not in text and "already optimal" in text
+    rev = dataclasses.replace(st, gamma=1.0, gamma_max=1.0, gap_before=7.1e-19, direction_gap=7.1e-19,
+                              gap_after=1.4e-18)
+    text = _text(step_sentence(snap, rev))
+    assert "7.1e-19" not in text and "1.4e-18" not in text
+    assert "was 0 (round-off) at the step and is 0 (round-off) after it" in text and "towards" not in text
+    # the same rule in the anatomy's table and for a small negative gap; a real small gap is a number
+    assert gap_words(-3e-19, tol) == "0 (round-off)" and gap_words(1e-9, tol) == "1e-09"
+    view = AnatomyView()
+    view.update(dataclasses.replace(snap, last_step=rev))
+    assert "0 <span" in view.table.object and "(round-off: 7.1e-19)" in view.table.object
+    # γ = 1 with a real gap on a block not at its corner: moved *to* the FW corner
+    far = dataclasses.replace(st, gamma=1.0, gamma_max=1.0, gap_before=0.05, direction_gap=0.05, gap_after=0.0,
+                              gap_prev=0.07, fw_corner=tuple("z" * len(st.truth)), active_set_size=2)
+    text = _text(step_sentence(snap, far))
+    assert "moved the block to the FW corner" in text and "towards" not in text
+    far = dataclasses.replace(far, gamma=0.5)
+    assert "moved the block towards the FW corner" in _text(step_sentence(snap, far))
+
+
+def test_count_formatter_is_the_same_on_every_line():
+    """Old: "8916 block(s) never visited" and "block i 515 of 8936" next to "n = 8,936"."""
+    from gaplab.app.views.blocks import _info_line
+    from gaplab.app.wording import count
+    assert count(8936) == "8,936" and count(12) == "12"
+    snap = SimpleNamespace(heuristic_gap=math.inf, exact_gap=math.nan, chi_cubed=math.nan, iteration=20)
+    assert "8,916 block(s) never visited" in _info_line(snap, 8916)
+    s = _session(max_passes=1e6)
+    try:
+        big = dataclasses.replace(s.step(), n=8936)
+        big = dataclasses.replace(big, last_step=dataclasses.replace(big.last_step, block=5150))
+        view = AnatomyView()
+        view.update(big)
+        assert "5,150 of 8,936" in view.table.object
+        status = StatusView()
+        status.update(big)
+        assert "n = 8,936" in status.panel.object
+        assert "block 5,150" in _text(step_sentence(big, big.last_step))
+    finally:
+        s.close()
+
+
+def test_cache_miss_before_the_first_gap_pass_says_no_hit_was_possible():
+    """Alg. 5 line 2: g^(0) = +∞, so the threshold max(F g_i^(k_i), (ν/n) g^(k_0)) is infinite
+    until the first exact gap pass: every step misses. Old: "the cache missed, so the max oracle
+    was called" with no reason (students expected hits as the cache fills)."""
+    s = _session(max_passes=1e6, cache=True, gap_check=1.0, sampling="uniform")
+    try:
+        for _ in range(5):
+            snap = s.step()
+            st = snap.last_step
+            assert not st.cache_hit and math.isnan(snap.exact_gap)
+            text = _text(step_sentence(snap, st))
+            assert "no hit is possible before the first exact gap pass" in text and "Alg. 5 line 2" in text
+        s.compute_exact_gaps()
+        n = s.snapshot.n
+        seen = set()
+        for _ in range(3 * n):
+            snap = s.step()
+            st = snap.last_step
+            if st.cache_hit:
+                continue
+            text = _text(step_sentence(snap, st))
+            assert "before the first exact gap pass" not in text
+            seen.add("not visited yet" in text)
+        assert False in seen
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("sampling", ["maxgap", "permutation"])
+def test_first_pass_draw_of_maxgap_and_permutation_is_said_exactly(sampling):
+    """Old: "was drawn with probability 0.0016 under max-gap sampling (the largest ĝᵢ)" while
+    every unvisited ĝᵢ = +∞ ties (the solver draws uniformly among the unvisited blocks), and
+    "… under a random permutation" with P = 1/(blocks left in the pass), not 1/n."""
+    s = _session(max_passes=1e6, sampling=sampling)
+    try:
+        n = s.snapshot.n
+        for k in range(3):
+            snap = s.step()
+            st = snap.last_step
+            assert st.probability == pytest.approx(1.0 / (n - k))
+            text = _text(step_sentence(snap, st))
+            if sampling == "maxgap":
+                assert f"uniformly among the {n - k:,} blocks not visited yet" in text and "ĝᵢ = +∞" in text
+            else:
+                assert f"uniformly among the {n - k:,} block(s) not yet drawn in this pass" in text
+    finally:
+        s.close()
+
+
+def test_chi_cubed_note_says_what_theorem_2_divides():
+    """Old: "χ(ĝ)³ = 3.10 (Thm. 2's gain of gap over uniform sampling if …)": Theorem 2's bound
+    is 2n/(k+2n)·(C_f^⊗ χ^⊗ + h₀), so χ(g)³ divides the curvature term only, not the rate."""
+    from gaplab.app.views.blocks import _info_line
+    snap = SimpleNamespace(heuristic_gap=0.5, exact_gap=math.nan, chi_cubed=3.1, iteration=20)
+    line = _info_line(snap, 0)
+    assert "χ(ĝ)³ = 3.10" in line and "divides the bound's curvature term, not h₀" in line
+    assert "gain of gap over uniform" not in line

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from browser_env import launched_browser, require_browser, warm_app_server
-from gaplab.app.export import EXPORT_PIXEL_RATIO
+from gaplab.app.export import EXPORT_PIXEL_RATIO, FILE_STEM_JS
 from gaplab.app.testing import AppServer
 
 pytestmark = pytest.mark.browser
@@ -26,13 +26,13 @@ ARTIFACTS = ROOT / "artifacts"
 # the CSS size of every figure on the page, by the file stem its export button gives it
 _FIGURE_SIZES_JS = """() => {
   const out = {};
+  const fileStem = FILE_STEM;
   for (const v of Bokeh.index.query((v) => v.model != null && v.model.title != null && v.frame != null)) {
-    const t = v.model.title.text || "";
-    const stem = t.replace(/[^A-Za-z0-9]+/g, "_").replace(/^_+|_+$/g, "").slice(0, 60);
+    const stem = fileStem(v.model.title.text || "");
     out[stem] = [v.bbox.width, v.bbox.height];
   }
   return out;
-}"""
+}""".replace("FILE_STEM", FILE_STEM_JS)
 
 
 @pytest.fixture(scope="module")
