@@ -315,7 +315,7 @@ def test_away_step_names_the_away_and_fw_gaps_and_why_the_fw_gap_rose(away_run):
     assert "not monotone" in text and f"f fell by {st.improvement:.2g}" in text
     assert "(computed at the step)" not in text
     # the reviewer's numbers
-    rev = dataclasses.replace(st, gamma=0.012, gap_prev=0.00045, gap_before=2.6e-05, direction_gap=0.0011,
+    rev = dataclasses.replace(st, gamma=0.012, gap_prev=0.00045, block_gap_estimate=2.6e-05, direction_gap=0.0011,
                               gap_after=0.00034, drop=False)
     text = _text(step_sentence(snap, rev))
     assert "away gap giA = 0.0011 exceeds the FW gap giFW = 2.6e-05" in text
@@ -343,7 +343,7 @@ def test_round_off_is_one_rule_and_gamma_one_reaches_the_corner(away_run):
     text = _text(step_sentence(snap, st))
     assert f"{st.gap_before:.2g}" not in text and "0 (round-off)" in text
     assert "towards" not in text and "already optimal" in text
-    rev = dataclasses.replace(st, gamma=1.0, gamma_max=1.0, gap_before=7.1e-19, direction_gap=7.1e-19,
+    rev = dataclasses.replace(st, gamma=1.0, gamma_max=1.0, block_gap_estimate=7.1e-19, direction_gap=7.1e-19,
                               gap_after=1.4e-18)
     text = _text(step_sentence(snap, rev))
     assert "7.1e-19" not in text and "1.4e-18" not in text
@@ -354,7 +354,7 @@ def test_round_off_is_one_rule_and_gamma_one_reaches_the_corner(away_run):
     view.update(dataclasses.replace(snap, last_step=rev))
     assert "0 <span" in view.table.object and "(round-off: 7.1e-19)" in view.table.object
     # γ = 1 with a real gap on a block not at its corner: moved *to* the FW corner
-    far = dataclasses.replace(st, gamma=1.0, gamma_max=1.0, gap_before=0.05, direction_gap=0.05, gap_after=0.0,
+    far = dataclasses.replace(st, gamma=1.0, gamma_max=1.0, block_gap_estimate=0.05, direction_gap=0.05, gap_after=0.0,
                               gap_prev=0.07, fw_corner=tuple("z" * len(st.truth)), active_set_size=2)
     text = _text(step_sentence(snap, far))
     assert "moved the block to the FW corner" in text and "towards" not in text
