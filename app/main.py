@@ -53,7 +53,9 @@ _WIDGET_CLASS = {param.Selector: pn.widgets.Select, param.Boolean: pn.widgets.Ch
 
 #: looks of particular widgets (number formats, the checkbox's alignment with its neighbour)
 _WIDGET_KW = {"lam": dict(format="0.[000000]"), "cache": dict(margin=(28, 10, 5, 10)),
-              "cache_nu": dict(step=0.005, format="0.[00000]")}
+              "cache_nu": dict(step=0.005, format="0.[00000]"),
+              # "every 10 passes" in a notebook's UI font needs about 110 px inside the box
+              "gap_check": dict(width=150)}
 
 #: sidebar rows of the known settings (pairs); problem options follow the first row, settings
 #: not listed here get rows of their own after them

@@ -298,6 +298,37 @@ class JupyterLabServer:
         self.__exit__()
         raise RuntimeError(f"JupyterLab did not start within {self.timeout:g} s")
 
+    def kernel_run(self, code: str, timeout: float = 60.0) -> str:
+        """Run ``code`` in the notebook's kernel (the newest one this JupyterLab started) from a
+        second client, as a test's probe of the kernel's side (the page's cells are untouched:
+        JupyterLab shows only the replies to its own requests). Returns what ``code`` printed
+        (stdout and stderr) and the traceback of an error; RuntimeError when no kernel runs."""
+        from jupyter_client import BlockingKernelClient
+        files = sorted((self.root / ".runtime").glob("kernel-*.json"), key=lambda p: p.stat().st_mtime)
+        if not files:
+            raise RuntimeError("no kernel runs in this JupyterLab")
+        kc = BlockingKernelClient(connection_file=str(files[-1]))
+        kc.load_connection_file()
+        kc.start_channels()
+        kc.wait_for_ready(timeout)   # (its iopub channel subscribed before the request)
+        out = []
+
+        def keep(msg):
+            c, kind = msg["content"], msg["msg_type"]
+            if kind == "stream":
+                out.append(c["text"])
+            elif kind == "error":
+                out.append("\n".join(c["traceback"]))
+            elif kind in ("execute_result", "display_data"):
+                out.append(c["data"].get("text/plain", ""))
+        try:
+            reply = kc.execute_interactive(code, store_history=False, timeout=timeout, output_hook=keep)
+            if reply["content"].get("status") != "ok" and not out:
+                out.append(f"{reply['content'].get('ename')}: {reply['content'].get('evalue')}")
+        finally:
+            kc.stop_channels()
+        return "".join(out)
+
     def __exit__(self, *exc):
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()

@@ -45,7 +45,7 @@ def lab(tmp_path_factory):
         pytest.skip("no 'python3' Jupyter kernel (python -m ipykernel install --sys-prefix)")
     try:
         with JupyterLabServer(NOTEBOOK, tmp_path_factory.mktemp("lab"), ARTIFACTS / "jupyterlab.log") as jl:
-            yield jl.url
+            yield jl
     except RuntimeError as exc:
         pytest.fail(str(exc))
 
@@ -106,6 +106,61 @@ def _fit_problems(page) -> list[str]:
     return problems
 
 
+#: the page's side of the app after a Step: the status line, the anatomy's DOM and the anatomy's
+#: HTML model in BokehJS's documents (what the kernel's patches made of it)
+_PAGE_PROBE_JS = r"""() => {
+  const q = (sel, root = document, acc = []) => {   // shadow roots included
+    acc.push(...root.querySelectorAll(sel));
+    for (const el of root.querySelectorAll("*")) { if (el.shadowRoot) q(sel, el.shadowRoot, acc); }
+    return acc;
+  };
+  const status = q(".gaplab-status").map((e) => e.innerText.slice(0, 160));
+  const blocks = q(".gaplab-block").map((e) => [e.innerText, e.checkVisibility()]);
+  const anat = q(".gaplab-anatomy").map((e) => e.innerText.slice(0, 160));
+  const steps = q("button").filter((b) => b.innerText.trim() === "Step").map((b) => b.disabled);
+  const models = [];
+  for (const doc of (window.Bokeh ? Bokeh.documents : [])) {
+    for (const m of doc._all_models.values()) {
+      const t = typeof m.text === "string" ? m.text : (typeof m.object === "string" ? m.object : null);
+      if (t != null && t.includes("Anatomy of the last step")) {
+        models.push({type: m.type, id: m.id, has_block: t.includes("gaplab-block"), text: t.slice(0, 120)});
+      }
+    }
+  }
+  return {status, blocks, anat, steps, models, ndocs: window.Bokeh ? Bokeh.documents.length : -1};
+}"""
+
+#: the kernel's side: the session's snapshot, the anatomy pane's object, whether the app thinks
+#: the page's comm is open, and the compile state
+_KERNEL_PROBE = """
+from gaplab.app import kernels as _k
+_s = app.session.snapshot
+print({"iteration": _s.iteration, "status": _s.status, "last_step": getattr(_s.last_step, "block", None),
+       "frame_version": getattr(app._frame.snap, "version", None), "snap_version": _s.version,
+       "anatomy_has_block": "gaplab-block" in (app.anatomy.word.object or ""),
+       "comms_open": app._notebook_comms_open(), "comm_waited": app._comm_waited,
+       "tab": app.tabs.active, "kernels": _k.state().status, "closed": app._closed,
+       "cb_running": getattr(app._cb, "running", None), "step_disabled": app.b_step.disabled,
+       "actions": list(app.action_ms)[-5:], "status_line": app.status.panel.object[:200]
+       if hasattr(app.status.panel, "object") else None})
+"""
+
+
+def _probe(page, jl) -> str:
+    """Both sides of the app after a Step (kept in artifacts/jupyterlab_probe.txt)."""
+    try:
+        page_side = page.evaluate(_PAGE_PROBE_JS)
+    except Exception as exc:  # pragma: no cover - diagnostics only
+        page_side = f"page probe failed: {exc}"
+    try:
+        kernel_side = jl.kernel_run(_KERNEL_PROBE, timeout=60)
+    except Exception as exc:  # pragma: no cover - diagnostics only
+        kernel_side = f"kernel probe failed: {exc}"
+    text = f"page: {page_side}\nkernel: {kernel_side}"
+    (ARTIFACTS / "jupyterlab_probe.txt").write_text(text)
+    return text
+
+
 def test_app_runs_live_in_jupyterlab(lab):
     """The tour's app cell rendered in JupyterLab follows its session (the dataset loads in the
     background, the status turns "ready") and a Step clicked in the page is answered there; at
@@ -121,7 +176,7 @@ def test_app_runs_live_in_jupyterlab(lab):
         page.on("console", lambda m: console.append((m.type, m.text)))
         page.on("pageerror", lambda e: console.append(("pageerror", str(e))))
         page.set_default_timeout(60_000)
-        page.goto(lab, timeout=90_000)
+        page.goto(lab.url, timeout=90_000)
         page.locator(".jp-Notebook .jp-CodeCell").first.wait_for(timeout=90_000)
         _open_file_browser(page)
         # wait until the kernel is connected, then run the app cell (the first code cell)
@@ -147,9 +202,18 @@ def test_app_runs_live_in_jupyterlab(lab):
         # the first Step may compile the solver kernels in the notebook's kernel (a cold numba
         # cache: about a minute); with the cache it is answered at once
         text = _wait_text(status, r"iteration 1\b", 180)
-        assert re.search(r"iteration 1\b", text), text
+        if not re.search(r"iteration 1\b", text):
+            page.screenshot(path=str(ARTIFACTS / "jupyterlab_failed.png"))
+            raise AssertionError(f"the Step was not answered in 180 s: {text}\n" + _probe(page, lab)
+                                 + f"\nconsole: {console[-20:]}")
         block = page.locator(".gaplab-block >> visible=true").first
-        block.wait_for(timeout=30_000)
+        try:
+            block.wait_for(timeout=30_000)
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "jupyterlab_failed.png"))
+            raise AssertionError("no visible block label 30 s after the Step answered\n"
+                                 + _probe(page, lab) + f"\nconsole: {console[-20:]}") from None
+        _probe(page, lab)
         assert 0 <= int(block.inner_text()) < 626                       # the anatomy names the block
         assert page.get_by_text("What just happened").count() > 0
         time.sleep(1.0)
