@@ -524,16 +524,12 @@ class GapLabApp(pn.viewable.Viewer):
 
     def _on_tab(self, event):
         new = event.new not in self._built
-        self._ensure_tab(event.new)
+        self._ensure_tab(event.new)   # a new tab's views come to the page drawn (_build_tab)
         if self.projector:
             self._apply_big(self._boxes[event.new], True)
-        self.refresh(force=True)
-        if new:
-            # a tab's views are made in this tick; data set on their figures in the tick that
-            # adds them to the page did not always reach it (blank Convergence/Cache figures
-            # until the next snapshot, which a paused solver does not publish): draw again once
-            # they are on the page
-            next_tick(self.refresh, force=True)
+        # a tab shown again is redrawn in full (the page may hold older columns); a new one
+        # only if a newer snapshot came meanwhile
+        self.refresh(force=not new)
 
     def _ensure_tab(self, tab: int):
         """Create a tab's views the first time it is shown (a faster first page). Another thread
@@ -587,6 +583,13 @@ class GapLabApp(pn.viewable.Viewer):
             # tick that creates it did not reach the page
             for obj in objs:
                 self._apply_big(obj, True)
+        # the new views draw the snapshot on screen before they join the page, so the message
+        # that adds their figures carries the data. Drawn after, the data came in a second
+        # message: Panel sends the new figures when ``objects`` is set, as they are then
+        # (empty), and on a loaded machine the page showed them blank for seconds
+        snap = self._frame.snap if self._frame.snap is not None else self.session.snapshot
+        for view in self._views_of(tab):
+            view.update(snap, force=True)
         self._boxes[tab].objects = objs
 
     def set_normalised(self, on: bool):
@@ -744,6 +747,10 @@ class GapLabApp(pn.viewable.Viewer):
             if self.projector:
                 return [self.anatomy_p, self.blocks_p]
             return [self.anatomy] if self._blocks is None else [self.anatomy, self._blocks]
+        return self._views_of(tab)
+
+    def _views_of(self, tab: int):
+        """The views drawn in tab ``tab`` other than the Step tab (built if need be)."""
         if tab == CONVERGENCE:
             return [self.gap_passes, self.gap_time, self.primal_dual, self.test_error]
         if tab == CACHE:
