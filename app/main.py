@@ -202,6 +202,9 @@ class GapLabApp(pn.viewable.Viewer):
         self._kkey = None
         self._unloaded_force = 0.0
         self._comm_waited = False
+        # a notebook: the event loop of the kernel's thread that runs this app's periodic refresh
+        # (see _route_page_messages); served, Bokeh's document lock orders everything
+        self._loop, self._loop_thread = (None, None) if _served() else _running_loop()
         self._t_made = time.perf_counter()
         self.session = session if session is not None else Session()
         self.toy = ToyLab()
@@ -788,9 +791,39 @@ class GapLabApp(pn.viewable.Viewer):
                 return False
         return True
 
+    def _route_page_messages(self) -> None:
+        """In a notebook, handle the page's messages to this app (clicks, values, tab changes)
+        in the thread of the kernel's event loop, where the periodic refresh runs.
+
+        JupyterLab 4 with ipykernel 7 delivers comm messages in a subshell thread, so a Step's
+        handler drew the views there while the periodic refresh drew them in the main thread.
+        Each Bokeh message goes over the comm as several comm messages (header, metadata,
+        content, then each buffer); sent from two threads at once their parts interleaved, and
+        BokehJS dropped the patches it could not assemble ("Expected text fragment but received
+        binary fragment", "buffer for id=... not found"): the page kept the status line or the
+        anatomy of the step before, and a paused solver sends nothing newer. With every change
+        of the app's models made in one thread the parts stay in order. A message that arrives
+        while a cell runs is handled after the cell, as the periodic refresh is."""
+        if self._loop is None:
+            return
+        # each display of the layout: (the comm Panel sends on, the comm the page sends on)
+        for _send, comm in list(getattr(self._layout, "_comms", {}).values()):
+            inner = getattr(comm, "_on_msg", None)
+            if inner is None or getattr(inner, "_gaplab_routed", False):
+                continue
+
+            def on_msg(msg, _inner=inner, _loop=self._loop, _thread=self._loop_thread):
+                if threading.get_ident() == _thread or _loop.is_closed():
+                    _inner(msg)
+                else:
+                    _loop.call_soon_threadsafe(_inner, msg)
+            on_msg._gaplab_routed = True
+            comm._on_msg = on_msg
+
     def _tick(self):
         if self._closed:
             return
+        self._route_page_messages()
         if not self._notebook_comms_open():
             self._comm_waited = True
             return
@@ -908,6 +941,15 @@ class _ToyAdapter:
 
     def update(self, snap, force=False):
         return self.view.update(force=force)
+
+
+def _running_loop():
+    """The running asyncio event loop of this thread and the thread's id, or (None, None)."""
+    import asyncio
+    try:
+        return asyncio.get_running_loop(), threading.get_ident()
+    except RuntimeError:
+        return None, None
 
 
 def _explain_invalid_lam(widget, session) -> None:

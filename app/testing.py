@@ -6,6 +6,7 @@ Nothing here is imported by the app itself.
 from __future__ import annotations
 
 import os
+import queue
 import shutil
 import socket
 import subprocess
@@ -304,13 +305,30 @@ class JupyterLabServer:
         JupyterLab shows only the replies to its own requests). Returns what ``code`` printed
         (stdout and stderr) and the traceback of an error; RuntimeError when no kernel runs."""
         from jupyter_client import BlockingKernelClient
-        files = sorted((self.root / ".runtime").glob("kernel-*.json"), key=lambda p: p.stat().st_mtime)
-        if not files:
-            raise RuntimeError("no kernel runs in this JupyterLab")
+        deadline = time.time() + timeout
+        while True:   # the page may show its kernel as idle before the kernel's file is written
+            files = sorted((self.root / ".runtime").glob("kernel-*.json"), key=lambda p: p.stat().st_mtime)
+            if files:
+                break
+            if time.time() > deadline:
+                raise RuntimeError("no kernel runs in this JupyterLab")
+            time.sleep(0.2)
         kc = BlockingKernelClient(connection_file=str(files[-1]))
         kc.load_connection_file()
-        kc.start_channels()
-        kc.wait_for_ready(timeout)   # (its iopub channel subscribed before the request)
+        kc.start_channels(hb=False)
+        # a new subscriber misses what is published before its subscription is in place: ask
+        # for the kernel's info until its busy/idle status for that request comes on iopub
+        while True:
+            mid = kc.kernel_info()
+            kc.get_shell_msg(timeout=timeout)
+            try:
+                while kc.get_iopub_msg(timeout=1.0)["parent_header"].get("msg_id") != mid:
+                    pass
+                break
+            except queue.Empty:
+                if time.time() > deadline:
+                    kc.stop_channels()
+                    raise RuntimeError("the kernel's iopub channel does not answer") from None
         out = []
 
         def keep(msg):
