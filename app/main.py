@@ -65,6 +65,10 @@ _LAYOUT = (("dataset", "lam"), ("sampling", "gap_power"), ("step_kind", "gap_che
 
 PROJECTOR_BARS = 120
 
+#: a stretched column no wider than its container: Bokeh gives it its children's widths as a
+#: minimum, and rows that wrap (the path tab's controls) would then never wrap
+_FIT_CSS = ":host { min-width: 0 !important; }"
+
 MAIN_MIN_WIDTH = 800   # px: the tabs' column is never narrower (it goes below the sidebar); the
 #                        per-block plots and their colour bar and toolbar need about 780 px
 ANATOMY_INPUT_MIN_WIDTH = 360   # px: the anatomy's input and corners; the table goes below them
@@ -483,7 +487,9 @@ class GapLabApp(pn.viewable.Viewer):
         self.topbar = pn.Row(visible=False, sizing_mode="stretch_width", css_classes=["gaplab-topbar"])
         step_tab = pn.Column(*self._step_objects(), sizing_mode="stretch_width")
         self._step_tab = step_tab
-        self._boxes = [step_tab] + [pn.Column(sizing_mode="stretch_width") for _ in self.TAB_NAMES[1:]]
+        # a tab's box no wider than the tabs (its minimum is its contents', which may wrap)
+        self._boxes = [step_tab] + [pn.Column(sizing_mode="stretch_width", stylesheets=[_FIT_CSS])
+                                    for _ in self.TAB_NAMES[1:]]
         self.tabs = pn.Tabs(*zip(self.TAB_NAMES, self._boxes), dynamic=True, sizing_mode="stretch_width",
                             stylesheets=[TABS_CSS])
         self.tabs.param.watch(handler(self._on_tab), "active")
