@@ -53,7 +53,9 @@ _WIDGET_CLASS = {param.Selector: pn.widgets.Select, param.Boolean: pn.widgets.Ch
 
 #: looks of particular widgets (number formats, the checkbox's alignment with its neighbour)
 _WIDGET_KW = {"lam": dict(format="0.[000000]"), "cache": dict(margin=(28, 10, 5, 10)),
-              "cache_nu": dict(step=0.005, format="0.[00000]")}
+              "cache_nu": dict(step=0.005, format="0.[00000]"),
+              # "every 10 passes" in a notebook's UI font needs about 110 px inside the box
+              "gap_check": dict(width=150)}
 
 #: sidebar rows of the known settings (pairs); problem options follow the first row, settings
 #: not listed here get rows of their own after them
@@ -62,6 +64,10 @@ _LAYOUT = (("dataset", "lam"), ("sampling", "gap_power"), ("step_kind", "gap_che
 
 
 PROJECTOR_BARS = 120
+
+#: a stretched column no wider than its container: Bokeh gives it its children's widths as a
+#: minimum, and rows that wrap (the path tab's controls) would then never wrap
+_FIT_CSS = ":host { min-width: 0 !important; }"
 
 MAIN_MIN_WIDTH = 800   # px: the tabs' column is never narrower (it goes below the sidebar); the
 #                        per-block plots and their colour bar and toolbar need about 780 px
@@ -200,6 +206,9 @@ class GapLabApp(pn.viewable.Viewer):
         self._kkey = None
         self._unloaded_force = 0.0
         self._comm_waited = False
+        # a notebook: the event loop of the kernel's thread that runs this app's periodic refresh
+        # (see _route_page_messages); served, Bokeh's document lock orders everything
+        self._loop, self._loop_thread = (None, None) if _served() else _running_loop()
         self._t_made = time.perf_counter()
         self.session = session if session is not None else Session()
         self.toy = ToyLab()
@@ -478,7 +487,9 @@ class GapLabApp(pn.viewable.Viewer):
         self.topbar = pn.Row(visible=False, sizing_mode="stretch_width", css_classes=["gaplab-topbar"])
         step_tab = pn.Column(*self._step_objects(), sizing_mode="stretch_width")
         self._step_tab = step_tab
-        self._boxes = [step_tab] + [pn.Column(sizing_mode="stretch_width") for _ in self.TAB_NAMES[1:]]
+        # a tab's box no wider than the tabs (its minimum is its contents', which may wrap)
+        self._boxes = [step_tab] + [pn.Column(sizing_mode="stretch_width", stylesheets=[_FIT_CSS])
+                                    for _ in self.TAB_NAMES[1:]]
         self.tabs = pn.Tabs(*zip(self.TAB_NAMES, self._boxes), dynamic=True, sizing_mode="stretch_width",
                             stylesheets=[TABS_CSS])
         self.tabs.param.watch(handler(self._on_tab), "active")
@@ -522,16 +533,12 @@ class GapLabApp(pn.viewable.Viewer):
 
     def _on_tab(self, event):
         new = event.new not in self._built
-        self._ensure_tab(event.new)
+        self._ensure_tab(event.new)   # a new tab's views come to the page drawn (_build_tab)
         if self.projector:
             self._apply_big(self._boxes[event.new], True)
-        self.refresh(force=True)
-        if new:
-            # a tab's views are made in this tick; data set on their figures in the tick that
-            # adds them to the page did not always reach it (blank Convergence/Cache figures
-            # until the next snapshot, which a paused solver does not publish): draw again once
-            # they are on the page
-            next_tick(self.refresh, force=True)
+        # a tab shown again is redrawn in full (the page may hold older columns); a new one
+        # only if a newer snapshot came meanwhile
+        self.refresh(force=not new)
 
     def _ensure_tab(self, tab: int):
         """Create a tab's views the first time it is shown (a faster first page). Another thread
@@ -585,6 +592,13 @@ class GapLabApp(pn.viewable.Viewer):
             # tick that creates it did not reach the page
             for obj in objs:
                 self._apply_big(obj, True)
+        # the new views draw the snapshot on screen before they join the page, so the message
+        # that adds their figures carries the data. Drawn after, the data came in a second
+        # message: Panel sends the new figures when ``objects`` is set, as they are then
+        # (empty), and on a loaded machine the page showed them blank for seconds
+        snap = self._frame.snap if self._frame.snap is not None else self.session.snapshot
+        for view in self._views_of(tab):
+            view.update(snap, force=True)
         self._boxes[tab].objects = objs
 
     def set_normalised(self, on: bool):
@@ -742,6 +756,10 @@ class GapLabApp(pn.viewable.Viewer):
             if self.projector:
                 return [self.anatomy_p, self.blocks_p]
             return [self.anatomy] if self._blocks is None else [self.anatomy, self._blocks]
+        return self._views_of(tab)
+
+    def _views_of(self, tab: int):
+        """The views drawn in tab ``tab`` other than the Step tab (built if need be)."""
         if tab == CONVERGENCE:
             return [self.gap_passes, self.gap_time, self.primal_dual, self.test_error]
         if tab == CACHE:
@@ -779,9 +797,39 @@ class GapLabApp(pn.viewable.Viewer):
                 return False
         return True
 
+    def _route_page_messages(self) -> None:
+        """In a notebook, handle the page's messages to this app (clicks, values, tab changes)
+        in the thread of the kernel's event loop, where the periodic refresh runs.
+
+        JupyterLab 4 with ipykernel 7 delivers comm messages in a subshell thread, so a Step's
+        handler drew the views there while the periodic refresh drew them in the main thread.
+        Each Bokeh message goes over the comm as several comm messages (header, metadata,
+        content, then each buffer); sent from two threads at once their parts interleaved, and
+        BokehJS dropped the patches it could not assemble ("Expected text fragment but received
+        binary fragment", "buffer for id=... not found"): the page kept the status line or the
+        anatomy of the step before, and a paused solver sends nothing newer. With every change
+        of the app's models made in one thread the parts stay in order. A message that arrives
+        while a cell runs is handled after the cell, as the periodic refresh is."""
+        if self._loop is None:
+            return
+        # each display of the layout: (the comm Panel sends on, the comm the page sends on)
+        for _send, comm in list(getattr(self._layout, "_comms", {}).values()):
+            inner = getattr(comm, "_on_msg", None)
+            if inner is None or getattr(inner, "_gaplab_routed", False):
+                continue
+
+            def on_msg(msg, _inner=inner, _loop=self._loop, _thread=self._loop_thread):
+                if threading.get_ident() == _thread or _loop.is_closed():
+                    _inner(msg)
+                else:
+                    _loop.call_soon_threadsafe(_inner, msg)
+            on_msg._gaplab_routed = True
+            comm._on_msg = on_msg
+
     def _tick(self):
         if self._closed:
             return
+        self._route_page_messages()
         if not self._notebook_comms_open():
             self._comm_waited = True
             return
@@ -899,6 +947,15 @@ class _ToyAdapter:
 
     def update(self, snap, force=False):
         return self.view.update(force=force)
+
+
+def _running_loop():
+    """The running asyncio event loop of this thread and the thread's id, or (None, None)."""
+    import asyncio
+    try:
+        return asyncio.get_running_loop(), threading.get_ident()
+    except RuntimeError:
+        return None, None
 
 
 def _explain_invalid_lam(widget, session) -> None:

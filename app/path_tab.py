@@ -21,6 +21,17 @@ from .safe_html import esc
 from .ticks import handler
 from .views import GAP_FLOOR, _fig, _fmt, _set, legend_above
 
+#: a row of controls that wraps to the width it is given: Bokeh sets a stretched row's min-width
+#: to its children's widths, which would keep it on one line past a narrow output area's edge
+WRAP_ROW_CSS = ":host { flex-wrap: wrap !important; min-width: 0 !important; }"
+
+#: a column no wider than its container: its minimum is its children's (Bokeh's own minimum
+#: comes from the widths they had when first laid out)
+FIT_CSS = ":host { min-width: 0 !important; }"
+
+#: px: the narrowest a path figure (and the pick column beside the test-error figure) gets
+FIG_MIN_WIDTH = 300
+
 __all__ = ["PathView"]
 
 PATH_COLOR = "#1f77b4"
@@ -166,7 +177,8 @@ class PathView:
         wd = dict(
             eps=pn.widgets.FloatInput.from_param(lab.param.eps, width=W, step=0.01, format="0.[0000]"),
             kappa=pn.widgets.FloatInput.from_param(lab.param.kappa, width=W, step=0.05),
-            lam_min=pn.widgets.FloatInput.from_param(lab.param.lam_min, width=W, format="0.[00000000]"),
+            # "0.00003052" in a notebook's UI font needs about 82 px inside the box
+            lam_min=pn.widgets.FloatInput.from_param(lab.param.lam_min, width=W + 12, format="0.[00000000]"),
             heuristic=pn.widgets.Checkbox.from_param(lab.param.heuristic, width=165,
                                                      margin=(5, 10, 5, 10) if compact else (28, 5, 5, 10)),
             grid=pn.widgets.Checkbox.from_param(lab.param.grid, width=215,
@@ -223,14 +235,24 @@ class PathView:
             # the store widgets on a row of their own: in one row the controls overflow a 1400-px window
             self.store_input.margin, self.store_input.width = (0, 5, 5, 10), 420
             self.b_open.margin = (0, 5, 5, 5)
+            # the controls' rows wrap to the width they are given (a notebook's output area beside
+            # JupyterLab's file browser is narrower than the 1,050 px they take in one row)
             controls = pn.Row(wd["eps"], wd["kappa"], wd["lam_min"], wd["heuristic"], wd["grid"], self.b_start,
-                              self.b_stop)
-            pick = pn.Column(self.slider, pn.Row(self.b_best, self.b_load), self.pick_info,
-                             sizing_mode="stretch_width", height=h, margin=(10, 0))
-            self.panel = pn.Column(controls, pn.Row(self.store_input, self.b_open), self.summary,
+                              self.b_stop, sizing_mode="stretch_width", stylesheets=[WRAP_ROW_CSS],
+                              css_classes=["gaplab-path-controls"])
+            store = pn.Row(self.store_input, self.b_open, sizing_mode="stretch_width", stylesheets=[WRAP_ROW_CSS])
+            # the figures and the pick column share a row's width down to FIG_MIN_WIDTH each (a flex
+            # item's automatic minimum is its drawn width: the first layout would stick); the
+            # slider's long title wraps instead of widening its column
+            for f in (c, g, t):
+                f.min_width = FIG_MIN_WIDTH
+            self.slider.stylesheets = [".bk-slider-title { white-space: normal; }"]
+            pick = pn.Column(self.slider, pn.Row(self.b_best, self.b_load, stylesheets=[WRAP_ROW_CSS]), self.pick_info,
+                             sizing_mode="stretch_width", height=h, margin=(10, 0), min_width=FIG_MIN_WIDTH)
+            self.panel = pn.Column(controls, store, self.summary,
                                    pn.Row(figure_pane(c), figure_pane(g), sizing_mode="stretch_width"),
                                    pn.Row(figure_pane(t), pick, sizing_mode="stretch_width"),
-                                   sizing_mode="stretch_width")
+                                   sizing_mode="stretch_width", stylesheets=[FIT_CSS])
 
     # ------------------------------------------------------------------ actions
     def _start(self):

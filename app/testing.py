@@ -6,6 +6,7 @@ Nothing here is imported by the app itself.
 from __future__ import annotations
 
 import os
+import queue
 import shutil
 import socket
 import subprocess
@@ -321,6 +322,54 @@ class JupyterLabServer:
                 time.sleep(0.3)
         self.__exit__()
         raise RuntimeError(f"JupyterLab did not start within {self.timeout:g} s")
+
+    def kernel_run(self, code: str, timeout: float = 60.0) -> str:
+        """Run ``code`` in the notebook's kernel (the newest one this JupyterLab started) from a
+        second client, as a test's probe of the kernel's side (the page's cells are untouched:
+        JupyterLab shows only the replies to its own requests). Returns what ``code`` printed
+        (stdout and stderr) and the traceback of an error; RuntimeError when no kernel runs."""
+        from jupyter_client import BlockingKernelClient
+        deadline = time.time() + timeout
+        while True:   # the page may show its kernel as idle before the kernel's file is written
+            files = sorted((self.root / ".runtime").glob("kernel-*.json"), key=lambda p: p.stat().st_mtime)
+            if files:
+                break
+            if time.time() > deadline:
+                raise RuntimeError("no kernel runs in this JupyterLab")
+            time.sleep(0.2)
+        kc = BlockingKernelClient(connection_file=str(files[-1]))
+        kc.load_connection_file()
+        kc.start_channels(hb=False)
+        # a new subscriber misses what is published before its subscription is in place: ask
+        # for the kernel's info until its busy/idle status for that request comes on iopub
+        while True:
+            mid = kc.kernel_info()
+            kc.get_shell_msg(timeout=timeout)
+            try:
+                while kc.get_iopub_msg(timeout=1.0)["parent_header"].get("msg_id") != mid:
+                    pass
+                break
+            except queue.Empty:
+                if time.time() > deadline:
+                    kc.stop_channels()
+                    raise RuntimeError("the kernel's iopub channel does not answer") from None
+        out = []
+
+        def keep(msg):
+            c, kind = msg["content"], msg["msg_type"]
+            if kind == "stream":
+                out.append(c["text"])
+            elif kind == "error":
+                out.append("\n".join(c["traceback"]))
+            elif kind in ("execute_result", "display_data"):
+                out.append(c["data"].get("text/plain", ""))
+        try:
+            reply = kc.execute_interactive(code, store_history=False, timeout=timeout, output_hook=keep)
+            if reply["content"].get("status") != "ok" and not out:
+                out.append(f"{reply['content'].get('ename')}: {reply['content'].get('evalue')}")
+        finally:
+            kc.stop_channels()
+        return "".join(out)
 
     def __exit__(self, *exc):
         if self.proc is not None and self.proc.poll() is None:

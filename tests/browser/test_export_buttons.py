@@ -176,12 +176,52 @@ def test_runs_added_during_the_background_compile_are_drawn(browser, tmp_path):
         _runs_then_tabs(browser, srv.url, cold=True)
 
 
+def _first_message_with(frames, title) -> list:
+    """The x-column lengths of every ColumnDataSource defined in the first Bokeh PATCH-DOC
+    message (its content frame) that brings a figure titled ``title`` to the page."""
+    import json
+    for payload in frames:
+        if not isinstance(payload, str) or title not in payload or '"events"' not in payload:
+            continue
+        lens = []
+
+        def walk(o):
+            if isinstance(o, dict):
+                if o.get("type") == "object" and o.get("name") == "ColumnDataSource":
+                    entries = dict((o.get("attributes", {}).get("data") or {}).get("entries", []))
+                    x = entries.get("x")
+                    lens.append(x["shape"][0] if isinstance(x, dict) and "shape" in x else len(x or ()))
+                for v in o.values():
+                    walk(v)
+            elif isinstance(o, list):
+                for v in o:
+                    walk(v)
+        walk(json.loads(payload))
+        return lens
+    return []
+
+
+def _first_drawn(p, title, timeout_s=60):
+    """The figure titled ``title`` as the page first shows it (polled every 0.1 s from now)."""
+    t0 = time.time()
+    while time.time() - t0 < timeout_s:
+        d = p.evaluate(_DRAWN_JS, title)
+        if d is not None and d["width"] > 100:
+            return d
+        p.wait_for_timeout(100)
+    return None
+
+
 def _runs_then_tabs(browser, url, cold):
     """Three 1-pass runs added to the comparison on the Step tab, then the Convergence and Cache
-    tabs opened: every run is drawn (legend entries, filled sources, finite ranges)."""
+    tabs opened: every run is drawn (legend entries, filled sources, finite ranges) as soon as
+    the figures are on the page: the message that brings a new tab's figures carries their data
+    (never blank figures first and the data in a later message)."""
     ctx = browser.new_context(viewport={"width": 1400, "height": 900}, accept_downloads=True)
     p = ctx.new_page()
     p.set_default_timeout(30_000)
+    frames = []
+    p.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(payload)))
     console = []
     p.on("console", lambda m: console.append((m.type, m.text)))
     p.on("pageerror", lambda e: console.append(("pageerror", str(e))))
@@ -205,29 +245,26 @@ def _runs_then_tabs(browser, url, cold):
                 p.get_by_role("button", name="↺ Reset", exact=True).click()
                 _wait_text(p.locator(".gaplab-status").first, "iteration 0", 60)
         assert p.locator(".gaplab-compiling").first.is_visible() or not cold    # still compiling
+        n0 = len(frames)
         p.locator(".bk-tab", has_text="Convergence").first.click()
-        p.wait_for_timeout(2500)
-        p.screenshot(path=str(ARTIFACTS / "export_runs_while_compiling_convergence.png"))
-        titles = p.evaluate("""() => [...Bokeh.index.query((v) => v.model != null && v.model.title != null
-                                        && v.frame != null)].map((v) => v.model.title.text)""")
         for title in ("Duality gap vs effective passes", "Duality gap vs time"):
-            # drawn within seconds of the click (the compile competes for the CPU). The first draw
-            # of a tab's new figures did not always reach the page: they stayed blank until the
-            # next snapshot, which a paused solver does not publish
-            t0 = time.time()
-            d = p.evaluate(_DRAWN_JS, title)
-            while (d is None or d["filled"] < 5) and time.time() - t0 < 5:
-                p.wait_for_timeout(500)
-                d = p.evaluate(_DRAWN_JS, title)
-            assert d is not None and d["ranges"] and d["width"] > 100 and d["height"] > 100, (title, d, titles)
+            # as the page first shows it (the compile competes for the CPU: it may take seconds)
+            d = _first_drawn(p, title)
+            assert d is not None and d["ranges"] and d["width"] > 100 and d["height"] > 100, (title, d)
             # the heuristic-gap lines of the current run and the 3 runs, the ★; 5 legend entries
             runs = [t for t in d["legend"] if t.startswith("#")]
             assert d["filled"] >= 5 and len(runs) == 3 and any(t.startswith("current") for t in d["legend"]), (title, d)
+        # the message that brought the figures had their data (not empty sources filled later)
+        lens = _first_message_with(frames[n0:], "Duality gap vs effective passes")
+        assert sum(n > 0 for n in lens) >= 5, lens
+        p.screenshot(path=str(ARTIFACTS / "export_runs_while_compiling_convergence.png"))
+        n0 = len(frames)
         p.locator(".bk-tab", has_text="Cache").first.click()
-        p.wait_for_timeout(2500)
-        d = p.evaluate(_DRAWN_JS, "Cache hit rate per pass")
+        d = _first_drawn(p, "Cache hit rate per pass")
         assert d is not None and d["ranges"] and d["filled"] >= 4, d
         assert len([t for t in d["legend"] if t.startswith("#")]) == 3, d     # 3 runs + current
+        lens = _first_message_with(frames[n0:], "Cache hit rate per pass")
+        assert sum(n > 0 for n in lens) >= 4, lens
         p.screenshot(path=str(ARTIFACTS / "export_runs_while_compiling.png"))
         assert not [t for _k, t in console if "could not set initial ranges" in t]
         assert not [m for m in console if m[0] == "pageerror"], console
