@@ -676,13 +676,16 @@ class GapLabApp(pn.viewable.Viewer):
             self.tabs.active = tab
         if req.lesson is not None:
             self.lessons.go(req.lesson - 1)
+        if req.race:
+            self.race_view.configure(**req.race)
         for text in req.notices:
             self.session.notify(text, "warning")
 
     def url_query(self) -> dict:
         """The URL query of what the page shows now (:func:`gaplab.app.urlstate.query_of`)."""
         lesson = self._lessons.page + 1 if LESSONS in self._built and hasattr(self, "_lessons") else None
-        return urlstate.query_of(self.session, tab=self.tabs.active, lesson=lesson)
+        race = self._race_view.settings() if RACE in self._built and hasattr(self, "_race_view") else None
+        return urlstate.query_of(self.session, tab=self.tabs.active, lesson=lesson, race=race)
 
     def _write_url(self):
         """Served: keep the page's URL (``pn.state.location``) on the state shown, at most once a
