@@ -100,6 +100,7 @@ class Race:
         self.problem = problem if model is None else "custom"
         self.model, self.lam = _problem(problem, n, K) if model is None else model
         self.n = int(self.model.n)
+        self.K = int(K) if self.problem == "toy" else None   # the toy's wrong labels
         self.max_calls = max(1, int(math.ceil(max_passes * self.n)))
         self.seed, self.gap_check, self.eps = int(seed), gap_check, float(eps)
         self.set_speed(passes_per_tick)
@@ -308,7 +309,7 @@ class RaceView:
                                            width=230)
         self.w_n = pn.widgets.IntInput(label="n (toy)", value=self.race.n if self.race.problem == "toy" else 20,
                                        start=2, end=400, width=90)
-        self.w_K = pn.widgets.IntInput(label="K (toy)", value=50, start=1, end=1000, width=90)
+        self.w_K = pn.widgets.IntInput(label="K (toy)", value=self.race.K or 50, start=1, end=1000, width=90)
         self.w_seed = pn.widgets.IntInput(label="seed", value=self.race.seed, start=0, width=90)
         self.w_speed = pn.widgets.Select(label="speed", options=SPEEDS, value=0.2, width=150)
         self.b_run = pn.widgets.Toggle(label="▶ Start", value=False, color="success", width=110,
