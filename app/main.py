@@ -354,10 +354,20 @@ class GapLabApp(pn.viewable.Viewer):
                                              css_classes=["gaplab-export-gif"],
                                              description="Download an animation of the last N block steps "
                                                          "(anatomy and per-block gap bars), made on the server.")
+        # projector bar's own copies (a widget is shown in one place): the sampler and the step kind
+        # (bound to the same session parameters as the sidebar's: switching keeps α as set
+        # there), exact gaps and the comparison, so the lecture never leaves projector mode
+        self.p_widgets = {pname: w(pname, pn.widgets.Select, width=150, css_classes=[f"gaplab-p-{pname}"])
+                          for pname in ("sampling", "step_kind") if pname in s.param}
+        self.b_exact_p = B(label="Exact gaps", width=130, description=TOOLTIPS["exact"],
+                           css_classes=["gaplab-p-exact"])
+        self.b_compare_p = B(label="Add to comparison", width=190, description=TOOLTIPS["compare"],
+                             css_classes=["gaplab-p-compare"])
         for b, fn in [(self.b_step, self.on_step), (self.b_step_n, self.on_step_n),
                       (self.b_run, self.on_run), (self.b_stop, self.on_stop), (self.b_reset, self.on_reset),
                       (self.b_back, self.on_back),
                       (self.b_exact, self.on_exact), (self.b_compare, self.on_compare),
+                      (self.b_exact_p, self.on_exact), (self.b_compare_p, self.on_compare),
                       (self.b_clear, self.on_clear)]:
             b.on_click(lambda e, fn=fn: locked(self._timed, fn))   # with the document's lock (ticks.py)
         self.alert = pn.pane.Alert("", alert_type="info", visible=False, width=290, margin=(5, 10),
@@ -439,9 +449,13 @@ class GapLabApp(pn.viewable.Viewer):
         wd = self.widgets
         bar = [self.b_back, self.b_step, self.b_step_n, wd["n_steps"], self.b_run, self.b_stop, self.b_reset,
                wd["speed"]]
+        # second row: what a lecture switches mid-run (the sampler, the step kind), exact gaps
+        # and the comparison
+        bar2 = list(self.p_widgets.values()) + [pn.Column(pn.Spacer(height=20), pn.Row(
+            self.b_exact_p, self.b_compare_p, margin=0), margin=0)]
         if on:
             self.run_box.objects = []
-            self.topbar.objects = bar
+            self.topbar.objects = [pn.Column(pn.Row(*bar, margin=0), pn.Row(*bar2, margin=0), margin=0)]
             self._step_tab.objects = [pn.Row(self.anatomy_p.panel, self.blocks_p.panel, sizing_mode="stretch_width")]
         else:
             self.topbar.objects = []
@@ -690,13 +704,16 @@ class GapLabApp(pn.viewable.Viewer):
             self.tabs.active = tab
         if req.lesson is not None:
             self.lessons.go(req.lesson - 1)
+        if req.race:
+            self.race_view.configure(**req.race)
         for text in req.notices:
             self.session.notify(text, "warning")
 
     def url_query(self) -> dict:
         """The URL query of what the page shows now (:func:`gaplab.app.urlstate.query_of`)."""
         lesson = self._lessons.page + 1 if LESSONS in self._built and hasattr(self, "_lessons") else None
-        return urlstate.query_of(self.session, tab=self.tabs.active, lesson=lesson)
+        race = self._race_view.settings() if RACE in self._built and hasattr(self, "_race_view") else None
+        return urlstate.query_of(self.session, tab=self.tabs.active, lesson=lesson, race=race)
 
     def _write_url(self):
         """Served: keep the page's URL (``pn.state.location``) on the state shown, at most once a

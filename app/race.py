@@ -9,6 +9,13 @@ Stepping in ticks does not change the mathematics (the solver's traces equal one
 ``steps`` in one go). :class:`RaceView` draws it; the app's periodic refresh calls
 :meth:`RaceView.update`, which advances a running race by one tick.
 
+Each side *stops at ε*: at the first oracle call after which its exact duality gap is <= ε
+(found to the call, not to the tick), its solver, visit counts and curve are frozen. The race
+ends when both sides have stopped or at a budget of effective passes. Why stop: App. C's
+point is the visits *up to* ε (gap sampling visits each easy block once, then only the hard
+one). Past ε, on the toy every block gap becomes 0 and gap sampling, with nothing left to
+prefer, draws uniformly, so a map kept running would fill up like uniform's.
+
 Paper: App. C (gap sampling needs O(n + t) oracle calls where uniform sampling needs O(n·t)),
 Sec. 3.1 (gap sampling, Alg. 2).
 """
@@ -65,7 +72,11 @@ class Race:
         Effective passes each side makes per tick (> 0): ``max(1, round(passes_per_tick·n))``
         oracle calls.
     eps : float
-        Target duality gap whose crossing is reported.
+        Target duality gap: each side stops (frozen) at the first oracle call after which its
+        exact duality gap is <= ``eps``.
+    max_passes : float
+        Budget of the race in effective passes (oracle calls / n) per side (> 0): a side that
+        has not reached ``eps`` by then stops there.
     model : (model, lam), optional
         A problem to race on instead of ``problem``.
 
@@ -76,15 +87,21 @@ class Race:
     """
 
     def __init__(self, problem: str = "toy", *, n: int = 20, K: int = 50, seed: int = 0,
-                 gap_check: float = 10, passes_per_tick: float = 0.2, eps: float = 1e-4, model=None):
+                 gap_check: float = 10, passes_per_tick: float = 0.2, eps: float = 1e-4,
+                 max_passes: float = 200, model=None):
         from gaplab.core import Solver
         if not (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0):
             raise ValueError(f"seed must be an int >= 0, got {seed!r}")
         if not (isinstance(eps, (int, float)) and eps > 0):
             raise ValueError(f"eps must be a number > 0, got {eps!r}")
+        if not (isinstance(max_passes, (int, float)) and not isinstance(max_passes, bool)
+                and math.isfinite(max_passes) and max_passes > 0):
+            raise ValueError(f"max_passes must be a finite number > 0, got {max_passes!r}")
         self.problem = problem if model is None else "custom"
         self.model, self.lam = _problem(problem, n, K) if model is None else model
         self.n = int(self.model.n)
+        self.K = int(K) if self.problem == "toy" else None   # the toy's wrong labels
+        self.max_calls = max(1, int(math.ceil(max_passes * self.n)))
         self.seed, self.gap_check, self.eps = int(seed), gap_check, float(eps)
         self.set_speed(passes_per_tick)
         self.solvers = {side: Solver(self.model, lam=self.lam, seed=self.seed, sampling=side,
@@ -112,7 +129,7 @@ class Race:
     def _advance(self, side, target):
         s, visits = self.solvers[side], self.visits[side]
         cap = 4096   # the solver's step log (Solver(log_size=4096))
-        while s.oracle_calls < target and not self.finished[side]:
+        while s.oracle_calls < target and not self.finished[side] and self.reached[side] is None:
             k = min(target - s.oracle_calls, cap)
             it0 = s.iteration
             s.steps(k)
@@ -123,20 +140,60 @@ class Race:
             for r in s.last_steps(done):
                 visits[r.block] += 1
 
+    def _at_eps(self, g: float) -> bool:
+        return g <= self.eps * (1 + 1e-9)
+
+    def stopped(self, side) -> bool:
+        """Whether ``side`` makes no more steps (it reached ε, hit the budget or converged)."""
+        return (self.reached[side] is not None or self.finished[side]
+                or self.solvers[side].oracle_calls >= self.max_calls)
+
+    @property
+    def over(self) -> bool:
+        """The race has ended: both sides stopped."""
+        return all(self.stopped(side) for side in SIDES)
+
+    def _first_at_eps(self, side, target):
+        """The side's state has gap > ε and reaches gap <= ε by ``target`` oracle calls: leave it
+        at the first call where the gap is <= ε as seen at chunk ends (chunks of 1/16 of the
+        span, then of the chunk that crossed, replayed from a copy, down to single calls)."""
+        while True:
+            lo = self.solvers[side].oracle_calls
+            chunk = max(1, -(-(target - lo) // 16))
+            while True:
+                before, before_visits = self.solvers[side].copy(), self.visits[side].copy()
+                stop = min(self.solvers[side].oracle_calls + chunk, target)
+                self._advance(side, stop)
+                now = self.solvers[side].oracle_calls
+                if now >= target or self.finished[side] or self._at_eps(self._gap(side)):
+                    break
+            if chunk == 1 or now - before.oracle_calls <= 1 or self.finished[side]:
+                return   # one step (with the exact gap pass it may end with): found
+            # the gap fell to ε inside this chunk: replay it more finely
+            self.solvers[side], self.visits[side], target = before, before_visits, now
+
     def tick(self, calls: int | None = None):
         """Advance both sides to the same count of counted oracle calls (``calls_per_tick`` more
-        by default), then observe each side's exact duality gap."""
+        by default, at most to the budget), then observe each side's exact duality gap. A side
+        whose gap falls to ε during the tick stops at the first call where it does (its state
+        and visits frozen there); a stopped side does not move."""
         calls = self.calls_per_tick if calls is None else int(calls)
         if calls < 1:
             raise ValueError(f"calls must be >= 1, got {calls!r}")
-        self.target += calls
+        self.target = min(self.target + calls, self.max_calls)
         for side in SIDES:
+            if self.stopped(side):
+                continue
+            start, start_visits = self.solvers[side].copy(), self.visits[side].copy()
             self._advance(side, self.target)
-        for side in SIDES:
-            s = self.solvers[side]
             g = self._gap(side)
+            if self._at_eps(g):
+                self.solvers[side], self.visits[side] = start, start_visits
+                self._first_at_eps(side, self.target)
+                g = self._gap(side)
+            s = self.solvers[side]
             self.curves[side].append((s.oracle_calls, g))
-            if self.reached[side] is None and g <= self.eps * (1 + 1e-9):
+            if self._at_eps(g):
                 self.reached[side] = s.oracle_calls
         self.ticks += 1
 
@@ -155,28 +212,40 @@ class Race:
         return g["uniform"] / g["gap"]
 
     def readout(self) -> str:
-        """One plain-text line: calls, passes, both gaps, their ratio, the ε crossings."""
+        """Plain text: calls, passes, both gaps, their ratio, where each side stopped."""
         c = self.oracle_calls
         g = self.gaps()
         r = self.ratio()
         rtxt = "∞ (gap sampling is at 0)" if math.isinf(r) else f"{r:.3g}"
-        s = (f"tick {self.ticks}: {c['uniform']:,} oracle calls each ({c['uniform'] / self.n:.2f} effective "
-             f"passes); duality gap uniform {g['uniform']:.3g}, gap sampling {g['gap']:.3g}; "
-             f"ratio uniform / gap = {rtxt}.")
+        s = f"tick {self.ticks}: "
+        if c["uniform"] == c["gap"]:
+            s += (f"{c['uniform']:,} oracle calls each ({c['uniform'] / self.n:.2f} effective passes); "
+                  f"duality gap uniform {g['uniform']:.3g}, gap sampling {g['gap']:.3g}; "
+                  f"ratio uniform / gap = {rtxt}.")
+        else:   # one side stopped: the gaps are at different clocks, no ratio
+            s += "; ".join(f"{'gap sampling' if side == 'gap' else side}: {c[side]:,} oracle calls "
+                           f"({c[side] / self.n:.2f} passes), duality gap {g[side]:.3g}" for side in SIDES) + "."
+        for side in SIDES:
+            name = "gap sampling" if side == "gap" else side
+            if self.reached[side] is not None:
+                s += (f" {name} reached ε = {self.eps:g} at {self.reached[side]:,} calls and stopped "
+                      f"there (its map shows the visits up to ε).")
+            elif self.stopped(side):
+                why = "converged" if self.finished[side] else "used the budget"
+                s += f" {name} {why} at {c[side]:,} calls without reaching ε = {self.eps:g}."
         ru, rg = self.reached["uniform"], self.reached["gap"]
-        if rg is not None or ru is not None:
-            s += f" ε = {self.eps:g} reached by " + ", ".join(
-                f"{side} at {self.reached[side]:,} calls" for side in SIDES if self.reached[side] is not None)
-            if ru and rg:
-                s += f" (×{ru / rg:.2f})"
-            s += " (tick resolution)."
+        if ru and rg:
+            s += f" Gap sampling needed ×{ru / rg:.2f} fewer oracle calls."
+        if self.over:
+            s += " The race is over."
         return s
 
 
 def calls_to_reach(race: Race, max_calls: int) -> dict:
-    """Tick ``race`` one oracle call at a time until both sides reach its ε (or ``max_calls``):
-    side -> counted oracle calls at the first gap <= ε (None if not reached)."""
-    while any(v is None for v in race.reached.values()) and race.target < max_calls:
+    """Tick ``race`` one oracle call at a time until both sides reach its ε (or ``max_calls``,
+    or the race's budget): side -> counted oracle calls at the first gap <= ε (None if not
+    reached)."""
+    while not race.over and race.target < max_calls:
         race.tick(1)
     return dict(race.reached)
 
@@ -240,7 +309,7 @@ class RaceView:
                                            width=230)
         self.w_n = pn.widgets.IntInput(label="n (toy)", value=self.race.n if self.race.problem == "toy" else 20,
                                        start=2, end=400, width=90)
-        self.w_K = pn.widgets.IntInput(label="K (toy)", value=50, start=1, end=1000, width=90)
+        self.w_K = pn.widgets.IntInput(label="K (toy)", value=self.race.K or 50, start=1, end=1000, width=90)
         self.w_seed = pn.widgets.IntInput(label="seed", value=self.race.seed, start=0, width=90)
         self.w_speed = pn.widgets.Select(label="speed", options=SPEEDS, value=0.2, width=150)
         self.b_run = pn.widgets.Toggle(label="▶ Start", value=False, color="success", width=110,
@@ -251,11 +320,15 @@ class RaceView:
         self.w_speed.param.watch(_handler(lambda e: self._speed(e.new)), "value")
         # a changed problem, size or seed starts a new race (paused): both sides must share them
         for w in (self.w_problem, self.w_n, self.w_K, self.w_seed):
-            w.param.watch(_handler(lambda e: self.new_race()), "value")
+            w.param.watch(_handler(lambda e: self._setting_changed()), "value")
         self.readout = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["gaplab-race-readout"],
                                     styles={"font-size": "16px"})
+        # n and K size the toy only: on a data set they are disabled, and this note says why
+        self.size_note = pn.pane.HTML("", css_classes=["gaplab-race-size-note"], styles={"font-size": "14px"},
+                                      margin=(28, 5, 5, 5), visible=False)
+        self._sync_size_inputs()
         self.panel = pn.Column(
-            pn.Row(self.w_problem, self.w_n, self.w_K, self.w_seed),
+            pn.Row(self.w_problem, self.w_n, self.w_K, self.w_seed, self.size_note),
             pn.Row(self.w_speed, pn.Column(pn.Spacer(height=18), pn.Row(self.b_run, self.b_reset), margin=0)),
             self.readout,
             pn.Row(figure_pane(self.heat["uniform"], sizing_mode="fixed"),
@@ -273,22 +346,60 @@ class RaceView:
             self.b_run.value = bool(on)
         self.draw()   # the readout says running / paused at once
 
+    def _sync_size_inputs(self):
+        """Enable n and K on the toy; on a data set disable them and say why."""
+        toy = self.w_problem.value == "toy"
+        for w in (self.w_n, self.w_K):
+            w.disabled = not toy
+            w.description = (None if toy else
+                             f"Sizes the App. C toy only: {RACE_PROBLEMS[self.w_problem.value]} has its own "
+                             f"blocks (n = {self.race.n:,}) and labellings.")
+        self.size_note.object = "" if toy else esc(
+            f"n and K size the toy only: {RACE_PROBLEMS[self.w_problem.value]} has n = {self.race.n:,} blocks.")
+        self.size_note.visible = not toy
+
     def _speed(self, passes):
         self.race.set_speed(float(passes))
+
+    def settings(self) -> dict:
+        """The race's settings that make it (deterministic): problem, n, K, seed."""
+        return {"problem": self.w_problem.value, "n": int(self.w_n.value), "K": int(self.w_K.value),
+                "seed": int(self.w_seed.value)}
+
+    def configure(self, **settings):
+        """Set some of :meth:`settings` (e.g. from a URL) and start one new race (paused) with
+        them. Raises ValueError naming an unknown setting."""
+        widgets = {"problem": self.w_problem, "n": self.w_n, "K": self.w_K, "seed": self.w_seed}
+        unknown = sorted(set(settings) - set(widgets))
+        if unknown:
+            raise ValueError(f"race settings are {sorted(widgets)}, got {unknown}")
+        self._configuring = True
+        try:
+            for k, v in settings.items():
+                widgets[k].value = v
+        finally:
+            self._configuring = False
+        self.new_race()
+
+    def _setting_changed(self):
+        # a changed problem, size or seed starts a new race (one, after configure())
+        if not getattr(self, "_configuring", False):
+            self.new_race()
 
     def new_race(self):
         """A new race (paused) with the controls' problem, n, K, seed and speed."""
         self.set_running(False)
         self.race = Race(self.w_problem.value, n=int(self.w_n.value), K=int(self.w_K.value),
                          seed=int(self.w_seed.value), passes_per_tick=float(self.w_speed.value))
+        self._sync_size_inputs()
         self.draw()
 
     def update(self, snap=None, force: bool = False) -> bool:
         if self.race.running:
-            if all(self.race.finished.values()):
-                self.set_running(False)
-            else:
+            if not self.race.over:
                 self.race.tick()
+            if self.race.over:   # both stopped (at ε or the budget): the race ends here
+                self.set_running(False)
             self.draw()
             return True
         if force:
@@ -308,6 +419,10 @@ class RaceView:
             self.hsrc[side].data = dict(x=gx.tolist(), y=gy.tolist(), visits=v.tolist(),
                                         block=list(range(r.n)), label=label, tcolor=tcolor)
             hard = " (0 = hard)" if r.problem == "toy" else " per block"
+            if r.reached[side] is not None:
+                hard += f"\nfrozen at ε ({r.reached[side]:,} calls)"   # the visits up to ε
+            elif r.stopped(side):
+                hard += f"\nstopped ({r.oracle_calls[side]:,} calls)"
             self.heat[side].title.text = f"{side}: visits{hard}"
         lo, top, xmax = math.inf, 0.0, 1.0
         for side in SIDES:

@@ -1,5 +1,5 @@
 """Bookmarkable states: the page's URL holds the dataset, the settings, the
-seed, the tab, the lesson page and the step count, e.g.
+seed, the tab, the lesson page, the step count and the Race tab's settings, e.g.
 ``?dataset=ocr-small&sampling=gap&tab=lessons&lesson=4&steps=120``; opening it reproduces the same
 screen (the solver is deterministic: the same settings and seed stepped the same number of times
 give the same state).
@@ -19,11 +19,20 @@ from urllib.parse import parse_qsl, urlencode
 
 import param
 
-__all__ = ["TAB_SLUGS", "MAX_URL_STEPS", "UrlRequest", "parse_query", "query_of", "query_string",
+__all__ = ["TAB_SLUGS", "RACE_KEYS", "MAX_URL_STEPS", "UrlRequest", "parse_query", "query_of", "query_string",
            "restore", "session_from_query", "url_keys"]
 
-#: the tabs' names in a URL (in the app's tab order)
-TAB_SLUGS = ("step", "convergence", "cache", "path", "toy", "lessons", "sweeps")
+#: the tabs' names in a URL (in the app's tab order: one per tab of ``GaplabApp.TAB_NAMES``)
+TAB_SLUGS = ("step", "convergence", "cache", "path", "toy", "lessons", "sweeps", "race")
+#: the Race tab's settings in a URL: key -> (Race argument, parse, check, what is expected). A
+#: race is deterministic, so these give the same race; how far it ran is not kept (a race is
+#: watched from its start).
+RACE_KEYS = {
+    "race": ("problem", str, lambda v: v in ("toy", "ocr-small"), "one of toy, ocr-small"),
+    "race_n": ("n", int, lambda v: 2 <= v <= 400, "an integer in [2, 400]"),
+    "race_k": ("K", int, lambda v: 1 <= v <= 1000, "an integer in [1, 1000]"),
+    "race_seed": ("seed", int, lambda v: 0 <= v <= 2 ** 31 - 1, "an integer >= 0"),
+}
 #: the most block steps a URL may ask for (replayed when the page opens)
 MAX_URL_STEPS = 200_000
 _MAX_LEN = 64          # longer query values are refused unread
@@ -35,17 +44,20 @@ _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 class UrlRequest:
     """What a URL asks for: ``settings`` (session parameter -> value, validated; λ applied after
     the dataset is loaded), ``tab`` (index), ``lesson`` (1-based page), ``steps`` (block steps
-    from α⁰) and ``notices`` (plain texts of what was refused; the page escapes them)."""
+    from α⁰), ``race`` (the Race tab's settings: Race argument -> value, :data:`RACE_KEYS`) and
+    ``notices`` (plain texts of what was refused; the page escapes them)."""
 
     settings: dict = field(default_factory=dict)
     tab: int | None = None
     lesson: int | None = None
     steps: int | None = None
+    race: dict = field(default_factory=dict)
     notices: list = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
-        return not (self.settings or self.tab is not None or self.lesson is not None or self.steps is not None)
+        return not (self.settings or self.tab is not None or self.lesson is not None or self.steps is not None
+                    or self.race)
 
 
 def url_keys(session) -> tuple:
@@ -153,6 +165,12 @@ def parse_query(query, session) -> UrlRequest:
                 if not _INT.match(raw.strip()) or not 0 <= int(raw) <= MAX_URL_STEPS:
                     raise ValueError(f"expected a number of steps in [0, {MAX_URL_STEPS:,}]")
                 req.steps = int(raw)
+            elif key in RACE_KEYS:
+                name, kind, ok, expected = RACE_KEYS[key]
+                low = raw.strip().lower() if kind is str else raw.strip()
+                if (kind is int and not _INT.match(low)) or not ok(kind(low)):
+                    raise ValueError("expected " + expected)
+                req.race[name] = kind(low)
             elif key in keys and key in cls.param:
                 req.settings[key] = _value(cls.param[key], raw)
             else:
@@ -180,10 +198,12 @@ def session_from_query(query, **params):
     return s, req
 
 
-def query_of(session, *, tab: int | None = None, lesson: int | None = None) -> dict:
+def query_of(session, *, tab: int | None = None, lesson: int | None = None, race: dict | None = None) -> dict:
     """The URL query (str -> str) that reproduces ``session``'s screen: the dataset, the
     settings that differ from their defaults (λ: from the dataset's default λ), the chosen
-    problem's loader options, the tab, the lesson page (on the Lessons tab) and the step count
+    problem's loader options, the tab, the lesson page (on the Lessons tab), the race's
+    settings (on the Race tab; ``race``: Race argument -> value, e.g. ``{"problem": "toy",
+    "n": 20, "K": 50, "seed": 0}``; n and K only on the toy) and the step count
     (left out when the run is not "these settings from α⁰": after a setting switch with α kept,
     or on a model loaded from the path)."""
     cls = type(session)
@@ -204,6 +224,11 @@ def query_of(session, *, tab: int | None = None, lesson: int | None = None) -> d
         q["tab"] = TAB_SLUGS[tab]
         if tab == TAB_SLUGS.index("lessons") and lesson is not None:
             q["lesson"] = str(int(lesson))
+        if tab == TAB_SLUGS.index("race") and race:
+            for key, (name, _kind, _ok, _expected) in RACE_KEYS.items():
+                toy_only = key in ("race_n", "race_k") and race.get("problem") != "toy"
+                if name in race and not toy_only:
+                    q[key] = str(race[name])
     snap = session.snapshot
     if not snap.switches and not snap.origin:
         q["steps"] = str(int(snap.iteration))

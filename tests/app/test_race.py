@@ -48,18 +48,23 @@ def test_state_after_n_ticks_has_equal_oracle_calls():
     for k in range(1, 41):
         race.tick()
         calls = race.oracle_calls
-        assert calls["uniform"] == calls["gap"] >= 3 * k   # a gap pass (n calls) may end a tick
-        assert race.ticks == k and len(race.curves["gap"]) == k + 1
-        # each step drew one block: the visits add up to the steps taken
+        if not any(race.stopped(side) for side in SIDES):
+            assert calls["uniform"] == calls["gap"] >= 3 * k   # a gap pass (n calls) may end a tick
+            assert len(race.curves["gap"]) == k + 1
+        assert race.ticks == k
         for side in SIDES:
+            # each step drew one block: the visits add up to the steps taken
             assert race.visits[side].sum() == race.solvers[side].iteration
-    assert race.visits["uniform"].sum() == race.visits["gap"].sum()
+            if race.reached[side] is not None:   # a side that reached ε stays there
+                assert calls[side] == race.reached[side] == race.curves[side][-1][0]
+                assert calls[side] <= calls[SIDES[0] if side == SIDES[1] else SIDES[1]]
     g = race.gaps()
     if g["gap"] > 0:
         assert race.ratio() == pytest.approx(g["uniform"] / g["gap"])
     else:   # K = 20 < the hard block's steps here: gap sampling solved the toy exactly
-        assert race.ratio() == math.inf and "∞" in race.readout()
-    assert "oracle calls each" in race.readout()
+        assert race.ratio() == math.inf
+    assert "oracle calls" in race.readout()
+    assert "gap sampling reached ε" in race.readout() and "ratio" not in race.readout()   # other clocks
 
 
 def test_gap_sampling_gain_grows_with_n():
@@ -69,7 +74,7 @@ def test_gap_sampling_gain_grows_with_n():
         race = Race("toy", n=n, K=40, seed=0, gap_check=10, eps=1e-4)
         reached = calls_to_reach(race, max_calls=100 * n * 40)
         assert reached["gap"] is not None and reached["uniform"] is not None
-        assert race.oracle_calls["uniform"] == race.oracle_calls["gap"]
+        assert race.oracle_calls == reached   # each side stopped where it reached ε
         gains.append(reached["uniform"] / reached["gap"])
     assert gains[0] > 1.0 and gains[0] < gains[1] < gains[2], gains
 
@@ -134,3 +139,62 @@ def test_race_view_runs_from_the_apps_refresh():
         assert v.race.n == 8 and v.race.ticks == 0 and v.race.oracle_calls == {"uniform": 0, "gap": 0}
     finally:
         app.close()
+
+
+def test_race_at_defaults_freezes_each_map_at_eps_as_app_c_teaches():
+    """App. C: gap sampling visits every easy block once (after one easy step every easy block
+    gap is 0, so ĝ = 0 once visited), then only the hard block; uniform sampling visits
+    each easy block about as often as the hard one (t visits, t ≈ min(K, 1/(2nε)) hard steps).
+    The race stops each side at ε, so its map shows the visits up to ε (past ε every gap of the
+    toy is 0 and gap sampling falls back to uniform draws)."""
+    race = Race()                                   # the race's defaults: toy n = 20, K = 50
+    assert race.problem == "toy" and race.eps == 1e-4
+    for _ in range(100_000):
+        if race.over:
+            break
+        race.tick()
+    assert race.over
+    rg, ru = race.reached["gap"], race.reached["uniform"]
+    assert rg is not None and ru is not None
+    for side in SIDES:                              # each side stopped where it reached ε
+        assert race.oracle_calls[side] == race.reached[side]
+        assert race.visits[side].sum() == race.solvers[side].iteration   # (gap passes: no visits)
+        assert race.curves[side][-1] == (race.reached[side], race.gaps()[side])
+        assert race.gaps()[side] <= race.eps
+    gv, uv = race.visits["gap"], race.visits["uniform"]
+    hard_steps = int(gv[0])
+    # every easy block once; the paper's "exactly once" up to one revisit: ĝᵢ is the gap measured
+    # at the visit, before the step, so the first easy block visited keeps ĝᵢ = 1/n until a
+    # second visit (the one easy block whose gap was not already 0) finds 0
+    first_easy = next(r.block for r in race.solvers["gap"].last_steps(race.solvers["gap"].iteration)
+                      if r.block != 0)
+    assert np.all(gv[1:] >= 1) and np.all(gv[1:] <= 2), gv
+    assert set(np.flatnonzero(gv[1:] == 2) + 1) <= {first_easy}, (gv, first_easy)
+    assert gv[1:].sum() <= race.n                   # n − 1 easy blocks, at most n easy steps
+    assert rg < 10 * race.n                         # before the first exact gap pass (10 passes)
+    assert rg <= race.n + hard_steps                # O(n + t) oracle calls: <= n easy + t hard
+    assert uv[1:].mean() >= 0.5 * hard_steps >= 10, uv   # uniform: about t visits per easy block
+    assert ru >= 5 * rg
+    # a stopped side does not move while the other runs on, and the first call at ε is exact:
+    # one call fewer from the start leaves the gap above ε
+    from gaplab.core import Solver
+    s = Solver(race.model, lam=race.lam, seed=race.seed, sampling="gap", gap_check=race.gap_check,
+               max_passes=1e12)
+    s.steps(rg - 1)
+    assert s.exact_gap(count=False).gap > race.eps
+    assert "gap sampling reached ε" in race.readout() and "race is over" in race.readout()
+
+
+def test_toy_size_inputs_are_disabled_with_a_reason_on_ocr_small():
+    pytest.importorskip("panel")
+    from gaplab.app.race import RaceView
+    v = RaceView(Race("toy", n=6, K=5))
+    assert not v.w_n.disabled and not v.w_K.disabled and not v.size_note.visible
+    v.w_problem.value = "ocr-small"
+    assert v.race.problem == "ocr-small" and v.race.n == 626
+    assert v.w_n.disabled and v.w_K.disabled          # they do nothing on a data set
+    assert v.size_note.visible and "toy only" in v.size_note.object and "626" in v.size_note.object
+    assert "toy only" in v.w_n.description and "toy only" in v.w_K.description
+    v.w_problem.value = "toy"
+    assert not v.w_n.disabled and not v.w_K.disabled and not v.size_note.visible
+    assert v.race.problem == "toy" and v.race.n == 6
