@@ -15,7 +15,7 @@ import zlib
 
 import numpy as np
 import panel as pn
-from bokeh.models import CustomJSTicker, CustomJSTickFormatter
+from bokeh.models import CustomJSTicker, CustomJSTickFormatter, Label, LogScale
 from bokeh.palettes import Category10_10
 from bokeh.plotting import figure
 
@@ -321,6 +321,33 @@ def fig_fonts(panel, big: bool) -> None:
             st["font-size"] = orig
             st.pop("--gaplab-font-size", None)
         pane.styles = st
+
+
+def frame_note(fig) -> Label:
+    """A note drawn in the middle of a figure's plot frame (shown while the plot has nothing to
+    draw: what it will show and when); set it with :func:`set_frame_note`."""
+    lab = Label(x=0.5, y=0.5, text="", visible=False, text_align="center", text_baseline="middle",
+                text_font_size="13px", text_color="#444444", text_font_style="italic",
+                background_fill_color="white", background_fill_alpha=0.85, text_line_height=1.3)
+    fig.add_layout(lab)
+    return lab
+
+
+def set_frame_note(note: Label, fig, text: str) -> None:
+    """Show ``text`` (lines split by "\\n") centred in ``fig``'s current x and y ranges, or hide
+    the note when ``text`` is empty. Call it after the ranges are set."""
+    if not text:
+        if note.visible:
+            note.visible = False
+        return
+    xr, yr = fig.x_range, fig.y_range
+    x = 0.5 * (xr.start + xr.end)
+    if isinstance(fig.y_scale, LogScale) and yr.start > 0 and yr.end > 0:
+        y = math.sqrt(yr.start * yr.end)
+    else:
+        y = 0.5 * (yr.start + yr.end)
+    if note.text != text or note.x != x or note.y != y or not note.visible:
+        note.update(text=text, x=x, y=y, visible=True)
 
 
 def _set_range(rng, start, end):
