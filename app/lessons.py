@@ -382,7 +382,12 @@ class LessonPanel:
 
     def _view(self, key):
         if key not in self._views:
-            self._views[key] = self._factory(key)
+            import panel as pn
+            from .views.figures import legend_samples
+            view = self._views[key] = self._factory(key)
+            for pane in view.panel.select(pn.pane.Bokeh):   # a sample in every legend entry,
+                if hasattr(pane.object, "legend"):         # also before its curve has data
+                    legend_samples(pane.object)
         return self._views[key]
 
     def go(self, page: int):

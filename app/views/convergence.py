@@ -10,7 +10,7 @@ from bokeh.models import ColumnDataSource, HoverTool, LabelSet, Range1d, Title
 
 from .base import _Base, _ComparisonPlot, _RunSlots, trace_columns
 from .figures import (GAP_FLOOR, MAX_SLOTS, _fig, _figure_pane, _lin_range, _log_range, frame_note, legend_above,
-                      set_frame_note)
+                      legend_samples, set_frame_note)
 
 NORMALISED_LABEL = "duality gap / primal P(w) (normalised)"
 
@@ -67,6 +67,7 @@ class GapView(_ComparisonPlot):
                                      text_font_size="11px", text_color="#333333", angle=math.pi / 2,
                                      x_offset=-3))
         self.fig.legend.label_text_font_size = "11px"
+        legend_samples(self.fig)     # the ★ sample before the heuristic gap is finite
         self.wait_note = frame_note(self.fig)
         self.fig.add_tools(HoverTool(tooltips=[("x", "@x{0.00}"), ("gap", "@y{0.000e}")]))
         self.note = pn.pane.Markdown(

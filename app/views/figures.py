@@ -138,6 +138,40 @@ def _bold(text: str) -> str:
     return _BOLD.sub(r"<b>\1</b>", text)
 
 
+LEGEND_SAMPLE_TAG = "gaplab-legend-sample"
+
+
+def legend_samples(fig) -> None:
+    """Every legend entry of ``fig`` shows its line/marker sample also while its data is empty.
+
+    BokehJS draws no sample for a renderer without data points (an entry was a bare label until
+    its curve had a point). Each renderer named by a legend entry gets a stand-in: the same glyph
+    on a one-row source of NaN (drawn nowhere in the plot, only as the entry's sample), added to
+    the entry, so hiding the entry hides both. Stand-ins carry the tag
+    :data:`LEGEND_SAMPLE_TAG` and never an ``x`` column; calling again adds none twice."""
+    from bokeh.core.property.vectorization import Field
+    from bokeh.models import ColumnDataSource, GlyphRenderer, Legend
+
+    for leg in fig.select({"type": Legend}):
+        for item in leg.items:
+            have = {r.tags[1] for r in item.renderers if r.tags[:1] == [LEGEND_SAMPLE_TAG]}
+            for r in list(item.renderers):
+                if not isinstance(r, GlyphRenderer) or r.tags[:1] == [LEGEND_SAMPLE_TAG] or r.id in have:
+                    continue
+                props = dict(r.glyph.properties_with_values(include_defaults=False))
+                data = {}
+                for name, v in props.items():
+                    if isinstance(v, Field) or (name in r.glyph.dataspecs() and isinstance(v, str)
+                                                and v in r.data_source.column_names):
+                        col = f"_sample_{name}"
+                        props[name] = col
+                        data[col] = [math.nan]
+                proxy = GlyphRenderer(data_source=ColumnDataSource(data), glyph=type(r.glyph)(**props),
+                                      tags=[LEGEND_SAMPLE_TAG, r.id])
+                fig.renderers.append(proxy)
+                item.renderers = list(item.renderers) + [proxy]
+
+
 def legend_above(f):
     """Move the figure's legend into one transparent horizontal row above the plot (never over
     the data)."""
@@ -150,6 +184,7 @@ def legend_above(f):
     leg.padding = 0
     f.center.remove(leg)
     f.add_layout(leg, "above")
+    legend_samples(f)
     return leg
 
 

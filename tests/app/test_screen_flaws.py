@@ -112,8 +112,9 @@ def _bad_ranges(fig):
     finite ends, an auto range (DataRange1d) over sources that are all empty. (An empty
     FactorRange spans [0, 0] in BokehJS: no warning.)"""
     from bokeh.models import DataRange1d, Range1d
+    from gaplab.app.views.figures import LEGEND_SAMPLE_TAG
     has_data = any(any(len(v) for v in getattr(getattr(r, "data_source", None), "data", {}).values())
-                   for r in fig.renderers)
+                   for r in fig.renderers if r.tags[:1] != [LEGEND_SAMPLE_TAG])
     bad = []
     ranges = [("x", fig.x_range), ("y", fig.y_range)] + [(f"x:{k}", r) for k, r in fig.extra_x_ranges.items()] \
         + [(f"y:{k}", r) for k, r in fig.extra_y_ranges.items()]
@@ -152,3 +153,44 @@ def test_every_figure_of_every_tab_and_lesson_has_explicit_ranges(app):
             bad += [f"lesson {page + 1}: {b}" for b in _bad_ranges(f)]
     assert app.TAB_NAMES[LESSONS_TAB] == "Lessons"
     assert bad == [], "\n".join(bad)
+
+
+def _rows(r):
+    data = getattr(getattr(r, "data_source", None), "data", {}) or {}
+    return max((len(v) for v in data.values()), default=0)
+
+
+def test_every_legend_entry_has_a_sample_to_draw(app):
+    """BokehJS draws a legend entry's line/marker sample from the entry's renderers that have at
+    least one data row (none for a renderer with an empty source): after 3 steps, before any
+    curve has a point, every shown entry of every figure on every tab (and lesson page) still
+    has a renderer with a row, and the samples draw no data (NaN)."""
+    from bokeh.models import Legend
+    from gaplab.app.views.figures import LEGEND_SAMPLE_TAG
+    s = app.session
+    _three_steps(s)
+    for t in range(len(app.TAB_NAMES)):
+        app._ensure_tab(t)
+    app.refresh(force=True)
+    figs = [(app.TAB_NAMES[t], f) for t in range(len(app.TAB_NAMES)) for f in _figures_of(app._boxes[t])]
+    lp = app.lessons
+    for page in range(len(LESSONS)):
+        lp.go(page)
+        app.refresh(force=True)
+        figs += [(f"lesson {page + 1}", f) for f in _figures_of(lp.live)]
+    bare, checked = [], 0
+    for where, f in figs:
+        for leg in f.select({"type": Legend}):
+            for item in leg.items:
+                if not item.visible or not item.renderers:
+                    continue
+                checked += 1
+                if not any(_rows(r) for r in item.renderers):
+                    label = item.label.get("value") if isinstance(item.label, dict) else item.label
+                    bare.append(f"{where}: {f.title.text!r}: {label!r}")
+                for r in item.renderers:
+                    if r.tags[:1] == [LEGEND_SAMPLE_TAG]:
+                        assert "x" not in r.data_source.data
+                        assert all(np.isnan(v[0]) for v in r.data_source.data.values())
+    assert checked >= 10
+    assert bare == [], "\n".join(bare)
