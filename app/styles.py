@@ -35,12 +35,16 @@ WRAP_CSS = """
 """
 
 #: projector mode's stylesheet for widgets and tabs (inside their shadow roots); a widget's
-#: label wraps inside the widget's width (at 18 px "n (1 hard + n−1 easy)" is wider than its box)
+#: label wraps inside the widget's width (at 18 px "n (1 hard + n−1 easy)" is wider than its box);
+#: buttons at least 38 px high, except a figure's PNG / SVG buttons, which keep the height of
+#: their 28-px bar (38-px buttons overflowed it upwards and covered the tab strip's underline)
 PROJECTOR_CSS = f"""
 .bk-btn, .bk-input, select, input, label, .bk-label, .bk-tab, .bk-input-group, .bk-slider-title, .bk-slider-value
   {{ font-size: {BIG_PX:g}px !important; }}
 label, .bk-input-group > label, .bk-slider-title {{ white-space: normal; overflow-wrap: break-word; }}
 .bk-btn {{ min-height: 38px; }}
+:host(.gaplab-export-png) .bk-btn, :host(.gaplab-export-svg) .bk-btn
+  {{ min-height: 0; height: 100%; padding: 0 4px; line-height: 1.1; }}
 .gaplab-status {{ font-size: {BIG_PX:g}px !important; }}
 """
 
