@@ -150,7 +150,7 @@ def objectives_wait_note(snap) -> str:
     if not snap.n:
         return ""
     return (f"{_no_pass_words(snap)}\nThe dual D(α) is drawn after each effective pass,\n"
-            f"the primal P(w) at each exact gap check:\n{_checks_words(snap)}.")
+            f"the primal P(w) at each exact gap check\n({_checks_words(snap)}).")
 
 
 def test_error_wait_note(snap) -> str:
@@ -159,7 +159,7 @@ def test_error_wait_note(snap) -> str:
         return ""
     if not snap.has_test:
         return "This dataset has no test set."
-    return f"No gap check yet: the test error is computed\nat each exact gap check: {_checks_words(snap)}."
+    return f"No gap check yet: the test error is computed\nat each exact gap check ({_checks_words(snap)})."
 
 
 def _lam_note(snap, runs) -> str:

@@ -182,6 +182,7 @@ def legend_above(f):
     leg.border_line_alpha = 0.0
     leg.margin = 0
     leg.padding = 0
+    leg.spacing = 8      # entries apart: a sample never touches the previous label
     f.center.remove(leg)
     f.add_layout(leg, "above")
     legend_samples(f)
