@@ -121,9 +121,12 @@ def _px(size) -> float:
 def figure_texts(fig):
     """``(model, property)`` of every text size drawn in a Bokeh figure's canvas: the title,
     axis labels and tick labels, legend labels and titles, colour-bar titles and tick labels,
-    Label/LabelSet annotations."""
-    from bokeh.models import ColorBar, Label, LabelSet, Legend, Title
+    Label/LabelSet annotations, text glyphs (e.g. the race's visit counts in their cells)."""
+    from bokeh.models import ColorBar, GlyphRenderer, Label, LabelSet, Legend, Text, Title
     out = []
+    for r in fig.select({"type": GlyphRenderer}):
+        if isinstance(r.glyph, Text):
+            out.append((r.glyph, "text_font_size"))
     for m in fig.select({"type": Title}):
         out.append((m, "text_font_size"))
     for a in fig.axis:

@@ -194,3 +194,25 @@ def test_every_legend_entry_has_a_sample_to_draw(app):
                         assert all(np.isnan(v[0]) for v in r.data_source.data.values())
     assert checked >= 10
     assert bare == [], "\n".join(bare)
+
+
+def test_projector_mode_lifts_text_glyphs_to_18px(app):
+    """Text drawn as a glyph (the race's visit counts in their cells, the toy bars' counts) was
+    11-13 px on the projector; projector mode lifts it to 18 px and gives it back after."""
+    from bokeh.models import GlyphRenderer, Text
+    from gaplab.app.main import RACE, TOY  # noqa: F401
+    for t in (RACE, TOY):
+        app._ensure_tab(t)
+    texts = [r.glyph for t in (RACE, TOY) for f in _figures_of(app._boxes[t])
+             for r in f.select({"type": GlyphRenderer}) if isinstance(r.glyph, Text)]
+    assert len(texts) >= 3
+    normal = [g.text_font_size for g in texts]
+    assert min(float(v.rstrip("px")) for v in normal) < 18
+    app.set_projector(True)
+    try:
+        for t in (RACE, TOY):
+            app._apply_big(app._boxes[t], True)
+        assert all(float(g.text_font_size.rstrip("px")) >= 18 for g in texts), [g.text_font_size for g in texts]
+    finally:
+        app.set_projector(False)
+    assert [g.text_font_size for g in texts] == normal
