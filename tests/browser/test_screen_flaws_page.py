@@ -5,6 +5,7 @@ underline); lesson page 1's title takes one line (no blank line under it); no "c
 initial ranges" warning on any tab or lesson page."""
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -18,6 +19,8 @@ sync_api, CHROMIUM = require_browser()
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts"
+DATA = next((Path(d) for d in (os.environ.get("GAPLAB_DATA"), ROOT.parent / "shared" / "data")
+             if d and Path(d).is_dir()), None)
 W, H = 1280, 720
 
 # the x-axis ticks BokehJS drew on the figure whose title starts with ``title``, and their labels
@@ -64,7 +67,8 @@ _LESSON_TITLE_JS = """() => {
 
 @pytest.fixture(scope="module")
 def server():
-    yield from warm_app_server(ARTIFACTS / "screen_flaws_server.log")
+    env = {"GAPLAB_DATA": str(DATA)} if DATA is not None else None
+    yield from warm_app_server(ARTIFACTS / "screen_flaws_server.log", env)
 
 
 @pytest.fixture(scope="module")
@@ -82,23 +86,28 @@ def _wait(fn, timeout, what):
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
-@pytest.fixture(scope="module")
-def page(server, browser):
-    """OCR-small in projector mode at 1280×720 after three Steps; ``page.console`` collects the
-    console's warnings and errors."""
+def _projector_after_three_steps(browser, url, dataset="ocr-small"):
     ctx = browser.new_context(viewport={"width": W, "height": H})
     p = ctx.new_page()
     p.set_default_timeout(60_000)
     p.console = []
     p.on("console", lambda m: p.console.append(m.text) if m.type in ("warning", "error") else None)
-    p.goto(server.url, timeout=120_000)
+    p.goto(f"{url}?dataset={dataset}", timeout=120_000)
     status = p.locator(".gaplab-status").first
-    _wait(lambda: "ready" in status.inner_text(), 600, "ready")
+    _wait(lambda: "ready" in status.inner_text() and dataset in status.inner_text(), 600, f"{dataset} ready")
     p.get_by_role("button", name="Projector mode").click()
     p.locator(".gaplab-topbar").first.wait_for(state="visible", timeout=60_000)
     for k in range(1, 4):
         p.get_by_role("button", name="Step", exact=True).click()
         _wait(lambda k=k: f"iteration {k} " in status.inner_text(), 120, f"iteration {k}")
+    return ctx, p
+
+
+@pytest.fixture(scope="module")
+def page(server, browser):
+    """OCR-small in projector mode at 1280×720 after three Steps; ``page.console`` collects the
+    console's warnings and errors."""
+    ctx, p = _projector_after_three_steps(browser, server.url)
     yield p
     ctx.close()
 
@@ -140,3 +149,34 @@ def test_no_initial_range_warnings_on_any_tab_or_lesson_page(page):
         page.wait_for_timeout(1500)
     warned = [t for t in page.console if "could not set initial ranges" in t]
     assert warned == [], f"{len(warned)} warnings"
+
+
+# the anatomy's input pane (the HTML pane with "Anatomy of the last step"): its content height
+# against its visible height, and the narration's bottom edge
+_ANATOMY_JS = """() => {
+  const all = [];
+  (function walk(root) { for (const el of root.querySelectorAll('*')) { all.push(el); if (el.shadowRoot) walk(el.shadowRoot); } })(document);
+  const panes = all.filter((e) => e.shadowRoot && e.getBoundingClientRect().height > 0
+                           && (e.shadowRoot.textContent || "").includes("Anatomy of the last step")
+                           && e.classList.contains("markdown") === false && e.className.includes("HTML"));
+  const w = panes[panes.length - 1];
+  const nar = all.find((e) => e.classList.contains('gaplab-narration') && e.getBoundingClientRect().height > 0);
+  return {scroll: w.scrollHeight, client: w.clientHeight, narrationBottom: nar.getBoundingClientRect().bottom};
+}"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(DATA is None, reason="no data directory ($GAPLAB_DATA) with horse and LSP")
+@pytest.mark.parametrize("dataset", ["horse-small", "lsp-pose"])
+def test_projector_anatomy_pictures_show_their_captions_without_scrolling(server, browser, dataset):
+    """The model's pictures with their 18-px captions and legend fit the anatomy's pane (the
+    captions' second lines and the legend were hidden under the narration), and the narration
+    stays inside the 1280×720 viewport."""
+    ctx, p = _projector_after_three_steps(browser, server.url, dataset)
+    try:
+        p.wait_for_timeout(2000)
+        d = p.evaluate(_ANATOMY_JS)
+        assert d["scroll"] <= d["client"] + 1, d
+        assert d["narrationBottom"] <= H, d
+    finally:
+        ctx.close()
