@@ -305,6 +305,9 @@ mjx-container[display="true"], mjx-container[jax="CHTML"][display="true"], .Math
 """
 
 
+_TITLE_CSS = ".header-anchor { display: none; }"
+
+
 def _math_renderer(content: str, opts: dict) -> str:
     """dollarmath -> the delimiters Bokeh's MathJax finds: \\( \\) inline, $$ $$ display."""
     body = html.escape(content.strip(), quote=False)
@@ -339,7 +342,10 @@ class LessonPanel:
         self._views = {}
         self._factory = view_factory
         self._on_page = on_page
-        self.title = pn.pane.Markdown("", styles={"font-size": "15px"}, margin=(0, 10))
+        # no "¶" header anchor: invisible, it still took a second line under a title that just
+        # fits the column (about 60 px of blank space under the title of page 1)
+        self.title = pn.pane.Markdown("", styles={"font-size": "15px"}, margin=(0, 10),
+                                      stylesheets=[_TITLE_CSS])
         self.text = markdown_with_math("", sizing_mode="stretch_width",
                                        styles={"font-size": "14px", "line-height": "1.45"})
         self.try_this = markdown_with_math("", sizing_mode="stretch_width", visible=False,
@@ -382,7 +388,12 @@ class LessonPanel:
 
     def _view(self, key):
         if key not in self._views:
-            self._views[key] = self._factory(key)
+            import panel as pn
+            from .views.figures import legend_samples
+            view = self._views[key] = self._factory(key)
+            for pane in view.panel.select(pn.pane.Bokeh):   # a sample in every legend entry,
+                if hasattr(pane.object, "legend"):         # also before its curve has data
+                    legend_samples(pane.object)
         return self._views[key]
 
     def go(self, page: int):

@@ -35,12 +35,16 @@ WRAP_CSS = """
 """
 
 #: projector mode's stylesheet for widgets and tabs (inside their shadow roots); a widget's
-#: label wraps inside the widget's width (at 18 px "n (1 hard + n−1 easy)" is wider than its box)
+#: label wraps inside the widget's width (at 18 px "n (1 hard + n−1 easy)" is wider than its box);
+#: buttons at least 38 px high, except a figure's PNG / SVG buttons, which keep the height of
+#: their 28-px bar (38-px buttons overflowed it upwards and covered the tab strip's underline)
 PROJECTOR_CSS = f"""
 .bk-btn, .bk-input, select, input, label, .bk-label, .bk-tab, .bk-input-group, .bk-slider-title, .bk-slider-value
   {{ font-size: {BIG_PX:g}px !important; }}
 label, .bk-input-group > label, .bk-slider-title {{ white-space: normal; overflow-wrap: break-word; }}
 .bk-btn {{ min-height: 38px; }}
+:host(.gaplab-export-png) .bk-btn, :host(.gaplab-export-svg) .bk-btn
+  {{ min-height: 0; height: 100%; padding: 0 4px; line-height: 1.1; }}
 .gaplab-status {{ font-size: {BIG_PX:g}px !important; }}
 """
 
@@ -117,9 +121,12 @@ def _px(size) -> float:
 def figure_texts(fig):
     """``(model, property)`` of every text size drawn in a Bokeh figure's canvas: the title,
     axis labels and tick labels, legend labels and titles, colour-bar titles and tick labels,
-    Label/LabelSet annotations."""
-    from bokeh.models import ColorBar, Label, LabelSet, Legend, Title
+    Label/LabelSet annotations, text glyphs (e.g. the race's visit counts in their cells)."""
+    from bokeh.models import ColorBar, GlyphRenderer, Label, LabelSet, Legend, Text, Title
     out = []
+    for r in fig.select({"type": GlyphRenderer}):
+        if isinstance(r.glyph, Text):
+            out.append((r.glyph, "text_font_size"))
     for m in fig.select({"type": Title}):
         out.append((m, "text_font_size"))
     for a in fig.axis:

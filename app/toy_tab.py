@@ -262,13 +262,12 @@ class ToyView:
         c.add_layout(self.legend, "above")
         self.curves = c
         # a linear twin of the bar chart (the "linear scale" checkbox swaps them)
-        bl = figure(height=300, x_range=b.x_range, title="Oracle calls to reach ε (linear scale)",
+        bl = figure(height=300, x_range=b.x_range, y_range=Range1d(0, 10), title="Oracle calls to reach ε (linear scale)",
                     tools="save", toolbar_location=None, sizing_mode="stretch_width",
                     y_axis_label="oracle calls (counted)")
         bl.vbar(x="name", top="calls", bottom=0, width=0.7, color="color", source=self.bsrc)
         bl.text(x="name", y="calls", text="label", source=self.bsrc, text_align="center",
                 text_baseline="bottom", text_font_size="13px", y_offset=-2)
-        bl.y_range.start = 0
         bl.title.text_font_size = "14px"
         self.bars_lin = bl
         # speed-up against n (sweep)
@@ -292,6 +291,7 @@ class ToyView:
         # per-block visit counts of each sampler (the hard block 0 vs the easy ones)
         self.vsrc = {k: ColumnDataSource(dict(x=[], top=[])) for k in SAMPLER_CHOICES}
         v = figure(height=260, sizing_mode="stretch_width", y_axis_type="log", y_range=Range1d(0.5, 1e4),
+                   x_range=Range1d(-0.5, 0.5),
                    title="Visits per block until ε (block 0 is the hard one)", x_axis_label="block i",
                    y_axis_label="steps on the block", tools="save,reset,xwheel_zoom,xpan")
         v.toolbar.logo = None
@@ -381,6 +381,8 @@ class ToyView:
                 self.vsrc[k].data = dict(x=[], top=[])
                 self._vr[k].visible = False
         self.visits_fig.y_range.update(start=0.5, end=10 ** math.ceil(math.log10(top * 2)))
+        nb = max((len(visits[k]) for k in shown), default=1)
+        self.visits_fig.x_range.update(start=-0.5, end=nb - 0.5)
         if not shown:
             self.visits_info.object = ""
             return
@@ -465,6 +467,7 @@ class ToyView:
         self.bars.x_range.factors = names
         finite = [c for c in shown if np.isfinite(c)]
         self.bars.y_range.update(start=1, end=10 ** math.ceil(math.log10(max(finite) * 4)) if finite else 10)
+        self.bars_lin.y_range.update(start=0, end=max(finite) * 1.15 if finite else 10)
         self.legend.items = [self._items[k] for k in names] + [self._items["ε"]]
         self.bsrc.data = dict(name=names, calls=shown, color=[COLORS[k] for k in names],
                               label=[f"{int(c):,}" if c is not None else "not reached" for c in calls])

@@ -39,17 +39,38 @@ def _wait(fn, timeout, what):
     raise TimeoutError(what)
 
 
-def _settle(page, within=None):
+def _content(lay, below):
+    return [b for b in lay["boxes"] if b["y0"] > below]
+
+
+def _settle(page, within=None, below=0.0):
+    """The page's text once the tab shows some text below ``below`` (px: under the tab strip)
+    and two reads 1 s apart find the same number of fragments; a tab still blank after 60 s is
+    returned as it is (flagged by :func:`_blank`)."""
     from gaplab.app.testing import text_layout
     page.mouse.move(3, 3)     # no tooltip in the picture
     prev = None
     for _ in range(60):
         time.sleep(1.0)
         lay = text_layout(page, within=within)
-        if prev is not None and len(lay["boxes"]) == len(prev["boxes"]):
+        if (prev is not None and _content(lay, below) and len(lay["boxes"]) == len(prev["boxes"])):
             return lay
         prev = lay
     return prev
+
+
+def _blank(lay, below):
+    return [] if _content(lay, below) else [f"blank tab: no text below y = {below:.0f} px after 60 s"]
+
+
+def _strip_bottom(page) -> float:
+    """Bottom of the tab strip (px), or 0."""
+    return page.evaluate("""() => { let y = 0;
+      (function walk(root) { for (const el of root.querySelectorAll('*')) {
+        if (el.classList.contains('bk-header')) { const r = el.getBoundingClientRect();
+          if (r.height > 0) y = Math.max(y, r.bottom); }
+        if (el.shadowRoot) walk(el.shadowRoot); } })(document);
+      return y; }""")
 
 
 def _shot(page, path):
@@ -69,7 +90,8 @@ def projector(browser, url, dataset, out, report):
     from gaplab.app.testing import layout_problems
     ctx = browser.new_context(viewport={"width": 1280, "height": 720})
     p = ctx.new_page()
-    p.on("console", lambda m: report["console"].update([f"{m.type}: {m.text[:90]}"])
+    where = [f"{dataset}: loading"]     # the page the console message came from
+    p.on("console", lambda m: report["console"].update([f"{m.type} ({where[0]}): {m.text[:90]}"])
          if m.type in ("warning", "error") else None)
     p.goto(f"{url}?dataset={dataset}", timeout=120_000)
     status = p.locator(".gaplab-status").first
@@ -80,11 +102,13 @@ def projector(browser, url, dataset, out, report):
         p.get_by_role("button", name="Step", exact=True).click()
         _wait(lambda k=k: f"iteration {k} " in status.inner_text(), 120, f"iteration {k}")
     for tab in TABS:
+        where[0] = f"{dataset}: {tab}"
         p.locator(".bk-tab", has_text=tab).first.click()
-        lay = _settle(p)
+        below = _strip_bottom(p) + 2
+        lay = _settle(p, below=below)
         name = f"projector_{_slug(tab)}.png" if dataset == "ocr-small" else f"projector_{dataset}_{_slug(tab)}.png"
         _shot(p, out / name)
-        report["pages"][name] = layout_problems(lay, min_font=18)
+        report["pages"][name] = _blank(lay, below) + layout_problems(lay, min_font=18)
     ctx.close()
 
 
@@ -152,7 +176,7 @@ def main(argv=None) -> int:
         print(f"wrote {out / name}: {len(problems)} layout problem(s)")
         for line in problems[:10]:
             print("   ", line)
-    print("console warnings/errors by text:")
+    print("console warnings/errors by page and text:")
     for text, k in report["console"].most_common():
         print(f"  {k:4d}  {text}")
     return 0

@@ -64,17 +64,20 @@ class AnatomyView(_Base):
             return
         self._on_choice(self._picker_name, int(event.new))
 
-    def _height(self, chunks: bool) -> int:
-        """Height of the input pane: taller for a chunked sentence (three wrapped rows); it only
+    def _height(self, chunks: bool, panels: bool = False, picker: bool = False) -> int:
+        """Height of the input pane: taller for a chunked sentence (three wrapped rows) and, in
+        projector mode, for a model's pictures (their 18-px captions of up to three lines and
+        the legend were cut under the pictures; a model with a picker above the pane, e.g. the
+        pose model's part, leaves it 30 px less to keep the narration above the fold); it only
         changes when the kind of data changes, never from one step to the next."""
         if self._compact:
-            return 300 if chunks else 215
+            return 300 if chunks else ((270 if picker else 340) if panels else 215)
         if self._stacked:
             return 250 if chunks else 190
         return 290 if chunks else 235
 
-    def _set_height(self, chunks: bool):
-        h = self._height(chunks)
+    def _set_height(self, chunks: bool, panels: bool = False, picker: bool = False):
+        h = self._height(chunks, panels, picker)
         if self.word.height != h:
             self.word.height = h
 
@@ -103,7 +106,7 @@ class AnatomyView(_Base):
                                              "a sentence about each step appears here.</div>")
             return
         chunks = st.tokens is not None and is_iob(st.truth)
-        self._set_height(chunks)
+        self._set_height(chunks, bool(st.panels), st.picker is not None)
         self._show_picker(st.picker)
         if st.panels:
             self._draw_panels(snap, st)
@@ -165,7 +168,8 @@ class AnatomyView(_Base):
         segmentation and pose models): the input once, then the ground truth's, the step's
         corner's and the away corner's pictures in one row of equal columns (every one stays in
         view, scaled down), each with its caption; the model's legend under them."""
-        px = max(110, self.word.height - 95)
+        # the pictures get what the title, captions and legend leave (more text room at 18 px)
+        px = max(100, self.word.height - (230 if self._compact else 95))
         cells = "".join(
             f"<td style='text-align:center;padding:0 3px;vertical-align:top'>{panel_html(p, key, px)}"
             f"<div style='font-size:11.5px;line-height:1.2;color:#444'>{esc(cap)}</div></td>"

@@ -10,7 +10,7 @@ import numpy as np
 from bokeh.core.properties import value
 from bokeh.models import ColumnDataSource, Legend, LegendItem
 
-from .figures import CURRENT_COLOR, LEGEND_ROW_PX, MAX_SLOTS, RUN_COLORS, _pos, _set
+from .figures import CURRENT_COLOR, LEGEND_ROW_PX, MAX_SLOTS, RUN_COLORS, _pos, _set, legend_samples
 
 def trace_columns(trace, manual=()):
     """Columns of a run's trace: heuristic gap per pass and exact values at gap checks.
@@ -110,6 +110,7 @@ class _RunSlots:
         item = LegendItem(label=value(""), renderers=rends, visible=False)
         self.items.append(item)
         self.legend.items = list(self.items)
+        legend_samples(self.fig)     # the entry's line/marker sample before the run has a point
         self._labels.append(None)
 
     def set(self, slot, label, data, full=False):

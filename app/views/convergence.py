@@ -9,7 +9,8 @@ import panel as pn
 from bokeh.models import ColumnDataSource, HoverTool, LabelSet, Range1d, Title
 
 from .base import _Base, _ComparisonPlot, _RunSlots, trace_columns
-from .figures import GAP_FLOOR, MAX_SLOTS, _fig, _figure_pane, _lin_range, _log_range, legend_above
+from .figures import (GAP_FLOOR, MAX_SLOTS, _fig, _figure_pane, _lin_range, _log_range, frame_note, legend_above,
+                      legend_samples, set_frame_note)
 
 NORMALISED_LABEL = "duality gap / primal P(w) (normalised)"
 
@@ -66,6 +67,8 @@ class GapView(_ComparisonPlot):
                                      text_font_size="11px", text_color="#333333", angle=math.pi / 2,
                                      x_offset=-3))
         self.fig.legend.label_text_font_size = "11px"
+        legend_samples(self.fig)     # the ★ sample before the heuristic gap is finite
+        self.wait_note = frame_note(self.fig)
         self.fig.add_tools(HoverTool(tooltips=[("x", "@x{0.00}"), ("gap", "@y{0.000e}")]))
         self.note = pn.pane.Markdown(
             "Points: exact duality gap (a gap-check pass, n oracle calls). Line: heuristic gap "
@@ -111,6 +114,52 @@ class GapView(_ComparisonPlot):
         runs = [r for r in snap.comparison if r.dataset == snap.dataset][-MAX_SLOTS:]
         self.lam_note.text = _lam_note(snap, runs)
         self.late_note.text = _late_note(snap, [cur] + [self._columns(r) for r in runs])
+        drawn = any(np.isfinite(np.asarray(y, dtype=np.float64)).any() for y in ys + [self.now.data.get("y", [])])
+        set_frame_note(self.wait_note, self.fig, "" if drawn else gap_wait_note(snap, self.xkey == "x"))
+
+
+def _checks_words(snap) -> str:
+    """When exact gaps are computed: "every 10 passes", or never (check ∞)."""
+    gc = float(snap.config.get("gap_check", 10))
+    if math.isinf(gc):
+        return "never (exact gap check ∞; the Exact gaps button computes one)"
+    return f"every {gc:g} passes" if gc != 1 else "after every pass"
+
+
+def _no_pass_words(snap) -> str:
+    return f"No pass finished yet: step {snap.iteration:,} of the first n = {snap.n:,}."
+
+
+def gap_wait_note(snap, passes: bool = True) -> str:
+    """What an empty duality-gap plot will show and when (lines split by "\\n"); "" without a
+    dataset. Paper: Sec. 3.1 (gap estimates ĝᵢ), Sec. 4 ("an effective pass consists in n
+    calls to the max oracle"), App. D (exact gap checks)."""
+    if not snap.n:
+        return ""
+    passed = any(r["kind"] == "pass" for r in snap.trace)
+    head = "No finite gap to draw yet." if passed else _no_pass_words(snap)
+    axis = "per effective pass (n max-oracle calls)" if passes else "against solver time"
+    return (f"{head}\nThe duality gap is plotted {axis}:\n"
+            f"the heuristic gap Σᵢ ĝᵢ after each pass, once every\n"
+            f"block has been visited (ĝᵢ = ∞ before);\n"
+            f"the exact gap g(α) at each gap check: {_checks_words(snap)}.")
+
+
+def objectives_wait_note(snap) -> str:
+    """What an empty primal/dual plot will show and when (Paper: Sec. 2.3)."""
+    if not snap.n:
+        return ""
+    return (f"{_no_pass_words(snap)}\nThe dual D(α) is drawn after each effective pass,\n"
+            f"the primal P(w) at each exact gap check\n({_checks_words(snap)}).")
+
+
+def test_error_wait_note(snap) -> str:
+    """What an empty test-error plot will show and when."""
+    if not snap.n:
+        return ""
+    if not snap.has_test:
+        return "This dataset has no test set."
+    return f"No gap check yet: the test error is computed\nat each exact gap check ({_checks_words(snap)})."
 
 
 def _lam_note(snap, runs) -> str:
@@ -142,6 +191,7 @@ class TestErrorView(_ComparisonPlot):
         self.fig = _fig(height=height, x_axis_label="effective passes", y_axis_label="test error (%)",
                         title="Test error at gap checks", x_range=Range1d(0, 1), y_range=Range1d(0, 100))
         self.slots = _RunSlots(self.fig, [("line", "line", "check"), ("pts", "scatter", "check")])
+        self.wait_note = frame_note(self.fig)
         self.panel = _figure_pane(self.fig)
 
     def _data(self, cols, snap, current):
@@ -156,6 +206,8 @@ class TestErrorView(_ComparisonPlot):
                                else "Test error: this dataset has no test set")
         _lin_range(self.fig.x_range, self._slot_values("x"), start=0.0)
         _lin_range(self.fig.y_range, self._slot_values("y"), pad=0.1, empty=(0.0, 100.0))
+        drawn = any(len(y) for y in self._slot_values("y"))
+        set_frame_note(self.wait_note, self.fig, "" if drawn else test_error_wait_note(snap))
 
 
 class PrimalDualView(_Base):
@@ -175,6 +227,7 @@ class PrimalDualView(_Base):
         self.fig.line("x", "y", source=self.primal, color="#d62728", line_width=2, line_dash="dashed")
         self.fig.scatter("x", "y", source=self.primal, color="#d62728", size=8, legend_label="primal P(w) (gap checks)")
         legend_above(self.fig)
+        self.wait_note = frame_note(self.fig)
         self.panel = _figure_pane(self.fig)
 
     def _draw(self, snap):
@@ -185,4 +238,6 @@ class PrimalDualView(_Base):
         self._set(self.primal, dict(x=c["x"][ok], y=c["primal"][ok]))
         _lin_range(self.fig.x_range, [p["x"], c["x"][ok]], start=0.0)
         _lin_range(self.fig.y_range, [p["dual"], c["primal"][ok]], pad=0.08)
+        drawn = bool(np.isfinite(p["dual"]).any() or ok.any())
+        set_frame_note(self.wait_note, self.fig, "" if drawn else objectives_wait_note(snap))
 

@@ -15,7 +15,7 @@ import zlib
 
 import numpy as np
 import panel as pn
-from bokeh.models import CustomJSTicker, CustomJSTickFormatter
+from bokeh.models import CustomJSTicker, CustomJSTickFormatter, Label, LogScale
 from bokeh.palettes import Category10_10
 from bokeh.plotting import figure
 
@@ -140,6 +140,40 @@ def _bold(text: str) -> str:
     return _BOLD.sub(r"<b>\1</b>", text)
 
 
+LEGEND_SAMPLE_TAG = "gaplab-legend-sample"
+
+
+def legend_samples(fig) -> None:
+    """Every legend entry of ``fig`` shows its line/marker sample also while its data is empty.
+
+    BokehJS draws no sample for a renderer without data points (an entry was a bare label until
+    its curve had a point). Each renderer named by a legend entry gets a stand-in: the same glyph
+    on a one-row source of NaN (drawn nowhere in the plot, only as the entry's sample), added to
+    the entry, so hiding the entry hides both. Stand-ins carry the tag
+    :data:`LEGEND_SAMPLE_TAG` and never an ``x`` column; calling again adds none twice."""
+    from bokeh.core.property.vectorization import Field
+    from bokeh.models import ColumnDataSource, GlyphRenderer, Legend
+
+    for leg in fig.select({"type": Legend}):
+        for item in leg.items:
+            have = {r.tags[1] for r in item.renderers if r.tags[:1] == [LEGEND_SAMPLE_TAG]}
+            for r in list(item.renderers):
+                if not isinstance(r, GlyphRenderer) or r.tags[:1] == [LEGEND_SAMPLE_TAG] or r.id in have:
+                    continue
+                props = dict(r.glyph.properties_with_values(include_defaults=False))
+                data = {}
+                for name, v in props.items():
+                    if isinstance(v, Field) or (name in r.glyph.dataspecs() and isinstance(v, str)
+                                                and v in r.data_source.column_names):
+                        col = f"_sample_{name}"
+                        props[name] = col
+                        data[col] = [math.nan]
+                proxy = GlyphRenderer(data_source=ColumnDataSource(data), glyph=type(r.glyph)(**props),
+                                      tags=[LEGEND_SAMPLE_TAG, r.id])
+                fig.renderers.append(proxy)
+                item.renderers = list(item.renderers) + [proxy]
+
+
 def legend_above(f):
     """Move the figure's legend into one transparent horizontal row above the plot (never over
     the data)."""
@@ -150,8 +184,10 @@ def legend_above(f):
     leg.border_line_alpha = 0.0
     leg.margin = 0
     leg.padding = 0
+    leg.spacing = 8      # entries apart: a sample never touches the previous label
     f.center.remove(leg)
     f.add_layout(leg, "above")
+    legend_samples(f)
     return leg
 
 
@@ -311,6 +347,33 @@ def fig_fonts(panel, big: bool) -> None:
             st["font-size"] = orig
             st.pop("--gaplab-font-size", None)
         pane.styles = st
+
+
+def frame_note(fig) -> Label:
+    """A note drawn in the middle of a figure's plot frame (shown while the plot has nothing to
+    draw: what it will show and when); set it with :func:`set_frame_note`."""
+    lab = Label(x=0.5, y=0.5, text="", visible=False, text_align="center", text_baseline="middle",
+                text_font_size="13px", text_color="#444444", text_font_style="italic",
+                background_fill_color="white", background_fill_alpha=0.85, text_line_height=1.3)
+    fig.add_layout(lab)
+    return lab
+
+
+def set_frame_note(note: Label, fig, text: str) -> None:
+    """Show ``text`` (lines split by "\\n") centred in ``fig``'s current x and y ranges, or hide
+    the note when ``text`` is empty. Call it after the ranges are set."""
+    if not text:
+        if note.visible:
+            note.visible = False
+        return
+    xr, yr = fig.x_range, fig.y_range
+    x = 0.5 * (xr.start + xr.end)
+    if isinstance(fig.y_scale, LogScale) and yr.start > 0 and yr.end > 0:
+        y = math.sqrt(yr.start * yr.end)
+    else:
+        y = 0.5 * (yr.start + yr.end)
+    if note.text != text or note.x != x or note.y != y or not note.visible:
+        note.update(text=text, x=x, y=y, visible=True)
 
 
 def _set_range(rng, start, end):
