@@ -122,7 +122,8 @@ _TEXT_LAYOUT_JS = r"""
         const box = {x0: b.left + a.clientLeft, y0: b.top + a.clientTop,
                      x1: b.left + a.clientLeft + a.clientWidth, y1: b.top + a.clientTop + a.clientHeight,
                      scrollX: ox === "auto" || ox === "scroll", scrollY: oy === "auto" || oy === "scroll",
-                     cls: (a.className && a.className.baseVal === undefined ? a.className : a.tagName)};
+                     cls: (a.className && a.className.baseVal === undefined ? a.className : a.tagName),
+                     cue: !!(a.classList && a.classList.contains("gaplab-scroll-cue"))};
         r = r || []; r.push(box);
       }
     }
@@ -187,7 +188,7 @@ _TEXT_LAYOUT_JS = r"""
                     y1: r.bottom, font: font, tag: el.tagName,
                     cls: (typeof el.className === "string" ? el.className : ""),
                     covered: coverOf(el, r, clips),
-                    clips: clips.map(c => [c.x0, c.y0, c.x1, c.y1, c.scrollX, c.scrollY, String(c.cls).slice(0, 40)])});
+                    clips: clips.map(c => [c.x0, c.y0, c.x1, c.y1, c.scrollX, c.scrollY, String(c.cls).slice(0, 40), c.cue])});
         }
       }
     }
@@ -247,8 +248,9 @@ def layout_problems(layout: dict, *, min_font: float | None = None, tol: float =
     """What is wrong with a :func:`text_layout`: text fragments that overlap each other (more
     than ``tol`` px wide and 40 % of the lower one's height), text cut by a clipping ancestor
     (``overflow: hidden`` or a horizontal scroll; a line cut part-way by the edge of a vertical
-    scroll box, e.g. the lower half of a row of words; not the lines a vertical scroll box
-    scrolls away whole: they are reachable), text covered by another element (what the browser
+    scroll box, e.g. the lower half of a row of words; lines a vertical scroll box hides whole
+    above the viewport's bottom, unless the box shows that more is there: the CSS class
+    ``gaplab-scroll-cue``, see :data:`gaplab.app.styles.SCROLL_CUE_STYLES`), text covered by another element (what the browser
     shows at two or more of the shown part's centre and corners is not the text: a later
     sibling drawn over it), text outside the viewport's width, text smaller than ``min_font``
     px, and the value of an input box or dropdown wider than the box's inner width (cut or
@@ -270,14 +272,20 @@ def layout_problems(layout: dict, *, min_font: float | None = None, tol: float =
         if b.get("covered"):
             out.append(f"covered by {b['covered']}: {where}")
         scrolled = False   # inside a vertical scroll box: what it scrolls away is not cut
-        for x0, y0, x1, y1, sx, sy, cls in b["clips"]:   # innermost first
+        for x0, y0, x1, y1, sx, sy, cls, *cue in b["clips"]:   # innermost first
             # a line cut at the side is cut even in a horizontal scroll box (no one scrolls
             # sideways in a lecture); a vertical scroll box, and the boxes around it (e.g. a
             # notebook's page), only hide what is scrolled away, but a line its edge cuts
             # part-way is shown cut
-            scrolled = scrolled or sy
             cut_x = b["x0"] < x0 - tol or b["x1"] > x1 + tol
             cut_y = b["y0"] < y0 - tol or b["y1"] > y1 + tol
+            # a scroll box that reaches the viewport's bottom is a page: what is under it is
+            # below the fold; one ending above it, with something else under it, hides lines
+            if sy and not scrolled and not (cue and cue[0]) and y1 < layout["vh"] - tol \
+                    and (b["y0"] > y1 - tol or b["y1"] < y0 + tol):
+                out.append(f"hidden in a scroll box {cls} ({x0:.0f}, {y0:.0f})–({x1:.0f}, {y1:.0f}) that "
+                           f"shows no cue: {where}")
+                break
             if sy:
                 cut_y = any(b["y0"] < edge - tol and b["y1"] > edge + tol for edge in (y0, y1))
             elif scrolled:
@@ -285,6 +293,7 @@ def layout_problems(layout: dict, *, min_font: float | None = None, tol: float =
             if cut_x or cut_y:
                 out.append(f"cut by its container {cls} ({x0:.0f}, {y0:.0f})–({x1:.0f}, {y1:.0f}): {where}")
                 break
+            scrolled = scrolled or sy
     # overlaps between what is shown: each fragment cut to its clipping boxes (text scrolled out
     # of a scroll box is not drawn over its neighbours)
     shown = []

@@ -34,14 +34,24 @@ CLEAN = """
   border-radius: 4px'>a chip</span> inside.</p>
 <div style='height: 200px; overflow-y: auto; line-height: 24px'>
   <div>one</div><div>two</div><div>three</div></div>
-<div style='height: 60px; overflow-y: auto; line-height: 30px'>
+<div class='gaplab-scroll-cue' style='height: 60px; overflow-y: auto; line-height: 30px'>
   <div>shown</div><div>shown too</div><div>scrolled away whole</div><div>and this</div></div>
+<p>under the scroll box</p>
 """
 
 
 def test_a_clean_page_has_no_problems(browser):
-    """Lines a scroll box scrolls away whole are reachable, not problems."""
+    """Lines a scroll box with a visible cue (``gaplab-scroll-cue``) scrolls away whole are
+    reachable, not problems."""
     assert _problems(browser, CLEAN) == []
+
+
+def test_lines_hidden_whole_in_a_scroll_box_without_a_cue_are_a_problem(browser):
+    """CoNLL's fourth row of FW-corner chips was hidden whole under the narration: only the
+    chips' top borders showed, and nothing said that more was there."""
+    problems = _problems(browser, CLEAN.replace("class='gaplab-scroll-cue' ", ""))
+    assert len(problems) == 2 and all(p.startswith("hidden in a scroll box") for p in problems) \
+        and "'scrolled away whole'" in problems[0] and "'and this'" in problems[1], problems
 
 
 def test_a_line_cut_part_way_by_a_scroll_box_is_a_problem(browser):
