@@ -6,6 +6,7 @@ from __future__ import annotations
 import panel as pn
 
 from ..safe_html import esc
+from ..styles import SCROLL_CUE_CLASS, SCROLL_CUE_STYLES
 from .base import _Base
 from .figures import BIG_PX, LiveHTML, _fmt, _fmt_gap, _png, _scale_px
 from .narration import (_TIP_BEFORE, _TIP_BEFORE_HIT, _TIP_DIRECTION_HIT, _TIP_IMPROVEMENT_BOX,
@@ -38,8 +39,11 @@ class AnatomyView(_Base):
         # compact: projector mode (text at least 18 px, the table in two columns)
         self._scale = 1.3 if compact else 1.0
         self._compact = compact
+        # a long sentence's rows of chunks that do not fit scroll, with a visible cue
         self.word = LiveHTML("", sizing_mode="stretch_width", margin=(5, 10), height=self._height(False),
-                                 styles={"font-size": "14px", "overflow-x": "hidden", "overflow-y": "auto"})
+                                 css_classes=[SCROLL_CUE_CLASS],
+                                 styles={"font-size": "14px", "overflow-x": "hidden", "overflow-y": "auto",
+                                         **SCROLL_CUE_STYLES})
         self.table = LiveHTML("", width=430 if not stacked else None, margin=(5, 10),
                                   height=235 if not compact else 300,
                                   sizing_mode=None if not stacked else "stretch_width",
