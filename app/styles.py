@@ -20,7 +20,8 @@ import weakref
 import panel as pn
 
 __all__ = ["BIG_PX", "TABS_CSS", "WRAP_CSS", "PROJECTOR_CSS", "PROJECTOR_TEXT_CSS", "projector_sizes",
-           "figure_texts", "designed_for_projector", "SCROLL_CUE_CLASS", "SCROLL_CUE_STYLES"]
+           "figure_texts", "designed_for_projector", "SCROLL_CUE_CLASS", "SCROLL_CUE_STYLES",
+           "SCROLL_CUE_BAND"]
 
 BIG_PX = 18.0   # projector mode: the smallest text size (px)
 
@@ -44,6 +45,11 @@ SCROLL_CUE_STYLES = {
     "background-size": "100% 40px, 100% 40px, 100% 18px, 100% 18px",
     "background-attachment": "local, local, scroll, scroll",
 }
+#: the last element of such a pane's content: a band that sticks to the pane's bottom edge,
+#: drawn over the rows hidden below it (the band of SCROLL_CUE_STYLES is drawn under the
+#: content, where coloured boxes hide it); with nothing hidden it closes the content
+SCROLL_CUE_BAND = ("<div aria-hidden='true' style='position:sticky;bottom:0;height:16px;margin-top:2px;"
+                   "pointer-events:none;background:linear-gradient(rgba(31,59,87,0),rgba(31,59,87,.55))'></div>")
 
 #: a flex row whose children go below each other when the row is too narrow for them
 WRAP_CSS = """

@@ -6,7 +6,7 @@ from __future__ import annotations
 import panel as pn
 
 from ..safe_html import esc
-from ..styles import SCROLL_CUE_CLASS, SCROLL_CUE_STYLES
+from ..styles import SCROLL_CUE_BAND, SCROLL_CUE_CLASS, SCROLL_CUE_STYLES
 from .base import _Base
 from .figures import BIG_PX, LiveHTML, _fmt, _fmt_gap, _png, _scale_px
 from .narration import (_TIP_BEFORE, _TIP_BEFORE_HIT, _TIP_DIRECTION_HIT, _TIP_IMPROVEMENT_BOX,
@@ -137,7 +137,7 @@ class AnatomyView(_Base):
             f"<table style='border-collapse:collapse;font-size:12.5px;width:100%'>{body}</table>"
             "<div style='color:#666;font-size:11.5px;margin-top:2px'>box: a chunk (B-X starts a chunk of "
             "type X, I-X continues it); red box: not a gold chunk; red word: its tag differs from the "
-            "gold tag (adds loss); hover a word for its tag</div>")
+            "gold tag (adds loss); hover a word for its tag</div>" + SCROLL_CUE_BAND)
 
     def _show_picker(self, pk):
         """The model's picker (its describe_block's "picker"): shown when the model offers one
