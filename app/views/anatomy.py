@@ -6,12 +6,12 @@ from __future__ import annotations
 import panel as pn
 
 from ..safe_html import esc
-from ..styles import SCROLL_CUE_BAND, SCROLL_CUE_CLASS, SCROLL_CUE_STYLES
 from .base import _Base
 from .figures import BIG_PX, LiveHTML, _fmt, _fmt_gap, _png, _scale_px
 from .narration import (_TIP_BEFORE, _TIP_BEFORE_HIT, _TIP_DIRECTION_HIT, _TIP_IMPROVEMENT_BOX,
                         _fw_row_label, corner_name, step_sentence)
 from .pictures import chunk_row_html, is_iob, panel_html
+from ..styles import SCROLL_CUE_BAND, SCROLL_CUE_CLASS, SCROLL_CUE_STYLES
 
 class AnatomyView(_Base):
     """The last block step: the input (e.g. letter images), its ground truth, the FW corner and the
