@@ -248,11 +248,11 @@ def layout_problems(layout: dict, *, min_font: float | None = None, tol: float =
     """What is wrong with a :func:`text_layout`: text fragments that overlap each other (more
     than ``tol`` px wide and 40 % of the lower one's height), text cut by a clipping ancestor
     (``overflow: hidden`` or a horizontal scroll; a line cut part-way by the edge of a vertical
-    scroll box, e.g. the lower half of a row of words; lines a vertical scroll box hides whole
-    above the viewport's bottom, unless the box shows that more is there: the CSS class
-    ``gaplab-scroll-cue``, see :data:`gaplab.app.styles.SCROLL_CUE_STYLES`), text covered by another element (what the browser
-    shows at two or more of the shown part's centre and corners is not the text: a later
-    sibling drawn over it), text outside the viewport's width, text smaller than ``min_font``
+    scroll box, e.g. the lower half of a row of words; lines hidden whole by a vertical scroll
+    box that ends above the viewport's bottom, unless the box shows that more is there: the
+    CSS class ``gaplab-scroll-cue``, see :data:`gaplab.app.styles.SCROLL_CUE_STYLES`), text
+    covered by another element (what the browser shows at two or more of the shown part's
+    centre and corners is not the text: a later sibling drawn over it), text outside the viewport's width, text smaller than ``min_font``
     px, and the value of an input box or dropdown wider than the box's inner width (cut or
     scrolled inside it). One line per problem."""
     boxes, vw = layout["boxes"], layout["vw"]
