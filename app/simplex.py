@@ -323,6 +323,24 @@ class SimplexLab:
 _KIND_COLOR = {"fw": "#d62728", "away": "#1f77b4", "pairwise": "#9467bd"}
 _KIND_NAME = {"fw": "FW", "away": "away", "pairwise": "pairwise"}
 
+#: radius in screen px of the largest marker drawn on a vertex: the FW corner's circle and the
+#: away corner's square (size 22, line 3)
+MARKER_RADIUS_PX = 22 / 2 + 3
+#: font size of the vertex labels (the projector's smallest text size)
+CORNER_LABEL_PX = 18.0
+#: the vertex labels "y = 0/1/2": text, alignment, baseline "baseline" and screen offsets in px
+#: (``dx`` right, ``dy`` down; Bokeh's text offsets) from their vertex, outward: left of the
+#: lower left vertex, right of the lower right one, above the apex
+CORNER_LABELS = dict(text=["y = 0", "y = 1", "y = 2"], align=["right", "left", "center"],
+                     dx=[-(MARKER_RADIUS_PX + 3), MARKER_RADIUS_PX + 3, 0.0],
+                     dy=[CORNER_LABEL_PX * 0.35, CORNER_LABEL_PX * 0.35,
+                         -(MARKER_RADIUS_PX + 0.3 * CORNER_LABEL_PX + 2)])
+
+
+def simplex_title(block: int, kind: str) -> str:
+    """The figure's title: short enough for the figure's width at 18 px (projector mode)."""
+    return f"Block {block}: next {_KIND_NAME[kind]} step"
+
 
 def geometry_sentence(g: SimplexGeometry, block: int) -> str:
     """One line saying what the drawn step is (plain text)."""
@@ -358,18 +376,19 @@ class SimplexView:
         self.lab = lab if lab is not None else SimplexLab("random", "pairwise", block=3)
         s = math.sqrt(3.0) / 2.0
         f = figure(height=height, width=int(height * 1.15), match_aspect=True, tools="save",
-                   toolbar_location=None, x_range=Range1d(-0.72, 1.2), y_range=Range1d(-0.14, s + 0.12),
+                   toolbar_location=None, x_range=Range1d(-0.72, 1.2), y_range=Range1d(-0.16, s + 0.2),
                    title="Block simplex: α_i and the next step")
         f.axis.visible = False
         f.grid.visible = False
         f.outline_line_alpha = 0
         f.title.text_font_size = "15px"
         f.patch(CORNERS_XY[:, 0], CORNERS_XY[:, 1], fill_color="#f4f4f4", line_color="#555", line_width=1.5)
-        self.corner_src = ColumnDataSource(dict(x=[-0.02, 1.02, 0.5], y=[-0.06, -0.06, s + 0.03],
-                                                text=["y = 0", "y = 1", "y = 2"],
-                                                align=["right", "left", "center"]))
-        f.text("x", "y", text="text", text_align="align", source=self.corner_src, text_font_size="15px",
-               text_baseline="middle")
+        # the vertex labels sit outside the triangle, offset in screen px beyond the largest
+        # marker drawn at a vertex (FW / away corner, γ_max, γ), so no marker covers them
+        self.corner_src = ColumnDataSource(dict(CORNER_LABELS, x=CORNERS_XY[:, 0].tolist(),
+                                                y=CORNERS_XY[:, 1].tolist()))
+        f.text("x", "y", text="text", text_align="align", text_baseline="baseline", x_offset="dx",
+               y_offset="dy", source=self.corner_src, text_font_size=f"{CORNER_LABEL_PX:g}px")
         self.trail = ColumnDataSource(dict(x=[], y=[]))
         f.line("x", "y", source=self.trail, color="#999", line_width=1.5, line_dash="dotted")
         f.scatter("x", "y", source=self.trail, size=5, color="#999")
@@ -474,7 +493,7 @@ class SimplexView:
         self.arrow_src.data = (dict(x0=[g.point[0]], y0=[g.point[1]], x1=[g.gamma_point[0]],
                                     y1=[g.gamma_point[1]], color=[_KIND_COLOR[g.kind]])
                                if moves else dict(x0=[], y0=[], x1=[], y1=[], color=[]))
-        self.fig.title.text = (f"Block {lab.block}'s simplex (3 labellings): next {_KIND_NAME[g.kind]} step")
+        self.fig.title.text = simplex_title(lab.block, g.kind)
         gap = lab.duality_gap()
         note = ""
         if lab.kind == "away" and g.kind == "fw":

@@ -20,7 +20,8 @@ import weakref
 import panel as pn
 
 __all__ = ["BIG_PX", "TABS_CSS", "WRAP_CSS", "PROJECTOR_CSS", "PROJECTOR_TEXT_CSS", "projector_sizes",
-           "figure_texts", "designed_for_projector"]
+           "figure_texts", "designed_for_projector", "SCROLL_CUE_CLASS", "SCROLL_CUE_STYLES",
+           "SCROLL_CUE_BAND"]
 
 BIG_PX = 18.0   # projector mode: the smallest text size (px)
 
@@ -28,6 +29,27 @@ BIG_PX = 18.0   # projector mode: the smallest text size (px)
 TABS_CSS = """
 .bk-headers-wrapper { flex-wrap: wrap; overflow-x: hidden; }
 """
+
+#: a fixed-height pane that scrolls (``overflow-y: auto``) shows when more is below or above:
+#: a dark band at the edge where lines are hidden, drawn only while some are (the "scroll
+#: shadows" of ``background-attachment: local``). Pass both to the pane (``css_classes=``,
+#: ``styles=``); the layout check (:func:`gaplab.app.testing.layout_problems`) accepts lines
+#: hidden in a scroll box with this class.
+SCROLL_CUE_CLASS = "gaplab-scroll-cue"
+SCROLL_CUE_STYLES = {
+    "background": ("linear-gradient(#fff 30%, rgba(255,255,255,0)) center top, "
+                   "linear-gradient(rgba(255,255,255,0), #fff 70%) center bottom, "
+                   "radial-gradient(farthest-side at 50% 0, rgba(31,59,87,.55), rgba(31,59,87,0)) center top, "
+                   "radial-gradient(farthest-side at 50% 100%, rgba(31,59,87,.55), rgba(31,59,87,0)) center bottom"),
+    "background-repeat": "no-repeat",
+    "background-size": "100% 40px, 100% 40px, 100% 18px, 100% 18px",
+    "background-attachment": "local, local, scroll, scroll",
+}
+#: the last element of such a pane's content: a band that sticks to the pane's bottom edge,
+#: drawn over the rows hidden below it (the band of SCROLL_CUE_STYLES is drawn under the
+#: content, where coloured boxes hide it); with nothing hidden it closes the content
+SCROLL_CUE_BAND = ("<div aria-hidden='true' style='position:sticky;bottom:0;height:16px;margin-top:2px;"
+                   "pointer-events:none;background:linear-gradient(rgba(31,59,87,0),rgba(31,59,87,.55))'></div>")
 
 #: a flex row whose children go below each other when the row is too narrow for them
 WRAP_CSS = """

@@ -126,8 +126,10 @@ def shadow_texts_js(**selectors: str) -> str:
 
 
 #: JavaScript run in the page by :func:`text_layout`: every visible text fragment of the page
-#: (shadow roots included), one box per line fragment, with its computed font size and the box
-#: of the nearest ancestor that clips it (overflow other than "visible").
+#: (shadow roots included), one box per line fragment, with its computed font size, the boxes
+#: of the ancestors that clip it (overflow other than "visible") and what the browser shows at
+#: its shown part's centre and corners when that is another element (``document.elementFromPoint``
+#: followed into shadow roots): the element that covers it.
 _TEXT_LAYOUT_JS = r"""
 ([skipSel, within]) => {
   const out = [];
@@ -145,11 +147,47 @@ _TEXT_LAYOUT_JS = r"""
         const box = {x0: b.left + a.clientLeft, y0: b.top + a.clientTop,
                      x1: b.left + a.clientLeft + a.clientWidth, y1: b.top + a.clientTop + a.clientHeight,
                      scrollX: ox === "auto" || ox === "scroll", scrollY: oy === "auto" || oy === "scroll",
-                     cls: (a.className && a.className.baseVal === undefined ? a.className : a.tagName)};
+                     cls: (a.className && a.className.baseVal === undefined ? a.className : a.tagName),
+                     cue: !!(a.classList && a.classList.contains("gaplab-scroll-cue"))};
         r = r || []; r.push(box);
       }
     }
     return r;
+  };
+  // what the browser shows at (x, y): the topmost element, followed into shadow roots
+  const hitAt = (x, y) => {
+    let h = document.elementFromPoint(x, y);
+    while (h && h.shadowRoot) {
+      const inner = h.shadowRoot.elementFromPoint(x, y);
+      if (!inner || inner === h) break;
+      h = inner;
+    }
+    return h;
+  };
+  const within_ = (a, b) => {   // a is b or inside b (across shadow roots)
+    for (let e = a; e; e = parentOf(e)) if (e === b) return true;
+    return false;
+  };
+  const describe = (e) => e.tagName.toLowerCase() + (typeof e.className === "string" && e.className.trim()
+      ? "." + e.className.trim().split(/\s+/).slice(0, 2).join(".") : "");
+  // the element covering the shown part of a text fragment of el: sampled at its centre and
+  // four corners (inset, so a neighbouring line's box does not count); null when the text is
+  // on top (or out of the viewport, where the browser cannot tell)
+  const coverOf = (el, r, clips) => {
+    let x0 = r.left, y0 = r.top, x1 = r.right, y1 = r.bottom;
+    for (const c of clips) { x0 = Math.max(x0, c.x0); y0 = Math.max(y0, c.y0); x1 = Math.min(x1, c.x1); y1 = Math.min(y1, c.y1); }
+    x0 = Math.max(x0, 0); y0 = Math.max(y0, 0); x1 = Math.min(x1, window.innerWidth - 1); y1 = Math.min(y1, window.innerHeight - 1);
+    if (x1 - x0 < 2 || y1 - y0 < 2) return null;
+    const dx = Math.min(3, (x1 - x0) / 4), dy = (y1 - y0) / 4;
+    const pts = [[(x0 + x1) / 2, (y0 + y1) / 2], [x0 + dx, y0 + dy], [x1 - dx, y0 + dy], [x0 + dx, y1 - dy], [x1 - dx, y1 - dy]];
+    let by = null, n = 0;
+    for (const [x, y] of pts) {
+      const h = hitAt(x, y);
+      if (!h || within_(h, el) || within_(el, h)) continue;   // the text itself, or an ancestor (pointer-events: none)
+      if (skipSel && h.closest && h.closest(skipSel)) continue;   // a toast or tooltip: transient
+      n += 1; by = by || h;
+    }
+    return n >= 2 ? describe(by) : null;
   };
   const visit = (root) => {
     for (const el of root.querySelectorAll("*")) {
@@ -174,7 +212,8 @@ _TEXT_LAYOUT_JS = r"""
           out.push({text: n.textContent.trim().slice(0, 60), x0: r.left, y0: r.top, x1: r.right,
                     y1: r.bottom, font: font, tag: el.tagName,
                     cls: (typeof el.className === "string" ? el.className : ""),
-                    clips: clips.map(c => [c.x0, c.y0, c.x1, c.y1, c.scrollX, c.scrollY, String(c.cls).slice(0, 40)])});
+                    covered: coverOf(el, r, clips),
+                    clips: clips.map(c => [c.x0, c.y0, c.x1, c.y1, c.scrollX, c.scrollY, String(c.cls).slice(0, 40), c.cue])});
         }
       }
     }
@@ -233,10 +272,14 @@ def text_layout(page, skip: str | None = ".notyf, .bk-tooltip, .bk-tool-overflow
 def layout_problems(layout: dict, *, min_font: float | None = None, tol: float = 1.5) -> list[str]:
     """What is wrong with a :func:`text_layout`: text fragments that overlap each other (more
     than ``tol`` px wide and 40 % of the lower one's height), text cut by a clipping ancestor
-    (``overflow: hidden`` or a horizontal scroll; not what a vertical scroll box scrolls away:
-    it is reachable), text outside the
-    viewport's width, text smaller than ``min_font`` px, and the value of an input box or
-    dropdown wider than the box's inner width (cut or scrolled inside it). One line per problem."""
+    (``overflow: hidden`` or a horizontal scroll; a line cut part-way by the edge of a vertical
+    scroll box, e.g. the lower half of a row of words; lines hidden whole by a vertical scroll
+    box that ends above the viewport's bottom, unless the box shows that more is there: the
+    CSS class ``gaplab-scroll-cue``, see :data:`gaplab.app.styles.SCROLL_CUE_STYLES`), text
+    covered by another element (what the browser shows at two or more of the shown part's
+    centre and corners is not the text: a later sibling drawn over it), text outside the viewport's width, text smaller than ``min_font``
+    px, and the value of an input box or dropdown wider than the box's inner width (cut or
+    scrolled inside it). One line per problem."""
     boxes, vw = layout["boxes"], layout["vw"]
     out = []
     for b in layout.get("inputs", ()):
@@ -251,17 +294,31 @@ def layout_problems(layout: dict, *, min_font: float | None = None, tol: float =
             out.append(f"font {b['font']:.1f} px < {min_font:g} px: {where}")
         if b["x0"] < -tol or b["x1"] > vw + tol:
             out.append(f"outside the viewport's width {vw}: {where}")
+        if b.get("covered"):
+            out.append(f"covered by {b['covered']}: {where}")
         scrolled = False   # inside a vertical scroll box: what it scrolls away is not cut
-        for x0, y0, x1, y1, sx, sy, cls in b["clips"]:   # innermost first
+        for x0, y0, x1, y1, sx, sy, cls, *cue in b["clips"]:   # innermost first
             # a line cut at the side is cut even in a horizontal scroll box (no one scrolls
             # sideways in a lecture); a vertical scroll box, and the boxes around it (e.g. a
-            # notebook's page), only hide what is scrolled away
-            scrolled = scrolled or sy
+            # notebook's page), only hide what is scrolled away, but a line its edge cuts
+            # part-way is shown cut
             cut_x = b["x0"] < x0 - tol or b["x1"] > x1 + tol
-            cut_y = not scrolled and (b["y0"] < y0 - tol or b["y1"] > y1 + tol)
+            cut_y = b["y0"] < y0 - tol or b["y1"] > y1 + tol
+            # a scroll box that reaches the viewport's bottom is a page: what is under it is
+            # below the fold; one ending above it, with something else under it, hides lines
+            if sy and not scrolled and not (cue and cue[0]) and y1 < layout["vh"] - tol \
+                    and (b["y0"] > y1 - tol or b["y1"] < y0 + tol):
+                out.append(f"hidden in a scroll box {cls} ({x0:.0f}, {y0:.0f})–({x1:.0f}, {y1:.0f}) that "
+                           f"shows no cue: {where}")
+                break
+            if sy:
+                cut_y = any(b["y0"] < edge - tol and b["y1"] > edge + tol for edge in (y0, y1))
+            elif scrolled:
+                cut_y = False
             if cut_x or cut_y:
                 out.append(f"cut by its container {cls} ({x0:.0f}, {y0:.0f})–({x1:.0f}, {y1:.0f}): {where}")
                 break
+            scrolled = scrolled or sy
     # overlaps between what is shown: each fragment cut to its clipping boxes (text scrolled out
     # of a scroll box is not drawn over its neighbours)
     shown = []

@@ -12,6 +12,7 @@ from .figures import BIG_PX, LiveHTML, _fmt, _fmt_gap, _png, _scale_px
 from .narration import (_TIP_BEFORE, _TIP_BEFORE_HIT, _TIP_DIRECTION_HIT, _TIP_IMPROVEMENT_BOX,
                         _fw_row_label, corner_name, step_sentence)
 from .pictures import chunk_row_html, is_iob, panel_html
+from ..styles import SCROLL_CUE_BAND, SCROLL_CUE_CLASS, SCROLL_CUE_STYLES
 
 class AnatomyView(_Base):
     """The last block step: the input (e.g. letter images), its ground truth, the FW corner and the
@@ -41,8 +42,11 @@ class AnatomyView(_Base):
         # compact: projector mode (text at least 18 px, the table in two columns)
         self._scale = 1.3 if compact else 1.0
         self._compact = compact
+        # a long sentence's rows of chunks that do not fit scroll, with a visible cue
         self.word = LiveHTML("", sizing_mode="stretch_width", margin=(5, 10), height=self._height(False),
-                                 styles={"font-size": "14px", "overflow-x": "hidden", "overflow-y": "auto"})
+                                 css_classes=[SCROLL_CUE_CLASS],
+                                 styles={"font-size": "14px", "overflow-x": "hidden", "overflow-y": "auto",
+                                         **SCROLL_CUE_STYLES})
         self.table = LiveHTML("", width=430 if not stacked else None, margin=(5, 10),
                                   height=235 if not compact else 300,
                                   sizing_mode=None if not stacked else "stretch_width",
@@ -139,7 +143,7 @@ class AnatomyView(_Base):
             f"<table style='border-collapse:collapse;font-size:12.5px;width:100%'>{body}</table>"
             "<div style='color:#666;font-size:11.5px;margin-top:2px'>box: a chunk (B-X starts a chunk of "
             "type X, I-X continues it); red box: not a gold chunk; red word: its tag differs from the "
-            "gold tag (adds loss); hover a word for its tag</div>")
+            "gold tag (adds loss); hover a word for its tag</div>" + SCROLL_CUE_BAND)
 
     def _show_picker(self, pk):
         """The model's picker (its describe_block's "picker"): shown when the model offers one

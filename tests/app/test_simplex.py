@@ -168,3 +168,55 @@ def test_away_kind_says_when_it_takes_the_fw_step():
     assert "takes the FW step (Alg. 4)" in v.text.object
     v.w_kind.value = "pairwise"
     assert "Alg. 4" not in v.text.object
+
+
+_FONTS = {w: next((p for p in (f"/usr/share/fonts/truetype/dejavu/DejaVuSans{s}.ttf",
+                               f"/usr/share/fonts/truetype/liberation/LiberationSans-{t}.ttf")
+                   if __import__("os").path.exists(p)), None)
+          for w, s, t in (("normal", "", "Regular"), ("bold", "-Bold", "Bold"))}
+
+
+@pytest.mark.skipif(None in _FONTS.values(), reason="no DejaVu/Liberation font to measure text with")
+def test_vertex_labels_lie_outside_the_triangle_and_its_markers():
+    """Each "y = k" label's text box (in screen px from its vertex, measured in its font) lies
+    outside the triangle and outside the largest marker drawn on a vertex (the FW corner's
+    circle covered "y = 2" at the apex)."""
+    pytest.importorskip("panel")
+    from PIL import ImageFont
+    from gaplab.app.simplex import CORNER_LABEL_PX, MARKER_RADIUS_PX, SimplexView
+    view = SimplexView(height=330)
+    src = view.corner_src.data
+    assert np.allclose(np.c_[src["x"], src["y"]], CORNERS_XY)
+    font = ImageFont.truetype(_FONTS["normal"], int(CORNER_LABEL_PX))
+    ascent, descent = font.getmetrics()
+    for k in range(3):
+        w = font.getlength(src["text"][k])
+        x0 = {"left": 0.0, "right": -w, "center": -w / 2}[src["align"][k]] + src["dx"][k]
+        y0, y1 = src["dy"][k] - ascent, src["dy"][k] + descent    # screen px, y down
+        # nearest point of the box to the vertex: farther than the marker's radius
+        nx, ny = min(max(0.0, x0), x0 + w), min(max(0.0, y0), y1)
+        assert math.hypot(nx, ny) > MARKER_RADIUS_PX, (k, nx, ny)
+        # no corner of the box inside the triangle's cone at this vertex (screen y is down)
+        v = CORNERS_XY[k]
+        e1, e2 = (CORNERS_XY[j] - v for j in range(3) if j != k)
+        m = np.array([[e1[0], e2[0]], [-e1[1], -e2[1]]])
+        for px, py in ((x0, y0), (x0 + w, y0), (x0, y1), (x0 + w, y1)):
+            c = np.linalg.solve(m, [px, py])
+            assert not (c[0] > 0 and c[1] > 0), (src["text"][k], px, py)
+
+
+@pytest.mark.skipif(None in _FONTS.values(), reason="no DejaVu/Liberation font to measure text with")
+@pytest.mark.parametrize("kind", ["fw", "away", "pairwise"])
+def test_title_fits_the_figure_in_projector_mode(kind):
+    """"Block 3's simplex (3 labellings): next pairwise step" was cut at the figure's right
+    edge at 18 px (Lesson 5 in projector mode)."""
+    pytest.importorskip("panel")
+    from PIL import ImageFont
+    from gaplab.app.simplex import SimplexView
+    from gaplab.app.styles import BIG_PX
+    view = SimplexView(SimplexLab("random", kind, block=3), height=330)
+    px = max(BIG_PX, float(view.fig.title.text_font_size.rstrip("px")), 20.0)
+    font = ImageFont.truetype(_FONTS["bold"], int(px))
+    width = font.getlength(view.fig.title.text)
+    assert width <= view.fig.width - 20, (view.fig.title.text, width, view.fig.width)
+    assert view.fig.title.text.startswith("Block 3: next ")
