@@ -21,7 +21,7 @@ import panel as pn
 
 __all__ = ["BIG_PX", "TABS_CSS", "WRAP_CSS", "PROJECTOR_CSS", "PROJECTOR_TEXT_CSS", "projector_sizes",
            "figure_texts", "designed_for_projector", "SCROLL_CUE_CLASS", "SCROLL_CUE_STYLES",
-           "SCROLL_CUE_BAND"]
+           "SCROLL_CUE_BAND", "NARRATION_LINE_PX", "NARRATION_LINES", "NARRATION_PROJECTOR_STYLES"]
 
 BIG_PX = 18.0   # projector mode: the smallest text size (px)
 
@@ -46,6 +46,17 @@ SCROLL_CUE_STYLES = {
     "background-attachment": "local, local, scroll, scroll",
 }
 #: the last element of such a pane's content: a band that sticks to the pane's bottom edge,
+#: the projector's narration box: whole 22-px lines of 18-px text (10 of them between the
+#: anatomy's input and the bottom of a 1280×720 screen), scrolling with the cue of
+#: SCROLL_CUE_STYLES drawn on its own tint when a sentence needs more
+NARRATION_LINE_PX = 22
+NARRATION_LINES = 10
+NARRATION_PROJECTOR_STYLES = {
+    **{k: (v.replace("#fff", "#f4f7fa").replace("rgba(255,255,255,0)", "rgba(244,247,250,0)")
+           if k == "background" else v) for k, v in SCROLL_CUE_STYLES.items()},
+    "background-color": "#f4f7fa", "line-height": f"{NARRATION_LINE_PX}px",
+}
+
 #: drawn over the rows hidden below it (the band of SCROLL_CUE_STYLES is drawn under the
 #: content, where coloured boxes hide it); with nothing hidden it closes the content
 SCROLL_CUE_BAND = ("<div aria-hidden='true' style='position:sticky;bottom:0;height:16px;margin-top:2px;"

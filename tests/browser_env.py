@@ -1,4 +1,9 @@
-"""What the browser test modules need: Playwright and a Chromium executable."""
+"""What the browser test modules need: Playwright and a Chromium executable, a server and a page,
+a polling wait and the artifacts folder."""
+import contextlib
+import time
+from pathlib import Path
+
 import pytest
 
 from gaplab.app.testing import find_chromium
@@ -39,3 +44,38 @@ def warm_app_server(log_path, env=None):
     log_path.parent.mkdir(exist_ok=True)
     with AppServer(log_path, session_lifetime_ms=1000, env=env, timeout=900, wait_warm=True) as srv:
         yield srv
+
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+
+
+def wait_until(fn, timeout, what, poll=0.25):
+    """``fn()``'s first truthy value, polled every ``poll`` seconds; an AssertionError naming
+    ``what`` after ``timeout`` seconds."""
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        v = fn()
+        if v:
+            return v
+        time.sleep(poll)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+@contextlib.contextmanager
+def one_page(log_name, chromium, sync_api, viewport=(1400, 900)):
+    """A page on a ``gaplab app`` server of its own (no warm-up wait; unused sessions closed
+    after 1 s), the server's log in ``artifacts/<log_name>``. Yields (server, page)."""
+    from gaplab.app.testing import CHROMIUM_ARGS, AppServer
+    ARTIFACTS.mkdir(exist_ok=True)
+    with AppServer(ARTIFACTS / log_name, session_lifetime_ms=1000, timeout=600) as srv:
+        pw = sync_api.sync_playwright().start()
+        try:
+            b = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, timeout=60_000)
+            try:
+                page = b.new_page(viewport={"width": viewport[0], "height": viewport[1]})
+                page.set_default_timeout(60_000)
+                yield srv, page
+            finally:
+                b.close()
+        finally:
+            pw.stop()

@@ -40,6 +40,19 @@ def app():
     a.close()
 
 
+@pytest.fixture(scope="module")
+def module_app():
+    """A headless app (no periodic callback, no background compile) on the default problem,
+    idle, shared by the tests of one module that only read what it draws or reset what they set;
+    closed after them."""
+    pytest.importorskip("panel")
+    from gaplab.app.main import build_app
+    a = build_app(periodic=False)
+    assert a.session.wait_idle(120)
+    yield a
+    a.close()
+
+
 @pytest.fixture(scope="session")
 def ocr_small():
     from gaplab.core.datasets.ocr import load_ocr

@@ -62,12 +62,8 @@ def test_active_set_plot_starts_at_pass_0(pairwise):
 
 
 @pytest.fixture(scope="module")
-def app():
-    from gaplab.app.main import build_app
-    a = build_app(periodic=False)     # headless: no periodic callback, no background compile
-    assert a.session.wait_idle(120)
-    yield a
-    a.close()
+def app(module_app):
+    return module_app
 
 
 def _figures(app, tabs):

@@ -14,16 +14,13 @@ import pytest
 pn = pytest.importorskip("panel")
 
 from gaplab.app.export import trace_csv, trace_json  # noqa: E402
-from gaplab.app.main import PROJECTOR_BARS, build_app  # noqa: E402
+from gaplab.app.main import PROJECTOR_BARS  # noqa: E402
 from gaplab.app.views import _fmt_gap, step_sentence  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def app():
-    a = build_app(periodic=False)   # headless: no periodic callback, no background compile
-    assert a.session.wait_idle(60)
-    yield a
-    a.close()
+def app(module_app):
+    return module_app
 
 
 @pytest.fixture

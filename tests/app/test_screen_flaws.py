@@ -16,12 +16,8 @@ from gaplab.app.lessons import LESSONS  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def app():
-    from gaplab.app.main import build_app
-    a = build_app(periodic=False)     # headless: no periodic callback, no background compile
-    assert a.session.wait_idle(120)
-    yield a
-    a.close()
+def app(module_app):
+    return module_app
 
 
 def _three_steps(s):

@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from browser_env import launched_browser, require_browser, warm_app_server
+from browser_env import require_browser, warm_app_server
 from gaplab.app.testing import AppServer
 
 pytestmark = pytest.mark.browser
 
-sync_api, CHROMIUM = require_browser()
+require_browser()   # skips the module without Playwright or Chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts"
@@ -33,11 +33,6 @@ CONLL = next((d for d in ([Path(os.environ["GAPLAB_DATA"]), Path(os.environ["GAP
 def server():
     env = {"GAPLAB_DATA": str(CONLL)} if CONLL is not None else None
     yield from warm_app_server(ARTIFACTS / "browser_server.log", env)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    yield from launched_browser(sync_api, CHROMIUM)
 
 
 def _local(url: str) -> bool:

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from browser_env import launched_browser, require_browser, warm_app_server
+from browser_env import require_browser, warm_app_server
 from gaplab.app.export import EXPORT_PIXEL_RATIO, FILE_STEM_JS
 from gaplab.app.testing import AppServer
 
 pytestmark = pytest.mark.browser
 
-sync_api, CHROMIUM = require_browser()
+require_browser()   # skips the module without Playwright or Chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts"
@@ -38,11 +38,6 @@ _FIGURE_SIZES_JS = """() => {
 @pytest.fixture(scope="module")
 def server():
     yield from warm_app_server(ARTIFACTS / "export_browser_server.log")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    yield from launched_browser(sync_api, CHROMIUM)
 
 
 @pytest.fixture

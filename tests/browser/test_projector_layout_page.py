@@ -9,23 +9,23 @@ OCR-small in the default run; CoNLL-2000, horse-small and lsp-pose (the data in
 """
 from __future__ import annotations
 
-import os
+import functools
 import time
 from pathlib import Path
 
 import pytest
 
-from browser_env import launched_browser, require_browser, warm_app_server
+from browser_env import require_browser, wait_until, warm_app_server
+from cli_runs import shared_data
 from gaplab.app.testing import layout_problems, text_layout
 
 pytestmark = pytest.mark.browser
 
-sync_api, CHROMIUM = require_browser()
+require_browser()   # skips the module without Playwright or Chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts"
-DATA = next((Path(d) for d in (os.environ.get("GAPLAB_DATA"), ROOT.parent / "shared" / "data")
-             if d and Path(d).is_dir()), None)
+DATA = shared_data()
 TABS = ("Step", "Convergence", "Cache & active sets", "Regularization path", "Toy example", "Lessons",
         "Sweeps", "Race")
 W, H = 1280, 720
@@ -37,19 +37,7 @@ def server():
     yield from warm_app_server(ARTIFACTS / "layout_server.log", env)
 
 
-@pytest.fixture(scope="module")
-def browser():
-    yield from launched_browser(sync_api, CHROMIUM)
-
-
-def _wait(fn, timeout, what):
-    t0 = time.time()
-    while time.time() - t0 < timeout:
-        v = fn()
-        if v:
-            return v
-        time.sleep(0.25)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+_wait = functools.partial(wait_until, poll=0.25)
 
 
 def _settled(page, timeout=60):

@@ -5,22 +5,21 @@ underline); lesson page 1's title takes one line (no blank line under it); no "c
 initial ranges" warning on any tab or lesson page."""
 from __future__ import annotations
 
-import os
-import time
+import functools
 from pathlib import Path
 
 import pytest
 
-from browser_env import launched_browser, require_browser, warm_app_server
+from browser_env import require_browser, wait_until, warm_app_server
+from cli_runs import shared_data
 
 pytestmark = pytest.mark.browser
 
-sync_api, CHROMIUM = require_browser()
+require_browser()   # skips the module without Playwright or Chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts"
-DATA = next((Path(d) for d in (os.environ.get("GAPLAB_DATA"), ROOT.parent / "shared" / "data")
-             if d and Path(d).is_dir()), None)
+DATA = shared_data()
 W, H = 1280, 720
 
 # the x-axis ticks BokehJS drew on the figure whose title starts with ``title``, and their labels
@@ -71,19 +70,7 @@ def server():
     yield from warm_app_server(ARTIFACTS / "screen_flaws_server.log", env)
 
 
-@pytest.fixture(scope="module")
-def browser():
-    yield from launched_browser(sync_api, CHROMIUM)
-
-
-def _wait(fn, timeout, what):
-    t0 = time.time()
-    while time.time() - t0 < timeout:
-        v = fn()
-        if v:
-            return v
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+_wait = functools.partial(wait_until, poll=0.2)
 
 
 def _projector_after_three_steps(browser, url, dataset="ocr-small"):

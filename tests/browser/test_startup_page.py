@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from browser_env import launched_browser, require_browser
+from browser_env import require_browser
 from gaplab.app.testing import AppServer, shadow_texts_js
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-sync_api, CHROMIUM = require_browser()
+require_browser()   # skips the module without Playwright or Chromium
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 
@@ -30,11 +30,6 @@ SETTLE_S = 3.0
 
 _READ_JS = shadow_texts_js(fraction=".gaplab-startup-fraction", seconds=".gaplab-startup-seconds",
                            what=".gaplab-startup-what", status=".gaplab-status")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    yield from launched_browser(sync_api, CHROMIUM)
 
 
 def test_cold_start_progress_is_live(browser, tmp_path):
