@@ -34,8 +34,8 @@ from .settings import missing_problems
 from .toy_tab import ToyLab, ToyView
 from .views import fig_fonts
 from .views.frame import Frame
-from .styles import (NARRATION_LINE_PX, NARRATION_LINES, NARRATION_PROJECTOR_STYLES, SCROLL_CUE_CLASS, TABS_CSS,
-                     WRAP_CSS, designed_for_projector, projector_sizes)
+from .styles import (NARRATION_PROJECTOR_LINE_PX, NARRATION_PROJECTOR_LINES, TABS_CSS, WRAP_CSS,
+                     designed_for_projector, narration_height, projector_sizes)
 from .views import (AnatomyView, BlockGapsView, CacheView, GapView, PrimalDualView, StatusView,
                     TestErrorView)
 
@@ -439,10 +439,11 @@ class GapLabApp(pn.viewable.Viewer):
             # the table of numbers after it
             a.panel.objects = [a.picker, a.word, a.sentence, a.table]
             # whole lines only: a longer sentence scrolls by whole lines, with a visible cue
-            a.sentence.height = 4 + NARRATION_LINES * NARRATION_LINE_PX     # 2-px padding above and below
-            a.sentence.styles = {**a.sentence.styles, **NARRATION_PROJECTOR_STYLES}
-            a.sentence.css_classes = [*a.sentence.css_classes, SCROLL_CUE_CLASS]
-            self.blocks_p = BlockGapsView(height=225, prob_height=145, name="block_gaps_projector",
+            a.sentence.height = narration_height(NARRATION_PROJECTOR_LINES, NARRATION_PROJECTOR_LINE_PX)
+            a.sentence.styles = {**a.sentence.styles, "line-height": f"{NARRATION_PROJECTOR_LINE_PX}px"}
+            # the bar of run buttons and the one of mid-run switches take two rows: shorter gap
+            # bars keep the sampling plot above the fold at 1280×720
+            self.blocks_p = BlockGapsView(height=188, prob_height=145, name="block_gaps_projector",
                                           max_bars=PROJECTOR_BARS)
             self.blocks_p.info.height = 82
             designed_for_projector(a.word, a.sentence, a.table, self.blocks_p.info)

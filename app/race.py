@@ -306,7 +306,7 @@ class RaceView:
         self.curves = c
         self.w_problem = pn.widgets.Select(label="problem", options={v: k for k, v in RACE_PROBLEMS.items()},
                                            value=self.race.problem if self.race.problem in RACE_PROBLEMS else "toy",
-                                           width=230)
+                                           width=250)   # the toy label fits in JupyterLab's wider UI font too
         self.w_n = pn.widgets.IntInput(label="n (toy)", value=self.race.n if self.race.problem == "toy" else 20,
                                        start=2, end=400, width=90)
         self.w_K = pn.widgets.IntInput(label="K (toy)", value=self.race.K or 50, start=1, end=1000, width=90)

@@ -21,7 +21,8 @@ import panel as pn
 
 __all__ = ["BIG_PX", "TABS_CSS", "WRAP_CSS", "PROJECTOR_CSS", "PROJECTOR_TEXT_CSS", "projector_sizes",
            "figure_texts", "designed_for_projector", "SCROLL_CUE_CLASS", "SCROLL_CUE_STYLES",
-           "SCROLL_CUE_BAND", "NARRATION_LINE_PX", "NARRATION_LINES", "NARRATION_PROJECTOR_STYLES"]
+           "SCROLL_CUE_BAND", "NARRATION_LINE_PX", "NARRATION_PROJECTOR_LINE_PX", "NARRATION_PROJECTOR_LINES",
+           "NARRATION_CUE_STYLES", "narration_height"]
 
 BIG_PX = 18.0   # projector mode: the smallest text size (px)
 
@@ -46,16 +47,25 @@ SCROLL_CUE_STYLES = {
     "background-attachment": "local, local, scroll, scroll",
 }
 #: the last element of such a pane's content: a band that sticks to the pane's bottom edge,
-#: the projector's narration box: whole 22-px lines of 18-px text (10 of them between the
-#: anatomy's input and the bottom of a 1280×720 screen), scrolling with the cue of
-#: SCROLL_CUE_STYLES drawn on its own tint when a sentence needs more
-NARRATION_LINE_PX = 22
-NARRATION_LINES = 10
-NARRATION_PROJECTOR_STYLES = {
-    **{k: (v.replace("#fff", "#f4f7fa").replace("rgba(255,255,255,0)", "rgba(244,247,250,0)")
+#: the narration box ("what just happened"): whole lines of text, scrolling with the cue of
+#: SCROLL_CUE_STYLES drawn on the box's own tint when a sentence needs more lines than it shows;
+#: normal layout 13.5-px text on 18-px lines, projector mode 18-px text on 22-px lines (ten of
+#: them between the anatomy's input and the bottom of a 1280×720 screen)
+NARRATION_LINE_PX = 18
+NARRATION_PROJECTOR_LINE_PX = 22
+NARRATION_PROJECTOR_LINES = 10
+NARRATION_TINT = "#f4f7fa"
+NARRATION_CUE_STYLES = {
+    **{k: (v.replace("#fff", NARRATION_TINT).replace("rgba(255,255,255,0)", "rgba(244,247,250,0)")
            if k == "background" else v) for k, v in SCROLL_CUE_STYLES.items()},
-    "background-color": "#f4f7fa", "line-height": f"{NARRATION_LINE_PX}px",
+    "background-color": NARRATION_TINT,
 }
+
+
+def narration_height(lines: int, line_px: int) -> int:
+    """Height (px) of a narration box showing ``lines`` whole lines of ``line_px`` (2-px padding
+    above and below)."""
+    return 4 + lines * line_px
 
 #: drawn over the rows hidden below it (the band of SCROLL_CUE_STYLES is drawn under the
 #: content, where coloured boxes hide it); with nothing hidden it closes the content

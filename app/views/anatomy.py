@@ -12,7 +12,9 @@ from .figures import BIG_PX, LiveHTML, _fmt, _fmt_gap, _png, _scale_px
 from .narration import (_TIP_BEFORE, _TIP_BEFORE_HIT, _TIP_DIRECTION_HIT, _TIP_IMPROVEMENT_BOX,
                         _fw_row_label, corner_name, step_sentence)
 from .pictures import chunk_row_html, is_iob, panel_html
-from ..styles import SCROLL_CUE_BAND, SCROLL_CUE_CLASS, SCROLL_CUE_STYLES
+from ..styles import (NARRATION_CUE_STYLES, NARRATION_LINE_PX, SCROLL_CUE_BAND, SCROLL_CUE_CLASS, SCROLL_CUE_STYLES,
+                      narration_height)
+
 
 class AnatomyView(_Base):
     """The last block step: the input (e.g. letter images), its ground truth, the FW corner and the
@@ -55,11 +57,11 @@ class AnatomyView(_Base):
         # "what just happened": one sentence about the last step, under it (a long one, e.g. a
         # cache hit's, scrolls rather than being cut off)
         self.sentence = LiveHTML("", sizing_mode="stretch_width", margin=(0, 10),
-                                     height=64 if not compact else 120,
-                                     css_classes=["gaplab-sentence", "gaplab-narration"],
+                                     height=narration_height(5 if not compact else 6, NARRATION_LINE_PX),
+                                     css_classes=["gaplab-sentence", "gaplab-narration", SCROLL_CUE_CLASS],
                                      styles={"font-size": "13.5px", "overflow-x": "hidden", "overflow-y": "auto",
-                                             "background": "#f4f7fa", "border-left": "4px solid #1f3b57",
-                                             "padding": "2px 8px"})
+                                             **NARRATION_CUE_STYLES, "line-height": f"{NARRATION_LINE_PX}px",
+                                             "border-left": "4px solid #1f3b57", "padding": "2px 8px"})
         self.panel = pn.Column(self.picker, layout(self.word, self.table, sizing_mode="stretch_width"),
                                self.sentence, sizing_mode="stretch_width", css_classes=["gaplab-anatomy"])
 

@@ -94,15 +94,22 @@ def python_startup():
 def test_ctrl_c_in_the_first_moments_is_one_line(tmp_path, delay, python_startup):
     out = tmp_path / "r.json"
     delay += python_startup
-    p = subprocess.Popen([sys.executable, "-m", "gaplab", "train", "--dataset", "toy", "--max-passes", "3",
-                          "--quiet", "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env=ENV)
-    time.sleep(delay)
-    p.send_signal(signal.SIGINT)
-    _, err = p.communicate(timeout=300)
+    for _ in range(3):
+        p = subprocess.Popen([sys.executable, "-m", "gaplab", "train", "--dataset", "toy", "--max-passes", "3",
+                              "--quiet", "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=ENV)
+        time.sleep(delay)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=300)
+        # killed by the signal with nothing said: it came before CPython had installed its SIGINT
+        # handler (a loaded machine started the interpreter slower than python_startup), before
+        # any code of gaplab ran: try again; a gaplab that dies so keeps failing below
+        if not (p.returncode == -signal.SIGINT and not err.strip() and not out.exists()):
+            break
     if p.returncode == 0:  # it finished before the signal: nothing to check but the file
         assert json.loads(out.read_text())["status"]
         return
+    assert err.strip(), f"exit status {p.returncode} with nothing on stderr"
     line = _one_line(err)
     assert p.returncode == 130 and "interrupted" in line, (p.returncode, err)
     if out.exists():  # written whole (the result so far) or not at all
