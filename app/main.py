@@ -34,8 +34,7 @@ from .settings import missing_problems
 from .toy_tab import ToyLab, ToyView
 from .views import fig_fonts
 from .views.frame import Frame
-from .styles import (NARRATION_PROJECTOR_LINE_PX, NARRATION_PROJECTOR_LINES, TABS_CSS, WRAP_CSS,
-                     designed_for_projector, narration_height, projector_sizes)
+from .styles import TABS_CSS, WRAP_CSS, designed_for_projector, projector_sizes
 from .views import (AnatomyView, BlockGapsView, CacheView, GapView, PrimalDualView, StatusView,
                     TestErrorView)
 
@@ -438,9 +437,6 @@ class GapLabApp(pn.viewable.Viewer):
             # the narration right under the input and the corners (above the fold at 1280×720),
             # the table of numbers after it
             a.panel.objects = [a.picker, a.word, a.sentence, a.table]
-            # whole lines only: a longer sentence scrolls by whole lines, with a visible cue
-            a.sentence.height = narration_height(NARRATION_PROJECTOR_LINES, NARRATION_PROJECTOR_LINE_PX)
-            a.sentence.styles = {**a.sentence.styles, "line-height": f"{NARRATION_PROJECTOR_LINE_PX}px"}
             # the bar of run buttons and the one of mid-run switches take two rows: shorter gap
             # bars keep the sampling plot above the fold at 1280×720
             self.blocks_p = BlockGapsView(height=188, prob_height=145, name="block_gaps_projector",

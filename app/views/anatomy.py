@@ -12,8 +12,8 @@ from .figures import BIG_PX, LiveHTML, _fmt, _fmt_gap, _png, _scale_px
 from .narration import (_TIP_BEFORE, _TIP_BEFORE_HIT, _TIP_DIRECTION_HIT, _TIP_IMPROVEMENT_BOX,
                         _fw_row_label, corner_name, step_sentence)
 from .pictures import chunk_row_html, is_iob, panel_html
-from ..styles import (NARRATION_CUE_STYLES, NARRATION_LINE_PX, SCROLL_CUE_BAND, SCROLL_CUE_CLASS, SCROLL_CUE_STYLES,
-                      narration_height)
+from ..styles import (NARRATION_CUE_STYLES, NARRATION_LINE_PX, NARRATION_PROJECTOR_LINE_PX, NARRATION_PROJECTOR_LINES,
+                      SCROLL_CUE_BAND, SCROLL_CUE_CLASS, SCROLL_CUE_STYLES, narration_height)
 
 
 class AnatomyView(_Base):
@@ -56,11 +56,13 @@ class AnatomyView(_Base):
         layout = pn.Column if stacked else pn.Row
         # "what just happened": one sentence about the last step, under it (a long one, e.g. a
         # cache hit's, scrolls rather than being cut off)
+        # (whole lines: one cut part-way is what a class reads first)
+        self._line_px = NARRATION_PROJECTOR_LINE_PX if compact else NARRATION_LINE_PX
         self.sentence = LiveHTML("", sizing_mode="stretch_width", margin=(0, 10),
-                                     height=narration_height(5 if not compact else 6, NARRATION_LINE_PX),
+                                     height=narration_height(self._lines(False), self._line_px),
                                      css_classes=["gaplab-sentence", "gaplab-narration", SCROLL_CUE_CLASS],
                                      styles={"font-size": "13.5px", "overflow-x": "hidden", "overflow-y": "auto",
-                                             **NARRATION_CUE_STYLES, "line-height": f"{NARRATION_LINE_PX}px",
+                                             **NARRATION_CUE_STYLES, "line-height": f"{self._line_px}px",
                                              "border-left": "4px solid #1f3b57", "padding": "2px 8px"})
         self.panel = pn.Column(self.picker, layout(self.word, self.table, sizing_mode="stretch_width"),
                                self.sentence, sizing_mode="stretch_width", css_classes=["gaplab-anatomy"])
@@ -82,10 +84,22 @@ class AnatomyView(_Base):
             return 250 if chunks else 190
         return 290 if chunks else 235
 
+    def _lines(self, chunks: bool, panels: bool = False, picker: bool = False) -> int:
+        """Whole lines the narration shows without scrolling: five in the normal layout; in
+        projector mode what is left above the bottom of a 1280×720 screen under the input pane
+        (:meth:`_height`): ten under letter images (a FW step's sentence takes eight), six under
+        chunk rows, four under pictures."""
+        if not self._compact:
+            return 5
+        return 6 if chunks else (4 if panels else NARRATION_PROJECTOR_LINES)
+
     def _set_height(self, chunks: bool, panels: bool = False, picker: bool = False):
         h = self._height(chunks, panels, picker)
         if self.word.height != h:
             self.word.height = h
+        h = narration_height(self._lines(chunks, panels, picker), self._line_px)
+        if self.sentence.height != h:
+            self.sentence.height = h
 
     @staticmethod
     def _cell(text, color="#222", size="22px", weight="bold"):
