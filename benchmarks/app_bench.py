@@ -361,11 +361,19 @@ def main(argv=None) -> int:
                   f"{r['interactive_s']:.1f} s, first Step answered {r['first_step_answered_s']:.1f} s, "
                   f"every kernel compiled/loaded {r['all_kernels_ready_s']:.1f} s")
     res["targets_met"] = checks
+    return finish(res, args.out, lambda: print(
+        "targets:", ", ".join(f"{k}: {'ok' if v else 'MISSED'}" for k, v in checks.items())))
+
+
+def finish(res: dict, out, then=None) -> int:
+    """Print the machine's load at the start and the end of the measurement (``res["machine"]``),
+    then ``then()``, and write ``res`` as JSON to ``out`` (atomically) when given; exit code 0."""
     la0, la1 = res["machine"]["load_avg"], res["machine"]["load_avg_end"]
     print(f"load average (1 min) {la0[0]:.1f} at the start, {la1[0]:.1f} at the end, on {res['machine']['cpus']} CPUs")
-    print("targets:", ", ".join(f"{k}: {'ok' if v else 'MISSED'}" for k, v in checks.items()))
-    if args.out:
-        write_text_atomic(args.out, json.dumps(res, indent=1, default=str))
+    if then is not None:
+        then()
+    if out:
+        write_text_atomic(out, json.dumps(res, indent=1, default=str))
     return 0
 
 

@@ -19,7 +19,6 @@ Needs Playwright (PyPI) and a Chromium executable (Debian's chromium).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -171,11 +170,7 @@ def main(argv=None) -> int:
     for key, v in res["step"].items():
         if "/" in key:
             print(f"{key}: paired in-page ratio {v['paired_ratio_median']:.2f} (median of {v['pairs']} pairs)")
-    la0, la1 = res["machine"]["load_avg"], res["machine"]["load_avg_end"]
-    print(f"load average (1 min) {la0[0]:.1f} at the start, {la1[0]:.1f} at the end, on {res['machine']['cpus']} CPUs")
-    if args.out:
-        Path(args.out).write_text(json.dumps(res, indent=1))
-    return 0
+    return ab.finish(res, args.out)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ Run it for a checkout with ``PYTHONPATH=ROOT`` (ROOT/gaplab the checkout)::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -181,11 +180,7 @@ def main(argv=None) -> int:
           "held back")
     for side in ("server_ms_median", "page_ms_median"):
         print(side + ": " + "; ".join(f"{k} {v:.1f}" for k, v in res[side].items()))
-    la0, la1 = res["machine"]["load_avg"], res["machine"]["load_avg_end"]
-    print(f"load average (1 min) {la0[0]:.1f} at the start, {la1[0]:.1f} at the end, on {res['machine']['cpus']} CPUs")
-    if args.out:
-        Path(args.out).write_text(json.dumps(res, indent=1))
-    return 0
+    return ab.finish(res, args.out)
 
 
 if __name__ == "__main__":
