@@ -10,7 +10,8 @@ import pytest
 
 from browser_env import one_page, require_browser, wait_until
 
-pytestmark = pytest.mark.browser
+# with the slow set (.ci/run runs it): a server of its own and 150 steps before the presses
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 sync_api, CHROMIUM = require_browser()
 

@@ -13,7 +13,8 @@ import pytest
 from browser_env import require_browser, wait_until, warm_app_server
 from cli_runs import shared_data
 
-pytestmark = pytest.mark.browser
+# with the slow set (.ci/run runs it): a warm server and every tab and lesson page read in the browser (about a minute)
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 require_browser()   # skips the module without Playwright or Chromium
 
@@ -152,7 +153,6 @@ _ANATOMY_JS = """() => {
 }"""
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(DATA is None, reason="no data directory ($GAPLAB_DATA) with horse and LSP")
 @pytest.mark.parametrize("dataset", ["horse-small", "lsp-pose"])
 def test_projector_anatomy_pictures_show_their_captions_without_scrolling(server, browser, dataset):
