@@ -5,6 +5,7 @@ CoNLL's chunk F1 (Paper: Alg. 2, Alg. 5, App. H)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 from types import SimpleNamespace
@@ -12,15 +13,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from app_session import idle_session
+
 from gaplab.app.session import Session
 from gaplab.app.views import AnatomyView, StatusView, status_test_words, step_sentence
 
 
-def _session(**params) -> Session:
-    s = Session(**params)
-    assert s.wait_idle(120)
-    assert s.status == "idle", s.messages()
-    return s
+_session = functools.partial(idle_session, 120)
 
 
 def _text(html_: str) -> str:

@@ -2,20 +2,19 @@
 last steps, bookmarkable states. Session-level (no browser)."""
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 import pytest
 
+from app_session import idle_session
+
 from gaplab.app.safe_html import md_esc
 from gaplab.app.session import Session
 
 
-def _session(**params) -> Session:
-    s = Session(**params)
-    assert s.wait_idle(120)
-    assert s.status == "idle", s.messages()
-    return s
+_session = functools.partial(idle_session, 120)
 
 
 def _steps(s: Session, k: int):

@@ -1,14 +1,16 @@
 """Steps answered by the reference solver while the kernels compile, then the hand-over to the
 fast solver (gaplab.app.refstep). The kernels are marked "compiling" (kernels.state patched);
 nothing is cold-compiled here."""
+import functools
 import math
 
 import numpy as np
 import pytest
 
+from app_session import idle_session
+
 from gaplab.app import kernels
 from gaplab.app.refstep import REFERENCE_NOTE, Xoshiro, reference_stepper
-from gaplab.app.session import Session
 from gaplab.app.startup import banner_html
 from gaplab.core.rng import rng_randint, rng_uniform, seed_state
 
@@ -29,11 +31,7 @@ def compiling(monkeypatch):
     return flag
 
 
-def _session(**params):
-    s = Session(**params)
-    assert s.wait_idle(60)
-    assert s.status == "idle", s.messages()
-    return s
+_session = functools.partial(idle_session, 60)
 
 
 SHOWN = ("iteration", "block", "kind", "cache_hit", "drop", "oracle_called", "fw_corner", "away_corner",

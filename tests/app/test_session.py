@@ -5,6 +5,7 @@ independent and release their resources."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import threading
 import time
@@ -12,16 +13,14 @@ import time
 import numpy as np
 import pytest
 
+from app_session import idle_session
+
 from gaplab.app import session as session_mod
 from gaplab.app.session import control as session_control   # where Session looks up its loader
 from gaplab.app.session import GAP_CHECK_CHOICES, Session
 
 
-def _session(**params) -> Session:
-    s = Session(**params)
-    assert s.wait_idle(60)
-    assert s.status == "idle", s.messages()
-    return s
+_session = functools.partial(idle_session, 60)
 
 
 @pytest.fixture
