@@ -40,6 +40,16 @@ def app():
     a.close()
 
 
+@pytest.fixture
+def sess():
+    """An app Session on the default problem, idle (within 60 s); closed after the test."""
+    pytest.importorskip("panel")
+    from app_session import idle_session
+    s = idle_session(60)
+    yield s
+    s.close()
+
+
 @pytest.fixture(scope="module")
 def module_app():
     """A headless app (no periodic callback, no background compile) on the default problem,

@@ -4,7 +4,6 @@ solver (from a checkpoint or by replaying breakpoints), memory stays bounded, an
 views draw the path (Paper: Sec. 4, Proposition 1, App. K)."""
 from __future__ import annotations
 
-import functools
 import math
 import threading
 import time
@@ -12,22 +11,10 @@ import time
 import numpy as np
 import pytest
 
-from app_session import idle_session
-
 from gaplab.app import pathlab_worker
 from gaplab.app.session import Session
 
 SHORT = dict(eps=0.5, lam_min=0.1)   # ~15 breakpoints on OCR-small, about a second
-
-
-_session = functools.partial(idle_session, 60)
-
-
-@pytest.fixture
-def sess():
-    s = _session()
-    yield s
-    s.close()
 
 
 def _short_path(s: Session, **kw):

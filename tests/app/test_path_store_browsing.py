@@ -12,19 +12,10 @@ import pytest
 
 from conftest import random_chain_data
 from gaplab.app import pathlab_pick
-from gaplab.app.session import Session
 from gaplab.core import ChainModel
 from gaplab.core.regpath import PathConfig, RegPath, regularization_path
 
 SHORT = dict(eps=0.5, lam_min=0.1)
-
-
-@pytest.fixture
-def sess():
-    s = Session()
-    assert s.wait_idle(60) and s.status == "idle", s.messages()
-    yield s
-    s.close()
 
 
 def _wait_w_info(lab, lam, timeout=30):

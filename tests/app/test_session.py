@@ -23,13 +23,6 @@ from gaplab.app.session import GAP_CHECK_CHOICES, Session
 _session = functools.partial(idle_session, 60)
 
 
-@pytest.fixture
-def sess():
-    s = _session()
-    yield s
-    s.close()
-
-
 def _fingerprint(s: Session, passes: float = 3.0):
     """Run a fixed number of block steps and summarize what the solver did."""
     n = s.solver.n
