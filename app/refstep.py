@@ -123,7 +123,7 @@ class ReferenceStepper:
     def _draw(self) -> int:
         if self._uniform:
             return self._rng.randint(self.n)             # Alg. 1 line 3
-        return self._unv[self._rng.randint(self._nu)]    # Alg. 2 line 4: g_i = +inf first
+        return self._unv[self._rng.randint(self._nu)]    # Alg. 2 line 4: unvisited (g_i = +inf) first
 
     def _visit(self, i: int) -> None:
         p = self._pos[i]
@@ -135,7 +135,8 @@ class ReferenceStepper:
             self._nu = last
 
     def step(self) -> StepRecord:
-        """One block step (Paper: Alg. 1 lines 3-11, with Alg. 2 lines 4, 6 and 8).
+        """One block step (Paper: Alg. 1 lines 3-11, with the gap sampling draw, k_i and the
+        stored gap g_i^(k_i) of Alg. 2 lines 4, 6 and 8).
 
         Raises
         ------

@@ -171,7 +171,7 @@ MAX_CACHE_SIZE = 2 ** 31
 class CacheConfig:
     """Oracle cache of Alg. 5 (Paper: Sec. 3.3).
 
-    A cache hit happens when the cache corner's gap ĝ_i >= max(F * g_i^(k_i), nu / n * g^(k_0)).
+    A cache hit happens when the cache corner's gap g_i^c >= max(F * g_i^(k_i), nu / n * g^(k_0)).
 
     Parameters
     ----------

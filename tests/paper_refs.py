@@ -188,6 +188,10 @@ def load_numbering() -> dict:
 CITE_EQ = re.compile(r"\bEqs?\.\s*\((\d+)\)(?:\s*(?:-|–|—|to|and|,)\s*\(?(\d+)\)?)?")
 CITE_ALG = re.compile(r"\bAlg(?:orithm)?s?\.?\s+(\d+)(?:\s*(?:-|–|,|and)\s*(\d+)(?!\s*line))?")
 CITE_ALG_LINE = re.compile(r"\bAlg\.\s+(\d+),?\s+lines?\s+(\d+)(?:\s*[-–]\s*(\d+))?")
+# "Alg. 4 lines 9, 11", "Alg. 2 lines 4, 6 and 8", "Alg. 6, lines 9 and 13": every item of the list
+_LINE_ITEM = r"\d+(?:\s*[-–]\s*\d+)?"
+CITE_ALG_LINES = re.compile(r"\bAlg\.\s+(\d+),?\s+lines?\s+(" + _LINE_ITEM + r"(?:\s*(?:,\s*and|,|and)\s*"
+                            + _LINE_ITEM + r")*)")
 CITE_APP = re.compile(r"\bApp(?:endix)?\.?\s+([A-Z])(?:\.(\d+))?\b")
 CITE_FIG = re.compile(r"\bFigs?\.?\s+(\d+)([a-c])?\b")
 CITE_SEC = re.compile(r"\bSec(?:tion)?s?\.?\s+(\d+(?:\.\d+)?)(?:\s*(?:-|–)\s*(\d+(?:\.\d+)?))?")
@@ -215,13 +219,37 @@ def citations(text: str):
         yield "alg", a, int(m.group(2)) if m.group(2) else a, m.start()
     for m in CITE_APP.finditer(text):
         yield "app", m.group(1), m.group(1), m.start()
-    for m in CITE_ALG_LINE.finditer(text):
-        a = int(m.group(2))
-        yield f"alg{m.group(1)}:line", a, int(m.group(3)) if m.group(3) else a, m.start()
+    for alg, a, b, pos in alg_line_citations(text):
+        yield f"alg{alg}:line", a, b, pos
     for m in CITE_FIG.finditer(text):
         yield "fig", int(m.group(1)), int(m.group(1)), m.start()
     for m in CITE_SEC.finditer(text):
         yield "sec", m.group(1), m.group(2) or m.group(1), m.start()
+
+
+def alg_line_citations(text: str):
+    """Every (alg, first, last, position) of the algorithm lines cited in ``text``: "Alg. 4
+    lines 9, 11" gives (4, 9, 9, p) and (4, 11, 11, p), "Alg. 5 lines 6-10" (5, 6, 10, p)."""
+    for m in CITE_ALG_LINES.finditer(text):
+        for item in re.findall(r"(\d+)(?:\s*[-–]\s*(\d+))?", m.group(2)):
+            a = int(item[0])
+            yield int(m.group(1)), a, int(item[1]) if item[1] else a, m.start()
+
+
+def algorithm_line_texts(src: str) -> dict:
+    """The numbered lines of every algorithm, as the PDF numbers them: ``{"1": [LaTeX of line 1,
+    ...], ...}`` (algorithms in the order of their environments; with ``algorithmic[1]``
+    every statement, block start, ``else`` and block end is one numbered line, an ``input`` line
+    none; whitespace collapsed)."""
+    src = _strip_comments(src)
+    out = {}
+    for k, m in enumerate(re.finditer(r"\\begin\{algorithm\*?\}(.*?)\\end\{algorithm\*?\}", src, re.S), 1):
+        body = m.group(1)
+        end = body.find("\\end{algorithmic}")
+        starts = [x.start() for x in _ALG_LINE.finditer(body)]
+        out[str(k)] = [re.sub(r"\s+", " ", body[s:(starts[j + 1] if j + 1 < len(starts) else end)]).strip()
+                       for j, s in enumerate(starts)]
+    return out
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The phases of one block step, each a small compiled function citing the lines of the paper
 it implements (Alg. 1, 3, 4, 5): line search, cache-hit rule, prefetch, score, scan, FW corner
 from the cache or the oracle, away corner, candidate directions, apply, log. The drivers that run
-them in order are in :mod:`.step`.
+them in order are in :mod:`.step`. The lines cited are those the table
+:mod:`gaplab.core.reference.citations` gives for each phase (a test checks them against it).
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from .samplers import set_block_gap_arr
 warnings.filterwarnings("ignore", category=NumbaIRAssumptionWarning)
 
 
-# One block step (Paper: Alg. 1, 3, 4, 5 and their combination) is the sequence of phases below,
+# One block step (Paper: Alg. 1, 3, 4, 5; and gaplab's combined step) is the sequence of phases below,
 # each a small compiled function inlined into the drivers (run_steps: compiled oracle, one fused
 # loop; pre_step / post_step: the Python oracle tier, the oracle called from Python between
 # them). The phases take plain arrays where they can: handing a state tuple to a helper costs a
@@ -38,7 +39,8 @@ warnings.filterwarnings("ignore", category=NumbaIRAssumptionWarning)
 @njit(cache=True, nogil=True, inline="always")
 def _line(g, q, lam, n, gmax):
     """Exact line search on the quadratic dual: γ = g λ n² / ‖B δ‖², clipped to [0, gmax];
-    returns (γ, dual improvement γ g − γ² q / (2 λ n²)). Paper: Alg. 1 line 6, Alg. 3 line 7."""
+    returns (γ, dual improvement γ g − γ² q / (2 λ n²)). Paper: the line searches Alg. 1 line 7,
+    Alg. 3 line 11, Alg. 4 line 13, Alg. 4 line 19, Alg. 5 line 18, Alg. 9 line 7."""
     if g <= 0.0:
         return 0.0, 0.0
     if q <= 0.0:
@@ -52,9 +54,10 @@ def _line(g, q, lam, n, gmax):
 
 @njit(cache=True, nogil=True, inline="always")
 def cache_hit_rule(ghat, gap_i, visited, global_gap, F, nu, n):
-    """Cache hit criterion of Alg. 5: ĝ_i >= max(F·g_i^(k_i), ν/n·g^(k_0)). A block whose gap
-    was never computed (g_i = +inf) never hits; before the first gap pass g^(k_0) = +inf, so
-    nothing hits either (Paper: Alg. 5 line 2, g^(0) = +inf)."""
+    """Cache hit criterion (Paper: Alg. 5 line 9): the cache corner's gap g_i^c >=
+    max(F·g_i^(k_i), ν/n·g^(k_0)). A block whose gap was never computed (g_i = +inf) never hits;
+    before the first gap pass g^(k_0) = +inf, so nothing hits either (Paper: Alg. 5 line 2,
+    g^(0) = +inf)."""
     if not visited:
         return False
     thr = max(F * gap_i, nu / n * global_gap)
@@ -81,9 +84,9 @@ def phase_prefetch(M, i, track, sparse, cap, a_alpha, a_hash, a_loss, a_used, a_
 
 @njit(cache=True, nogil=True, inline="always")
 def phase_score(M, i, w, h, mu, mark, a_lab, a_count, gap_iter, global_gap, cache_on, sparse, cap, L, klist):
-    """Phase *score*: the block's score vector h at w (Paper: Alg. 1 line 4, the oracle's
-    input). A cache hit is possible only on a visited block after the first gap pass (Alg. 5);
-    then, when the model can, only the entries the cached labellings (and μ_i) touch are scored,
+    """Phase *score*: the block's score vector h at w (the max oracle's input; Paper: Alg. 1
+    line 4, Alg. 2 line 5). A cache hit is possible only on a visited block after the first gap
+    pass (Alg. 5); then, when the model can, only the entries the cached labellings (and μ_i) touch are scored,
     bitwise as the full scores (which are computed on a miss). Returns (could_hit, partial)."""
     could_hit = cache_on and a_count[i] > 0 and gap_iter[i] >= 0 and global_gap < np.inf
     partial = could_hit and _m_has_partial(M)
@@ -97,8 +100,8 @@ def phase_score(M, i, w, h, mu, mark, a_lab, a_count, gap_iter, global_gap, cach
 @njit(cache=True, nogil=True, inline="always")
 def phase_scan_label_space(M, i, h, w, a_lab, a_alpha, a_hash, cnt, could_hit, cap, L, keys, terms):
     """Phase *scan* for label-space steps: one pass over block i's atoms gives the best cached
-    labelling (the cache corner, Alg. 5 line 3), the away corner (argmin over the active set of
-    ⟨m(y), h⟩; Alg. 3 line 4, Alg. 4 line 4) and ⟨μ_i, h⟩ = Σ_y α_i(y)⟨m(y), h⟩ summed over the
+    labelling (the cache corner, Alg. 5 line 6), the away corner (argmin over the active set of
+    ⟨m(y), h⟩; Alg. 3 line 8, Alg. 4 line 8) and ⟨μ_i, h⟩ = Σ_y α_i(y)⟨m(y), h⟩ summed over the
     active atoms in label-hash order (the same order whatever the slots, so a cache that never
     hits leaves the trace unchanged). Returns (⟨μ_i, h⟩, best, cache slot, away slot, away value)."""
     na = 0
@@ -136,7 +139,7 @@ def phase_scan_label_space(M, i, h, w, a_lab, a_alpha, a_hash, cnt, could_hit, c
 @njit(cache=True, nogil=True, inline="always")
 def phase_scan_dense(M, i, h, mu, p, a_lab, a_count, could_hit, cap, L):
     """Phase *scan* for statistics-space steps: ⟨μ_i, h⟩ over the block's statistics and, when a
-    cache hit is possible, the best cached labelling (Alg. 5 line 3). Returns
+    cache hit is possible, the best cached labelling (the cache corner, Alg. 5 line 6). Returns
     (⟨μ_i, h⟩, best, cache slot)."""
     mu_h = 0.0
     for q in range(p):
@@ -156,9 +159,10 @@ def phase_scan_dense(M, i, h, mu, p, a_lab, a_count, could_hit, cap, L):
 @njit(cache=True, nogil=True, inline="always")
 def phase_cache_lookup(M, i, k, could_hit, best, mu_h, fw_slot, gap_est, gap_iter, global_gap, cfg_f, n,
                        a_lab, a_used, a_loss, cap, L, ybuf, counters):
-    """Phase *FW corner from the cache* (Paper: Alg. 5 lines 2-5): the cache corner is used
-    when its gap ĝ_i = (⟨m(ŷ), h⟩ − ⟨μ_i, h⟩)/n passes :func:`cache_hit_rule`; it is copied to
-    ybuf. Returns (hit, slot, its value, its loss); on a miss the slot is -1."""
+    """Phase *FW corner from the cache* (Paper: Alg. 5 lines 6-10): the cache corner is used
+    when its gap g_i^c = (⟨m(y^c), h⟩ − ⟨μ_i, h⟩)/n (the cache corner's gap, Alg. 5 line 8)
+    passes :func:`cache_hit_rule`; it is copied to ybuf. Returns (hit, slot, its value, its
+    loss); on a miss the slot is -1."""
     if could_hit:
         ghat = (best - mu_h) / n
         if cache_hit_rule(ghat, gap_est[i], gap_iter[i] >= 0, global_gap, cfg_f[F_CACHE_F], cfg_f[F_CACHE_NU], n):
@@ -174,9 +178,10 @@ def phase_cache_lookup(M, i, k, could_hit, best, mu_h, fw_slot, gap_est, gap_ite
 @njit(cache=True, nogil=True, inline="always")
 def phase_fw_corner(M, i, k, L, fw_val, mu_h, track, sampling, p, ybuf, counters, gap_est, gap_iter, unv, unv_pos,
                     tree, weights, scalars, a_lab, a_alpha, a_count, a_hash, a_used, a_loss):
-    """Phase *FW corner from the oracle* (Paper: Alg. 1 line 4, Alg. 2 line 7): count the
-    oracle call, store the block gap g_i = (max − ⟨μ_i, h⟩)/n it certifies, and (with atoms)
-    find or insert the FW corner ybuf among the block's atoms. Returns (slot or -1, loss)."""
+    """Phase *FW corner from the oracle* (Paper: Alg. 1 line 4, Alg. 2 line 5): count the
+    max oracle call, store the block gap g_i^(k_i) = (max − ⟨μ_i, h⟩)/n it certifies with k_i = k
+    (Alg. 2 line 8, Alg. 5 lines 14-15), and (with atoms) find or insert the FW corner ybuf among
+    the block's atoms (into the cache: Alg. 5 line 16). Returns (slot or -1, loss)."""
     n = M.n
     counters[C_ORACLE] += 1
     counters[C_STEP_ORACLE] += 1
@@ -209,7 +214,7 @@ def phase_fw_corner(M, i, k, L, fw_val, mu_h, track, sampling, p, ybuf, counters
 
 @njit(cache=True, nogil=True, inline="always")
 def phase_away_corner(M, i, h, a_lab, a_alpha, a_count, cap, L, sparse, a_slot, a_val, yaway, last_away):
-    """Phase *away corner* (Paper: Alg. 3 line 4, Alg. 4 line 4): argmin over the active set of
+    """Phase *away corner* (Paper: Alg. 3 line 8, Alg. 4 line 8): argmin over the active set of
     ⟨m(y), h⟩ (already found by the label-space scan), copied to yaway. Returns (slot, value)."""
     if not sparse:
         best_a = np.inf
@@ -231,11 +236,15 @@ def phase_away_corner(M, i, h, a_lab, a_alpha, a_count, cap, L, sparse, a_slot, 
 @njit(cache=True, nogil=True, inline="always")
 def phase_candidates(M, i, step, sparse, lam, n, p, mu, mu_h, fw_val, a_val, alpha_a, ybuf, yaway, dl, tmp, zbuf,
                      pos):
-    """Phase *candidates*: the FW direction m(y_fw) − μ_i (Paper: Alg. 1 line 5), the away
-    direction μ_i − m(y_a) (Alg. 4 line 5) and the pairwise direction m(y_fw) − m(y_a)
-    (Alg. 3 line 5), each with its exact line search (Alg. 1 line 6; γ_max = 1, α_a/(1 − α_a),
-    α_a). FW: the FW direction. Away: the larger gap of FW and away. Pairwise: the pairwise
-    direction. Combined: the largest dual improvement. The chosen direction is left in dl
+    """Phase *candidates*: the FW direction m(y_fw) − μ_i (towards the FW corner's w_s, Paper:
+    Alg. 1 line 5), the away direction μ_i − m(y_a) (from w_a, with its away gap g_i^A: Alg. 4
+    line 9, Alg. 4 line 11) and the pairwise direction m(y_fw) − m(y_a) (Alg. 3 line 10), each
+    with its exact line search (Alg. 1 line 7, Alg. 4 line 13, Alg. 4 line 19, Alg. 3 line 11,
+    Alg. 5 line 18, Alg. 9 line 7; γ_max = 1, α_a/(1 − α_a), α_a). FW: the FW direction. Away:
+    the away direction when its gap is larger (Alg. 4 line 12 takes FW only when g_i^FW > g_i^A;
+    here a tie takes FW, as in :func:`gaplab.core.reference.choose_step`). Pairwise: the pairwise
+    direction. Combined (gaplab's, not one of the paper's algorithms): the largest dual
+    improvement. The chosen direction is left in dl
     (not for a label-space pairwise step, which works on the two labellings).
     Returns (kind, γ, γ_max, improvement, the chosen direction's gap)."""
     kind = KIND_FW
@@ -300,8 +309,9 @@ def phase_candidates(M, i, step, sparse, lam, n, p, mu, mu_h, fw_val, a_val, alp
 def phase_apply(M, i, kind, gam, gmax, sparse, lam, n, p, mu, dl, ybuf, yaway, v, w, lb, ub, has_box, pos,
                 ell, scalars, counters, a_alpha, a_loss, a_count, fw_slot, a_slot, fw_loss, track):
     """Phase *apply*: one atomic change of μ_i, w, ℓ_i and the atoms' α for the chosen step
-    (Paper: Alg. 1 lines 7-8 (FW, α_i ← (1−γ)α_i + γ e_{y_fw}), Alg. 4 lines 8-12 (away, mass
-    moved off y_a, drop step at γ_max), Alg. 3 lines 8-10 (pairwise, γ moved from y_a to y_fw)).
+    (Paper: FW, Alg. 1 lines 8-11 and α_i ← (1−γ)α_i + γ e_{y_fw}, Alg. 4 lines 14-17; away,
+    Alg. 4 lines 24-27 and the mass moved off y_a, drop step at γ_max, Alg. 4 lines 20-22;
+    pairwise, Alg. 3 lines 12-15 and γ moved from y_a to y_fw, drop step, Alg. 3 lines 16-21).
     Returns whether it was a drop step."""
     drop = False
     if gam > 0.0:

@@ -24,7 +24,8 @@ STEP_KINDS = ("fw", "pairwise", "away", "combined")
 
 
 def bcfw_step(state: RefState, i: int, oracle: MaxOracle = MAX_ORACLE) -> ReferenceStep:
-    """One BCFW step on block i (Paper: Alg. 1 lines 4-11, with Alg. 2 lines 6 and 8).
+    """One BCFW step on block i (Paper: Alg. 1 lines 4-11, with k_i and the stored gap g_i^(k_i)
+    of Alg. 2 lines 6 and 8).
 
     With a box (App. H, Alg. 9 lines 5-12) the same lines run on the untruncated v_i and v,
     against the truncated w = clip(v) (``state.w``, Alg. 9 line 12)."""
@@ -39,7 +40,7 @@ def bcfw_cache_step(state: RefState, i: int, oracle: MaxOracle = MAX_ORACLE) -> 
     """One BCFW step with the oracle cache C_i (Paper: Alg. 5 lines 6-22): a cached labelling
     whose gap passes the hit rule replaces the max-oracle call."""
     y_s, hit = fw_corner(state, i, oracle)          # Alg. 5 lines 6-17: cache hit, else the oracle
-    step = fw_candidate(state, i, y_s)              # Alg. 5 line 18: γ from ĝ_i (= g_i on a miss)
+    step = fw_candidate(state, i, y_s)              # Alg. 5 line 18: γ from g_i^c (= g_i on a miss)
     apply_step(state, i, step, y_s)                 # Alg. 5 lines 19-22: w_i, ℓ_i, then w, ℓ
     return finish_step(state, i, step, y_s, hit=hit)
 
@@ -106,7 +107,8 @@ STEP_DRIVERS = {"fw": bcfw_step, "pairwise": bcpfw_step, "away": bcafw_step, "co
 
 def block_step(state: RefState, i: int, kind: str = "fw", *, oracle: MaxOracle = MAX_ORACLE) -> ReferenceStep:
     """One block step on block i by the driver of its kind: "fw" (Alg. 1; Alg. 5 when the state
-    has a cache), "pairwise" (Alg. 3), "away" (Alg. 4) or "combined" (App. G).
+    has a cache), "pairwise" (Alg. 3), "away" (Alg. 4) or "combined" (gaplab's own, not one of
+    the paper's algorithms; App. G mentions trying it).
 
     Parameters
     ----------

@@ -11,9 +11,10 @@ cached labellings with α = 0). A labelling is kept as a tuple of ints (a dict k
 With a box lb <= w <= ub (Paper: App. H, Alg. 8/9) the ``w_i`` are the untruncated ``v_i`` of
 Alg. 9 and ``v = Σ_i v_i``; the primal point is ``w = clip(v, lb, ub)``.
 
-Notation (Paper: Sec. 2). For block i and a labelling y,
+Notation (Paper: Sec. 2; φ is the feature map, ψ_i the feature difference). For block i and a
+labelling y,
 
-    w_y = ψ_i(y) / (λn),  ℓ_y = L_i(y) / n,  ψ_i(y) = ψ(x_i, y_i) − ψ(x_i, y)     (the "corner" of y)
+    w_y = ψ_i(y) / (λn),  ℓ_y = L_i(y) / n,  ψ_i(y) = φ(x_i, y_i) − φ(x_i, y)     (the "corner" of y)
     H_i(y; w) / n = ℓ_y − λ⟨w_y, w⟩ = −∇_(i,y) f(α)                                 (Eq. (2))
     block gap towards y:  λ⟨w_i − w_y, w⟩ − ℓ_i + ℓ_y                                (Alg. 1 line 6)
 
@@ -71,9 +72,10 @@ class RefState:
     last_used : list of dict or None
         ``last_used[i][y]``: the iteration at which y was last the FW corner (cache eviction).
     gap_estimates : ndarray of float64, shape (n,)
-        g_i^(k_i), the block gap found at the last oracle call on block i (+inf: never).
+        g_i^(k_i), the block gap found the last time gap i was computed: the last oracle call on
+        block i or the last exact gap pass (+inf: never).
     gap_iteration : ndarray of int64, shape (n,)
-        k_i, the iteration of that call (-1: never).
+        k_i, the iteration of that computation (-1: never).
     global_gap : float
         g^(k_0), the duality gap of the last exact gap pass (+inf before any; Paper: Alg. 5).
     k : int
@@ -228,7 +230,8 @@ def scaled_H(state: RefState, i: int, y) -> float:
 def block_gap(state: RefState, i: int, y) -> float:
     """The gap towards labelling y: λ⟨w_i − w_y, w⟩ − ℓ_i + ℓ_y = ⟨−∇_i f, e_y − α_i⟩. For the
     FW corner this is the block gap g_i (Paper: Alg. 1 line 6, Eq. (6)); for a cache corner the
-    cache gap ĝ_i (Alg. 5 line 8)."""
+    cache corner's gap g_i^c (Alg. 5 line 8; written g_i^c to keep ĝ_i for the stored estimate
+    g_i^(k_i))."""
     w_y, ell_y = corner(state, i, y)
     return state.lam * float((state.w_i[i] - w_y) @ state.w) - state.ell_i[i] + ell_y
 
@@ -237,7 +240,8 @@ def line_search(g: float, direction, lam: float, gamma_max: float) -> tuple[floa
     """Exact line search of the quadratic dual along a direction of w.
 
     γ = g / (λ‖d‖²) clipped to [0, γ_max]; γ = 0 when g <= 0 and γ = γ_max when d = 0.
-    Paper: Alg. 1 line 7, Alg. 3 line 11, Alg. 4 (both branches), Alg. 9 line 7.
+    Paper: Alg. 1 line 7, Alg. 3 line 11, Alg. 4 line 13, Alg. 4 line 19, Alg. 5 line 18,
+    Alg. 9 line 7.
 
     Parameters
     ----------
@@ -285,8 +289,8 @@ def away_corner(state: RefState, i: int) -> np.ndarray:
 
 
 class MaxOracle:
-    """The three searches a block step makes (Paper: Eq. (2); Alg. 1 line 4, Alg. 3 line 8,
-    Alg. 5 line 6): ``argmax`` over all labellings (the model's max oracle), ``argmax_cache``
+    """The three searches a block step makes (Paper: Eq. (2); the max oracle, Alg. 1 line 4; the
+    away corner, Alg. 3 line 8; the cache corner, Alg. 5 line 6): ``argmax`` over all labellings (the model's max oracle), ``argmax_cache``
     over the cached labellings C_i and ``argmin_active`` over the active set S_i, each of
     H_i(y; w), each returning a labelling, int64 (L_i,). The drivers take one as ``oracle``
     (default :data:`MAX_ORACLE`); a subclass may return another labelling among maximizers that
@@ -319,7 +323,8 @@ def record_oracle_call(state: RefState, i: int, y) -> None:
 
 def cache_hit_rule(cache_gap: float, block_gap_estimate: float, global_gap: float,
                    F: float, nu: float, n: int) -> bool:
-    """Cache hit criterion ĝ_i >= max(F·g_i^(k_i), ν/n·g^(k_0)) (Paper: Alg. 5 line 9)."""
+    """Cache hit criterion: the cache corner's gap g_i^c >= max(F·g_i^(k_i), ν/n·g^(k_0)) (Paper:
+    Alg. 5 line 9)."""
     return cache_gap >= max(F * block_gap_estimate, nu / n * global_gap)
 
 
@@ -337,7 +342,7 @@ def fw_corner(state: RefState, i: int, oracle: MaxOracle = MAX_ORACLE) -> tuple[
     """
     if state.cache and state.gap_iteration[i] >= 0 and state.global_gap < math.inf:
         y_c = oracle.argmax_cache(state, i)                            # Alg. 5 line 6
-        g_c = block_gap(state, i, y_c)                                 # lines 7-8: ĝ_i
+        g_c = block_gap(state, i, y_c)                                 # lines 7-8: g_i^c
         if cache_hit_rule(g_c, state.gap_estimates[i], state.global_gap, state.cache_factor,
                           state.cache_nu, state.n):                    # line 9: a hit
             state.last_used[i][_key(y_c)] = state.k

@@ -1,5 +1,6 @@
 """Proposition 1: the certificate that carries a breakpoint's primal-dual pair to smaller λ, and
-the warm start built on it (Paper: Sec. 4, Proposition 1; App. D, Alg. 7 lines 4 and 13-15).
+the warm start built on it (Paper: Sec. 4, Proposition 1; App. D, δ_i in
+Alg. 7 lines 4 and 13-15).
 
 At a breakpoint λ_j with weights w_j, dual point α_j and exact gap g_j, the dual point rescaled
 towards the ground truth, α_i ← ρα_i + (1 − ρ)e_{y_i} with ρ = λ/λ_j, keeps w and has at λ the
