@@ -46,8 +46,11 @@ negative of a Fenchel dual), with one simplex per training example (a *block*):
 $$\min_{\alpha \ge 0} \; f(\alpha) = \frac{\lambda}{2}\|A\alpha\|^2 - b^\top\alpha \quad \text{s.t.}\; \sum_{y} \alpha_i(y) = 1 \;\; \forall i,$$
 
 and $w(\alpha) = A\alpha$. The plots show the dual *value* $D(\alpha) = -f(\alpha) = \ell - \frac{\lambda}{2}\|w\|^2$
-(with $\ell = b^\top\alpha$), which lies below the primal at every $w$. The solver stores only
-$w$ and, per block, $w_i$ and $\ell_i$.
+(with $\ell = b^\top\alpha$), which lies below the primal at every $w$. BCFW (Alg. 1) never
+stores $\alpha$: only $w$, $\ell$ and, per block, $w_i$ and $\ell_i$. gaplab keeps the same per
+block in another form (the block's statistics $\mu_i = \sum_y \alpha_i(y)\, m(y)$, from which
+$w_i$ follows, and $\ell_i$); pairwise and away steps and the cache also keep $\alpha_i$ itself:
+the labellings with their weights (the active set, page 5, and the cached labellings, page 6).
 """,
         views=("primal_dual", "gap"),
         setup={"dataset": "ocr-small", "sampling": "uniform", "step_kind": "fw", "cache": False},
@@ -106,18 +109,20 @@ for free at every step.
         setup={"sampling": "uniform"},
         code=("exact_gap", "block_gap"),
         try_this="Run a few passes, then press **Compute exact gaps**: the red dashes are the exact "
-                 "$g_i$, the bars the estimates $\\hat g_i$ remembered from the last time each gap was "
-                 "computed (the block's last oracle call, or the last exact gap pass). An estimate is "
-                 "the gap *before* that block's step: right after a large step it overestimates the "
-                 "block's gap, and between gap passes $\\sum_i \\hat g_i$ is no bound on the duality "
+                 "$g_i$, the bars the estimates $\\hat g_i = g_i^{(k_i)}$ remembered from the last time "
+                 "each gap was computed (the block's last oracle call, or the last exact gap pass). An "
+                 "estimate is the gap *before* that block's step; the step usually lowers the block's "
+                 "gap, so the estimate usually overestimates it, but not always: the step moves $w$ and "
+                 "with it every score, and after a long step ($\\gamma > 0.5$) the gap was more often "
+                 "higher than lower. Between gap passes $\\sum_i \\hat g_i$ is no bound on the duality "
                  "gap (Fig. 1b: it can be far above or below it).",
     ),
     Lesson(
         "4 · Gap sampling and staleness",
         r"""
 Sec. 3.1: sample blocks in proportion to their gap estimates,
-$p_i \propto g_i(\alpha^{(k_i)})$, where $k_i$ is the last iteration at which gap $i$ was
-computed (Alg. 2): a step on block $i$ that called the max oracle, or an exact gap pass, which
+$p_i \propto \hat g_i = g_i^{(k_i)} = g_i(\alpha^{(k_i)})$, where $k_i$ is the last iteration at
+which gap $i$ was computed (Alg. 2): a step on block $i$ that called the max oracle, or an exact gap pass, which
 refreshes every $k_i$ (a cache hit, page 6, does not). Before its first visit a block's
 estimate is $+\infty$ (Alg. 2 line 1), so the first draws are uniform over the unvisited blocks.
 
@@ -133,8 +138,14 @@ $\chi(g)^3 > \chi(C_f)$ along the run: always when the curvatures are equal ($\c
 otherwise when the gaps are non-uniform enough (at worst $\chi(g) \ge n^{1/6}$, App. E). It is a
 bound for exact gaps, not a promise for every run; the sampler here draws from the stored
 estimates, which Theorem 2 does not cover. The estimates get **stale**: the bar colours show how many iterations ago each $g_i$ was computed.
-An exact gap pass every 10 passes refreshes them all (the paper's default; never refreshing —
-"Gap Inf" — makes the estimates underestimate the gap and the run stalls).
+An exact gap pass every 10 passes refreshes them all (the paper's default). Never refreshing
+("Gap Inf") lets them drift low: on the paper's OCR runs (Sec. 3.1, Fig. 1a-b) the gap became
+significantly underestimated and the run did not converge. On OCR-small here it does not stall:
+after 400 effective passes (every oracle call counted, the gap passes' too; seed 0) the duality
+gap is $1.37\cdot10^{-2}$ without refreshes and $1.44\cdot10^{-2}$ with a gap pass every 10
+passes at $\lambda = 0.01$, $3.97\cdot10^{-2}$ and $3.68\cdot10^{-2}$ at $\lambda = 0.001$. The
+estimates do drift low: without refreshes $\sum_i \hat g_i$ is about 0.84 of the true gap at
+$\lambda = 0.01$ and about 0.53 at $\lambda = 0.001$, so a run stopped on it stops too early.
 
 The app's setting $p$ samples $p_i \propto \hat g_i^{\,p}$; the paper uses $p = 1$ only, and
 Theorem 2 covers $p = 1$ with exact gaps: other values are an experiment, with no guarantee.
@@ -144,7 +155,10 @@ Theorem 2 covers $p = 1$ with exact gaps: other values are an experiment, with n
         code=("solve", "sample_block", "gap_sampling_probabilities", "record_oracle_call"),
         try_this="Run with gap sampling, **Add run to comparison**, switch to uniform sampling and "
                  "run again: the Convergence tab overlays both. Try the gap check 'never (Gap Inf)' "
-                 "(it also turns the cache of page 6 off: a cache hit needs a full gap $g^{(k_0)}$).",
+                 "(it also turns the cache of page 6 off: a cache hit needs a full gap $g^{(k_0)}$): "
+                 "on OCR-small it keeps converging, about as fast as with gap checks, not the stall "
+                 "the paper saw on OCR (a manual exact gap pass refreshes every estimate and so ends "
+                 "the experiment).",
     ),
     Lesson(
         "5 · Pairwise and away steps",
@@ -162,9 +176,10 @@ When $\gamma$ hits $\alpha_i(y^a)$ the away atom leaves the active set (a **drop
 away-step variant (BCAFW, Alg. 4) takes either the FW or the away direction. These need the
 dual variables $\alpha_i$ explicitly (the active sets).
 
-What is proven: App. G shows a geometric decrease in expectation for BCPFW and BCAFW only at
-iterates where **no block could take a drop step** (a drop step's γ is cut at $\alpha_i(y^a)$,
-which can be tiny). Unlike the batch algorithms, one block that could drop can spoil this at
+What is proven: App. G shows a geometric decrease in expectation for BCPFW and BCAFW with
+**uniform** sampling (its lemma draws the block uniformly; gap sampling, which this page keeps
+from page 4, is not covered) and only at iterates where **no block could take a drop step** (a
+drop step's γ is cut at $\alpha_i(y^a)$, which can be tiny). Unlike the batch algorithms, one block that could drop can spoil this at
 every iteration, so no global linear rate is proven; the paper observes it empirically for
 large enough λ.
 """,
@@ -183,12 +198,18 @@ large enough λ.
         "6 · Caching oracle calls",
         r"""
 Sec. 3.3: keep a working set $C_i$ of labellings per block. The **cache corner**
-$y_i^c = \arg\max_{y \in C_i} H_i(y; w)$ is cheap; use it when its gap is large enough:
+$y_i^c = \arg\max_{y \in C_i} H_i(y; w)$ is cheap. Its gap is the block gap's formula with the
+cache corner in place of the FW corner (Sec. 3.3, Alg. 5 line 8),
 
-$$\hat g_i^{(k)} \;\ge\; \max\Big(F\, g_i^{(k_i)},\; \frac{\nu}{n}\, g^{(k_0)}\Big),$$
+$$g_i^{c} = \lambda (w_i - w_c)^\top w - \ell_i + \ell_c, \qquad w_c = \tfrac{1}{\lambda n}\psi_i(y_i^c),\;\; \ell_c = \tfrac1n L_i(y_i^c),$$
 
-the local term comparing with the block's last true gap $g_i^{(k_i)}$, the global term with the
-last full gap $g^{(k_0)}$. Otherwise call the max oracle (a **miss**). Defaults: $F = 0.25$,
+(here $g_i^c$, to keep $\hat g_i$ for the stored estimate $g_i^{(k_i)}$ of pages 3-4); it is at
+most the block gap $g_i$, since $C_i$ is part of $\mathcal{Y}_i$. Use the cache corner when
+
+$$g_i^{c} \;\ge\; \max\Big(F\, g_i^{(k_i)},\; \frac{\nu}{n}\, g^{(k_0)}\Big),$$
+
+the local term comparing with the block's stored gap $\hat g_i = g_i^{(k_i)}$ (from its last
+oracle call or exact gap pass), the global term with the last full gap $g^{(k_0)}$. Otherwise call the max oracle (a **miss**). Defaults: $F = 0.25$,
 $\nu = 0.01$.
 
 **No hit before the first exact gap pass.** Alg. 5 starts with $g^{(0)} = +\infty$, so the
@@ -243,13 +264,16 @@ Sec. 4: instead of solving for one $\lambda$, compute an **$\varepsilon$-approxi
 for every $\lambda \ge \lambda_{\min}$ a $w(\lambda)$ with duality gap $\le \varepsilon$. The path
 is piecewise constant except for its **first piece, which is linear**: the dual point
 $\alpha_i^\infty = e_{\tilde y_i}$, $\tilde y_i = \arg\max_y L_i(y)$ (the max oracle at $w = 0$),
-with $\lambda^\infty = \frac1\varepsilon\big(\|\tilde\psi\|^2 + \frac1n\sum_i\theta_i\big)$ makes
-$w(\lambda) = \frac{\lambda^\infty}{\lambda}\, w^\infty$ $\varepsilon$-approximate for every
-$\lambda \ge \lambda^\infty$ (Sec. 4, Alg. 6). Below $\lambda^\infty$ the path walks down
+with $\lambda^\infty = \frac{1}{\kappa\varepsilon}\big(\|\tilde\psi\|^2 + \frac1n\sum_i\theta_i\big)$
+(Alg. 6 line 11, which gaplab follows; $\kappa < 1$, see below) makes $w(\lambda) = \frac{\lambda^\infty}{\lambda}\, w^\infty$
+$\kappa\varepsilon$-approximate, hence $\varepsilon$-approximate, for every $\lambda \ge \lambda^\infty$.
+Sec. 4 writes $\frac1\varepsilon$ instead: the smallest $\lambda^\infty$ for which the bound gives
+$\varepsilon$; Alg. 6's $\kappa\varepsilon$ leaves the first breakpoint the same room
+$\varepsilon - g \ge (1-\kappa)\varepsilon$ as the later ones. Below $\lambda^\infty$ the path walks down
 breakpoints $\lambda_{j+1} = \rho_{j+1} \lambda_j$.
 
-**Proposition 1.** *Assume* $L_i(y_i) = 0$ for every $i$ (no loss on the ground truth; then
-$H_i(y_i; w) = 0$ and $\psi_i(y_i) = 0$). Keep $w$ and move every $\alpha_i$ towards its ground truth,
+**Proposition 1.** *Assume* $L_i(y_i) = 0$ for every $i$ (no loss on the ground truth; as
+$\psi_i(y_i) = 0$ by definition, then $H_i(y_i; w) = L_i(y_i) - \langle w, \psi_i(y_i)\rangle = 0$). Keep $w$ and move every $\alpha_i$ towards its ground truth,
 $\alpha_i(y) \leftarrow \rho\,\alpha_i(y)$ for $y \ne y_i$, with $\rho = \lambda_{\text{new}}/\lambda$. Then
 $w$ is unchanged and the gap at the new $\lambda$ is known without any oracle call:
 
@@ -271,9 +295,15 @@ The **heuristic path** (App. K, $\kappa = 0.7$) stops each solve on the stale ga
 $\sum_i \hat g_i \le \kappa\varepsilon$ (no exact gap pass): cheaper, but without a certificate —
 its true gap (purple triangles) can exceed $\varepsilon$.
 
-On the box datasets (horse, pose: $w = \mathrm{clip}(v)$, App. H) Proposition 1 also needs the
-bounds to be 0 (or infinite): otherwise the dual's box term $\lambda(\beta_u^\top ub - \beta_l^\top lb)$
-changes with $\lambda$ and the gap formula above no longer holds, so the path refuses other bounds.
+On the box datasets (horse, pose: $w = \mathrm{clip}(v)$, App. H) Proposition 1 holds for any
+bounds: the rescaling keeps $v = A\alpha$, hence $w = \mathrm{clip}(v)$ and the optimal $\beta$,
+and the change of the box term $\lambda(\beta_u^\top ub - \beta_l^\top lb)$ is absorbed exactly by
+$\Delta = \frac1n\sum_i\sum_y \alpha_i(y) H_i(y; w) = \ell - \lambda\langle w, v\rangle$. What needs
+every finite bound to be 0 is the rest of the path: the shortcut $\Delta = \ell - \lambda\|w\|^2$
+(with bounds 0 a clipped coordinate has $w_j = 0$, so $\langle w, v\rangle = \|w\|^2$) and the
+linear first piece $\frac{\lambda^\infty}{\lambda} w^\infty$ (clipping at 0 commutes with scaling,
+so $w = \mathrm{clip}(\tilde\psi)/\lambda$ for $\lambda \ge \lambda^\infty$). The path refuses
+other bounds.
 """,
         views=("path",),
         setup={"dataset": "ocr-small", "sampling": "gap", "step_kind": "fw", "cache": False},

@@ -438,9 +438,9 @@ class PathView:
                          "(solver time)</span>")
             end = ps.end
             if end:
-                from .pathlab_snapshot import END_REASONS
+                from .pathlab_snapshot import end_words
                 parts.append(f"end: <b class='gaplab-path-end'>{esc(end)}</b> "
-                             f"<span style='color:#666'>({esc(END_REASONS.get(end, end))})</span>")
+                             f"<span style='color:#666'>({esc(end_words(end, ps.kind))})</span>")
             if len(ps.grid["lam"]):
                 ng = len(ps.grid["lam"])
                 parts.append(f"grid: {ng} λ, {float(ps.grid['cum_passes'][-1]):.1f} passes "

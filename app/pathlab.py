@@ -49,7 +49,8 @@ class PathLab(PathWorker, PathPicker, param.Parameterized):
     """
 
     eps = param.Number(default=_PATH_DEFAULTS["eps"], bounds=(1e-4, 10.0), label="ε (path accuracy)",
-                       doc="Every λ on the path gets a w with duality gap <= ε (Paper: Sec. 4)")
+                       doc="Every λ on an ε-approximate path gets a w with duality gap <= ε (Paper: Sec. 4); "
+                           "a heuristic path aims at ε but certifies nothing (App. K)")
     kappa = param.Number(default=_PATH_DEFAULTS["kappa"], bounds=(0.05, 0.99), step=0.05, label="κ (solve to κε)",
                          doc=f"The solver runs to κε at each breakpoint ({_PATH_DEFAULTS['kappa']:g}; "
                              f"heuristic path {HEURISTIC_KAPPA:g})")

@@ -12,7 +12,7 @@ import numpy as np
 
 from gaplab.core.regpath import RegPath
 
-__all__ = ["PathSnapshot", "COLUMNS", "END_REASONS", "cols_end", "end_message", "problem_metric"]
+__all__ = ["PathSnapshot", "COLUMNS", "END_REASONS", "cols_end", "end_message", "end_words", "problem_metric"]
 
 #: the columns of the path drawn by the views
 COLUMNS = ("lam", "rho", "gap", "exact_gap", "next_lam", "delta", "passes", "cum_passes", "cum_time_s",
@@ -27,6 +27,18 @@ END_REASONS = {
     "max_breakpoints": "breakpoint cap reached",
     "stalled": "stalled (gap ≥ ε at a breakpoint)",
 }
+#: the end reasons that read differently on a heuristic path (App. K: stale gaps, no certificate)
+HEURISTIC_END_REASONS = {
+    "rho<=0": "ρ ≤ 0 on the stale gap estimates: the path ends there, but a heuristic path certifies "
+              "nothing (App. K), so the last w is not known to be ε-approximate for smaller λ",
+}
+
+
+def end_words(end: str, kind: str = "eps") -> str:
+    """The end reason ``end`` of a path of ``kind`` ("eps" or "heuristic") in words."""
+    if kind == "heuristic" and end in HEURISTIC_END_REASONS:
+        return HEURISTIC_END_REASONS[end]
+    return END_REASONS.get(end, end)
 
 
 def frozen(a):
@@ -109,7 +121,7 @@ def end_message(path: RegPath) -> str:
         return "Stopped before the first breakpoint."
     end = path.end_reason
     return (f"{len(path)} breakpoints, λ from {path.lams[0]:.4g} down to {path.lams[-1]:.4g}; "
-            f"end: {END_REASONS.get(end, end)}.")
+            f"end: {end_words(end, getattr(path, 'kind', 'eps'))}.")
 
 
 def problem_metric(problem):

@@ -13,8 +13,12 @@ Each side *stops at ε*: at the first oracle call after which its exact duality 
 (found to the call, not to the tick), its solver, visit counts and curve are frozen. The race
 ends when both sides have stopped or at a budget of effective passes. Why stop: App. C's
 point is the visits *up to* ε (gap sampling visits each easy block once, then only the hard
-one). Past ε, on the toy every block gap becomes 0 and gap sampling, with nothing left to
-prefer, draws uniformly, so a map kept running would fill up like uniform's.
+one). On the toy, when ε <= 1/(2nK) (the defaults: n = 20, K = 50, ε = 1e-4 <= 5e-4),
+reaching ε means the hard block is solved: before it has had K steps its gap is at least
+1/(2nt) > 1/(2nK) (App. C). From then on every block gap is 0 and gap sampling, with nothing
+left to prefer, draws uniformly, so a map kept running would fill up like uniform's. With a
+larger n·K (ε > 1/(2nK)) a side may reach ε with the hard block not yet solved; the readout
+says so (:meth:`Race.eps_solves_hard_block`).
 
 Paper: App. C (gap sampling needs O(n + t) oracle calls where uniform sampling needs O(n·t)),
 Sec. 3.1 (gap sampling, Alg. 2).
@@ -211,6 +215,13 @@ class Race:
             return math.inf if g["uniform"] > 0.0 else 1.0
         return g["uniform"] / g["gap"]
 
+    def eps_solves_hard_block(self) -> bool | None:
+        """On the toy: whether reaching ε implies the hard block is solved, ε <= 1/(2nK) (after
+        t < K steps its gap is at least 1/(2nt), App. C). None on another problem."""
+        if self.problem != "toy":
+            return None
+        return self.eps <= 1.0 / (2 * self.n * self.K)
+
     def readout(self) -> str:
         """Plain text: calls, passes, both gaps, their ratio, where each side stopped."""
         c = self.oracle_calls
@@ -236,6 +247,9 @@ class Race:
         ru, rg = self.reached["uniform"], self.reached["gap"]
         if ru and rg:
             s += f" Gap sampling needed ×{ru / rg:.2f} fewer oracle calls."
+        if self.eps_solves_hard_block() is False:
+            s += (f" Here ε = {self.eps:g} > 1/(2nK) = {1 / (2 * self.n * self.K):.3g}: a side may reach ε "
+                  "before the hard block is solved (App. C).")
         if self.over:
             s += " The race is over."
         return s

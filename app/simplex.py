@@ -498,7 +498,8 @@ class SimplexView:
         note = ""
         if lab.kind == "away" and g.kind == "fw":
             note = (" The away direction's gap is not larger than the FW gap, so the away-step "
-                    "variant takes the FW step (Alg. 4).")
+                    "variant takes the FW step (Alg. 4 line 12 takes it when g^FW > g^A; on a tie, "
+                    "where Alg. 4 takes the away step, gaplab takes the FW step).")
         self.text.object = (esc(geometry_sentence(g, lab.block) + note) +
                             f"<br><span style='color:#555'>{lab.steps} steps taken; duality gap "
                             f"{gap:.3g} (exact). Arrow: the step α → α + γ·d; dashed: up to γ_max.</span>")

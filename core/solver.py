@@ -425,6 +425,17 @@ class Solver(TraceRecords, SolverState):
             return float(g)
         return float(kr.block_gap_now(self._M, self.S, int(i)))
 
+    def corner_gap(self, i: int, y) -> float:
+        """⟨−∇_i f, e_y − α_i⟩ = λ⟨w_i − w_y, w⟩ − ℓ_i + ℓ_y at the current point: the gap towards
+        labelling ``y`` of block i (the block gap for the FW corner; the cache corner's gap, Paper:
+        Alg. 5 line 8). No oracle call. Raises IndexError for a block out of range."""
+        if not 0 <= i < self.n:
+            raise IndexError(f"block {i} out of range [0, {self.n})")
+        S = self.S
+        g, _, _ = kr.gap_block_given_corner(self._M, S.w, S.mu, int(i), np.empty(S.h.shape[0]),
+                                            np.asarray(y, dtype=np.int64), np.empty(S.ybuf.shape[0], dtype=np.int64))
+        return float(g)
+
     # ------------------------------------------------------------------ running
     def run(self, *, max_passes: float | None = None, time_limit: float | None = None,
             gap_threshold: float | None = None, callback: Callable | None = None,

@@ -103,6 +103,7 @@ class Session(SessionRunLoop, SessionPublisher, SessionSettings):
         self._note = ""
         self._origin = ""
         self._draw_p = None    # (iteration, P of the next draw) captured by a single Step
+        self._drawn = {}       # what single Steps saw of their draws, by iteration (publish._draw_seen)
         self._metric_cache = None   # (key of the gap check, headline test metric, its pass)
         self._history = History()   # checkpoints for Back (gaplab.app.history)
         self._switches: list = []   # settings switched with α kept (see Snapshot.switches)
@@ -319,6 +320,7 @@ class Session(SessionRunLoop, SessionPublisher, SessionSettings):
             self._chunk = 64
             self._switches = []
             self._history.clear()
+            self._drawn = {}
             self._history.note(solver, force=True)
             self._set_status("idle")
             self._publish()
@@ -376,6 +378,7 @@ class Session(SessionRunLoop, SessionPublisher, SessionSettings):
             self._applied = self._current_values()
             self._switches = prev + [mark]
             self._history.clear()
+            self._drawn = {}
             self._history.note(new, force=True)
             if warm:   # the new solver's step log starts empty
                 self._last_step = None

@@ -10,6 +10,9 @@ from .pictures import display_items, role_panels, takes_keyword
 from .snapshot import RECENT_STEPS, Snapshot, StepInfo, _empty_snapshot, _frozen, nonuniformity
 from .tracekeep import thin_points
 
+#: single-step draws remembered for Back (iteration -> block, P(i), ĝᵢ before, unvisited blocks)
+DRAWS_KEPT = 1024
+
 
 class SessionPublisher:
     """Snapshots of the session's solver (a part of :class:`Session`; call with the lock held)."""
@@ -41,12 +44,7 @@ class SessionPublisher:
         note = truth.get("note") or (self._problem.block_note(i) if self._problem is not None else "")
         # on a cache hit the step's corner is the cache corner y^c (Alg. 5), not a max-oracle answer
         fw_name = "cache corner" if r.cache_hit else "FW corner"
-        prob = gprev = math.nan
-        unvisited = -1
-        if self._draw_p is not None and self._draw_p[0] == r.iteration:
-            prob = float(self._draw_p[1][i])
-            gprev = float(self._draw_p[2][i])
-            unvisited = int(np.count_nonzero(np.isposinf(self._draw_p[2])))
+        prob, gprev, unvisited = self._draw_seen(r)
         self._draw_p = None
         self._last_step = StepInfo.from_record(
             r, gap_after=s.block_gap_now(i), truth=truth["labels"], fw_corner=fw["labels"],
@@ -56,7 +54,38 @@ class SessionPublisher:
             image=_frozen(image) if image is not None else None,
             tokens=tuple(words) if words is not None and not isinstance(words, str) else None, note=note,
             probability=prob, sampling=str(self.sampling), gap_prev=gprev, unvisited=unvisited,
-            box=bool(np.size(getattr(s.S, "lb", ()))))
+            cache_gap=self._cache_gap_at(r), box=bool(np.size(getattr(s.S, "lb", ()))))
+
+    def _draw_seen(self, r) -> tuple:
+        """(P(i) of the draw, the block's estimate ĝᵢ before it, the number of unvisited blocks)
+        of the step of record ``r``, as captured before that step (a single Step, a replay of
+        Back), else as remembered from when the step was first shown (so going back to a
+        checkpoint's step, which is not replayed, says the same), else (NaN, NaN, -1)."""
+        i = r.block
+        if self._draw_p is not None and self._draw_p[0] == r.iteration:
+            seen = (float(self._draw_p[1][i]), float(self._draw_p[2][i]),
+                    int(np.count_nonzero(np.isposinf(self._draw_p[2]))))
+            self._drawn[r.iteration] = (i, *seen)
+            while len(self._drawn) > DRAWS_KEPT:
+                del self._drawn[min(self._drawn)]
+            return seen
+        known = self._drawn.get(r.iteration)
+        if known is not None and known[0] == i:
+            return known[1:]
+        return math.nan, math.nan, -1
+
+    def _cache_gap_at(self, r) -> float:
+        """The cache corner's gap g_i^c at the iterate of a cache-hit away step (Paper: Alg. 5
+        line 8): its record keeps the away gap, so the state before the step is replayed from the
+        history (short: a checkpoint is taken before every single Step). NaN for other steps,
+        during a run, or when the history does not reach the step."""
+        if not (r.cache_hit and r.kind == "away") or self.running:
+            return math.nan
+        try:
+            pre = self._history.reach(int(r.iteration))
+        except ValueError:
+            return math.nan
+        return pre.corner_gap(r.block, r.fw_corner)
 
     def set_display_option(self, name: str, value) -> None:
         """Make the reader's choice about the block's pictures (a model's ``picker``, e.g. the

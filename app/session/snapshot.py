@@ -45,6 +45,8 @@ class StepInfo(StepRecord):
     sampling: str = ""                  # the sampler that drew the block
     gap_prev: float = math.nan          # the block's estimate ĝᵢ before the step (+inf: unvisited)
     unvisited: int = -1                 # blocks with ĝ = +inf when the block was drawn (-1: unknown)
+    cache_gap: float = math.nan         # the cache corner's gap g_i^c at the step, for a cache-hit away
+                                        # step (its record keeps g_i^A; NaN: not recorded)
     box: bool = False                   # the model has box constraints (w = clip(v), App. H)
     # the model's pictures of the block (its describe_block "panels", gaplab.core.models.display):
     # (key, caption, panel) with key "input", "truth", "fw" or "away" (see pictures.role_panels)

@@ -3,6 +3,8 @@ images, a chunked sentence, the model's pictures), the step's numbers in a
 table and one sentence saying what happened."""
 from __future__ import annotations
 
+import math
+
 import panel as pn
 
 from ..safe_html import esc
@@ -119,8 +121,10 @@ class AnatomyView(_Base):
         if st is None:
             self.word.object = self._big("<div style='font-weight:600;font-size:15px'>Anatomy of the last step</div>"
                                 "<p style='color:#666'>No step yet. <b>Step</b> takes one block step: "
-                                "sample a block, call its max oracle, move its dual variables towards "
-                                "the FW corner.</p>")
+                                "sample a block, find its FW corner (the max oracle; with the cache on, "
+                                "a cache hit takes the cache corner and calls no oracle) and move its "
+                                "dual variables: towards that corner (FW step), away from the away "
+                                "corner (away step) or from the away corner to it (pairwise step).</p>")
             self.table.object = ""
             self.sentence.object = self._big("<div style='font-size:13.5px;color:#666'><b>What just happened:</b> "
                                              "a sentence about each step appears here.</div>")
@@ -266,6 +270,8 @@ class AnatomyView(_Base):
              _fmt_gap(st.gap_before, tol=block_gap_tol(snap)) + (" (stale, unchanged)" if st.cache_hit else "")),
             (_TIP_DIRECTION_HIT if st.cache_hit and st.kind == "fw" else "direction gap ⟨−∇<sub>i</sub>f, d⟩",
              _fmt_gap(st.direction_gap, tol=block_gap_tol(snap))),
+            *([(_TIP_DIRECTION_HIT, _fmt_gap(st.cache_gap, tol=block_gap_tol(snap)))]
+              if st.cache_hit and st.kind == "away" and math.isfinite(getattr(st, "cache_gap", math.nan)) else []),
             ("block gap after (diagnostic)", _fmt_gap(st.gap_after, tol=block_gap_tol(snap))),
             (_TIP_IMPROVEMENT_BOX if getattr(st, "box", False) else "dual improvement",
              _fmt(st.improvement, ".3e")),

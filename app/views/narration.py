@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import math
 
+from gaplab.core.reference.citations import cite
+
 from ..safe_html import esc
 from ..wording import ROUND_OFF, block_gap_tol, count, gamma_words, gap_words
 from .figures import _fmt
+
+#: the combined step kind is gaplab's: not one of the paper's Alg. 1-5 (App. G mentions trying it)
+COMBINED = "the combined rule (gaplab's step kind, not one of the paper's algorithms)"
 
 SAMPLER_WORDS = {"gap": "gap sampling (P ∝ ĝᵢ)", "uniform": "uniform sampling",
                  "permutation": "a random permutation", "maxgap": "max-gap sampling (the largest ĝᵢ)"}
@@ -72,6 +77,14 @@ def _at_corner_words(st, cname: str) -> str:
     return ""
 
 
+def _cache_gap_words(st, gtol: float) -> str:
+    """The cache corner's gap g_i^c of a cache-hit step, with its value when the session
+    recorded it (``st.cache_gap``, Paper: Alg. 5 line 8)."""
+    gc = getattr(st, "cache_gap", math.nan)
+    name = "the cache corner's gap g<sub>i</sub><sup>c</sup>"
+    return f"{name} = <b>{gap_words(gc, gtol)}</b>" if math.isfinite(gc) else name
+
+
 def _move_words(snap, st, cname: str, gtol: float) -> str:
     """What the step did to αᵢ (Paper: Alg. 1 lines 6-7, Alg. 3, Alg. 4 lines 12-24)."""
     g = f"γ = <b>{gamma_words(st.gamma)}</b>"
@@ -102,9 +115,9 @@ def _move_words(snap, st, cname: str, gtol: float) -> str:
         move = f"an away step with {g} moved mass away from the away corner onto the other atoms of the active set"
         ga = f"the away gap g<sub>i</sub><sup>A</sup> = <b>{ga}</b>"
         # on a cache hit the stored g_i is stale: the comparison was with the cache corner's gap
-        gfw = ("the cache corner's gap ⟨−∇ᵢf, e<sub>c</sub> − αᵢ⟩ (Alg. 5 in place of g<sub>i</sub><sup>FW</sup>)"
+        gfw = (_cache_gap_words(st, gtol) + " (Alg. 5 line 8, in place of g<sub>i</sub><sup>FW</sup>)"
                if st.cache_hit else f"the FW gap g<sub>i</sub><sup>FW</sup> = <b>{gfw}</b>")
-        why.append(f"the combined rule took it for the largest dual improvement; {ga}, {gfw}" if mode == "combined"
+        why.append(f"{COMBINED} took it for the largest dual improvement; {ga}, {gfw}" if mode == "combined"
                    else f"Alg. 4 takes the away step because {ga} exceeds {gfw}")
     elif _at_corner_words(st, cname):
         move = (f"a FW step with {g} left the block where it was: {_at_corner_words(st, cname)}")
@@ -115,9 +128,11 @@ def _move_words(snap, st, cname: str, gtol: float) -> str:
     if st.drop:
         move += " and, with γ = γ<sub>max</sub>, dropped the away atom from the active set"
     if mode == "combined" and st.kind in ("fw", "pairwise"):
-        why.append("the combined rule took it for the largest dual improvement of the FW, away and pairwise steps")
+        why.append(f"{COMBINED} took it for the largest dual improvement of the FW, away and pairwise steps")
     if st.kind == "fw" and mode == "away" and not st.cache_hit:
-        why.append("Alg. 4 takes the FW step when g<sub>i</sub><sup>FW</sup> ≥ g<sub>i</sub><sup>A</sup>")
+        why.append("gaplab takes the FW step when g<sub>i</sub><sup>FW</sup> ≥ g<sub>i</sub><sup>A</sup>; "
+                   f"{cite('fw_or_away')} takes it only when g<sub>i</sub><sup>FW</sup> &gt; "
+                   "g<sub>i</sub><sup>A</sup>, gaplab breaks a tie towards FW")
     if abs(st.direction_gap) <= gtol:
         why.append("the gap of its direction was 0 up to round-off, so the block was already optimal "
                    "(Eq. (6)): γ is a ratio of round-off-sized numbers and f changed by round-off only")
@@ -130,7 +145,7 @@ def _gap_words(snap, st, gtol: float) -> str:
     if st.cache_hit:
         est = (f"its stored estimate g<sub>i</sub><sup>(k<sub>i</sub>)</sup> = {gap_words(st.gap_before, gtol)} "
                "stays unchanged (a hit updates neither it nor k<sub>i</sub>)")
-        comp = {"fw": "the cache corner's gap at the step was",
+        comp = {"fw": "the cache corner's gap g<sub>i</sub><sup>c</sup> at the step was",
                 "pairwise": "the step's direction gap ⟨−∇ᵢf, d⟩ (cache corner minus away corner) was",
                 }.get(st.kind, "the step's direction gap ⟨−∇ᵢf, d⟩ was")
         return f"{est}; {comp} {gap_words(st.direction_gap, gtol)}; after the step the block gap is {after}"
@@ -139,7 +154,9 @@ def _gap_words(snap, st, gtol: float) -> str:
     text = f"its block gap{fw} (Eq. (6)) was {before} at the step and is {after} after it"
     prev = getattr(st, "gap_prev", math.nan)
     if math.isfinite(prev):
-        text += f" (the estimate ĝᵢ stored at its last visit was {gap_words(prev, gtol)})"
+        text += (f" (its stored estimate ĝᵢ = g<sub>i</sub><sup>(k<sub>i</sub>)</sup>, from the last time gap i was "
+                 f"computed: its last max-oracle call or the last exact gap pass, a cache hit sets none, was "
+                 f"{gap_words(prev, gtol)})")
     rose = (math.isfinite(st.gap_after) and st.gap_after > gtol and st.gap_after > st.gap_before
             and st.gamma > ROUND_OFF)
     if rose:
@@ -198,17 +215,19 @@ def step_sentence(snap, st) -> str:
 # the anatomy's row labels, with what students get wrong on hover
 _TIP_BEFORE = (
     "<span title='The block gap g_i computed by this step&#39;s oracle call. The estimate stored for "
-    "gap sampling is this gap *before* the step: right after a large step it overestimates the "
-    "block&#39;s gap, and the sum of the stored estimates bounds nothing (Fig. 1b).'>"
+    "gap sampling, ĝ_i = g_i^(k_i), is this gap *before* the step: the step usually lowers the "
+    "block&#39;s gap, so the estimate usually overestimates it, but the step also moves w, and after "
+    "a long step (γ &gt; 0.5) the gap is more often higher than lower (see the sentence&#39;s "
+    "&#39;the gap rose&#39;). The sum of the stored estimates bounds nothing (Fig. 1b).'>"
     "block gap before g<sub>i</sub></span>")
 _TIP_BEFORE_HIT = (
     "<span title='A cache hit updates neither g_i^(k_i) nor k_i (Alg. 5 updates them only on a miss): "
     "gap sampling with a cache draws from staler estimates.'>stored estimate "
     "g<sub>i</sub><sup>(k<sub>i</sub>)</sup></span>")
 _TIP_DIRECTION_HIT = (
-    "<span title='The gap towards the cache corner, ĝ_i = ⟨−∇_i f, e_c − α_i⟩ (Alg. 5 line 8): the "
-    "cache hit rule compares it with max(F g_i^(k_i), (ν/n) g^(k_0)).'>cache corner&#39;s gap "
-    "⟨−∇<sub>i</sub>f, d⟩</span>")
+    "<span title='The cache corner&#39;s gap g_i^c = ⟨−∇_i f, e_c − α_i⟩ (Alg. 5 line 8; ĝ_i is the "
+    "stored estimate g_i^(k_i)): the cache hit rule compares it with max(F g_i^(k_i), (ν/n) g^(k_0)).'>"
+    "cache corner&#39;s gap g<sub>i</sub><sup>c</sup></span>")
 _TIP_IMPROVEMENT_BOX = (
     "<span title='Box constraints (App. H): w = clip(v); the gap and γ use the untruncated v_i. γ is "
     "exact for the dual with the box multipliers β held fixed, and γg − γ²λ‖d‖²/2 is the decrease at "
