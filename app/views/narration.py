@@ -132,7 +132,7 @@ def _move_words(snap, st, cname: str, gtol: float) -> str:
     if st.kind == "fw" and mode == "away" and not st.cache_hit:
         why.append("gaplab takes the FW step when g<sub>i</sub><sup>FW</sup> ≥ g<sub>i</sub><sup>A</sup>; "
                    f"{cite('fw_or_away')} takes it only when g<sub>i</sub><sup>FW</sup> &gt; "
-                   "g<sub>i</sub><sup>A</sup>, gaplab breaks a tie towards FW")
+                   "g<sub>i</sub><sup>A</sup>, gaplab breaks a tie in favour of FW")
     if abs(st.direction_gap) <= gtol:
         why.append("the gap of its direction was 0 up to round-off, so the block was already optimal "
                    "(Eq. (6)): γ is a ratio of round-off-sized numbers and f changed by round-off only")

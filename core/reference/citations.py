@@ -136,7 +136,7 @@ _L = [
     AlgLine(6, 6, 6, "ψ̃ += ψ(ỹ_i)/n", r"\$\\tilde\{\\featuremapdiffv\} := \\tilde\{\\featuremapdiffv\} \+", r"ψ̃"),
     AlgLine(6, 9, 9, "θ_i = max_y −ψ̃ᵀψ(y)", r"\$\\theta_i := \\max", r"θ_i|θ"),
     AlgLine(6, 11, 11, "λ^∞ = (‖ψ̃‖² + Σθ_i/n)/(κε)", r"Let \$\\regularizerweight\^\\infty := \\frac\{1\}\{\\factorRegPath\\epsilon\}",
-            r"λ_∞|λ\^∞|λ\^\\infty|κε|lambda_inf"),
+            r"λ_∞|λ\^∞|λ\^\\infty|κε|lambda_inf|\\lambda\^\\infty|\\kappa\\varepsilon"),
     AlgLine(6, 13, 13, "the block gaps g_i at λ^∞", r"\$g_i := \\frac\{1\}\{\\numsamples \\regularizerweight\^\\infty\}",
             r"g_i|block gap|bound|δψ_i\(ỹ_i\)"),
     # Alg. 7: the regularization path

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import html
 import math
 import re
 from types import SimpleNamespace
@@ -85,7 +86,7 @@ def test_cache_hit_says_the_estimate_is_unchanged_and_names_the_cache_corner():
         assert snap.gap_estimates[i] == before[i] == st.gap_before
         text = _text(step_sentence(snap, st))
         assert "cache hit" in text and "stays unchanged" in text
-        assert "cache corner's gap at the step was" in text
+        assert "cache corner's gap gic at the step was" in text
         assert "(at the step)" not in text and "(estimate)" not in text
         assert "the cache corner" in text and "FW corner differs" not in text
         view = AnatomyView()
@@ -318,14 +319,14 @@ def test_away_step_names_the_away_and_fw_gaps_and_why_the_fw_gap_rose(away_run):
                               gap_after=0.00034, drop=False)
     text = _text(step_sentence(snap, rev))
     assert "away gap giA = 0.0011 exceeds the FW gap giFW = 2.6e-05" in text
-    assert "was 2.6e-05 at the step and is 0.00034 after it" in text and "last visit was 0.00045" in text
+    assert "was 2.6e-05 at the step and is 0.00034 after it" in text and "last exact gap pass, a cache hit sets none, was 0.00045" in text
     assert "the gap rose although f fell" in text
     # the combined rule chooses by dual improvement, not by comparing the gaps
     comb = SimpleNamespace(**{**snap.__dict__, "config": dict(snap.config, step_kind="combined")})
     text = _text(step_sentence(comb, rev))
-    assert "combined rule took it for the largest dual improvement" in text and "exceeds" not in text
+    assert "not one of the paper's algorithms) took it for the largest dual improvement" in text and "exceeds" not in text
     fw = dataclasses.replace(rev, kind="fw", away_corner=None)
-    assert "combined rule took it for the largest dual improvement" in _text(step_sentence(comb, fw))
+    assert "not one of the paper's algorithms) took it for the largest dual improvement" in _text(step_sentence(comb, fw))
     # on a cache hit the stored g_i is stale: the away gap was compared with the cache corner's gap
     hit = dataclasses.replace(rev, cache_hit=True)
     text = _text(step_sentence(snap, hit))
@@ -440,3 +441,117 @@ def test_chi_cubed_note_says_what_theorem_2_divides():
     line = _info_line(snap, 0)
     assert "χ(ĝ)³ = 3.10" in line and "divides the bound's curvature term, not h₀" in line
     assert "gain of gap over uniform" not in line
+
+
+# ----------------------------------------------------------------- issue 34: second read
+def test_tie_rule_and_combined_are_said_to_be_gaplabs(away_run):
+    """Alg. 4 line 12 takes the FW step only when g^FW > g^A; gaplab takes it on a tie too, and
+    the combined step kind is gaplab's, not one of the paper's algorithms (item 3)."""
+    from gaplab.core.reference.citations import cite
+    snap, st = away_run["rise"]
+    fw = dataclasses.replace(st, kind="fw", away_corner=None, cache_hit=False)
+    text = html.unescape(_text(step_sentence(snap, fw)))
+    assert "gaplab takes the FW step when giFW ≥ giA" in text
+    assert f"{cite('fw_or_away')} takes it only when giFW > giA" in text and "Alg. 4 line 12" in text
+    comb = SimpleNamespace(**{**snap.__dict__, "config": dict(snap.config, step_kind="combined")})
+    for rec in (st, fw):
+        assert "the combined rule (gaplab's step kind, not one of the paper's algorithms)" in _text(step_sentence(comb, rec))
+
+
+def test_stored_estimate_says_when_it_was_computed(away_run):
+    """The estimate ĝᵢ = g_i^(k_i) is from the last time gap i was computed (its last max-oracle
+    call or the last exact gap pass), not from the block's last visit (item 7); an exact gap
+    pass sets every estimate to the exact block gap."""
+    snap, st = away_run["rise"]
+    text = _text(step_sentence(snap, dataclasses.replace(st, gap_prev=0.00045)))
+    assert "stored estimate ĝᵢ = gi(ki), from the last time gap i was computed" in text
+    assert "last exact gap pass" in text and "last visit" not in text
+    s = _session(max_passes=1e6, sampling="uniform")
+    try:
+        s.step_n(s.snapshot.n // 2)
+        assert s.wait_idle(60)
+        ex = s.compute_exact_gaps()
+        np.testing.assert_allclose(s.snapshot.gap_estimates, ex.block_gaps, rtol=0, atol=0)
+    finally:
+        s.close()
+
+
+def test_anatomy_empty_state_names_every_step_kind_and_the_cache():
+    """Before the first step the anatomy does not say every step moves towards the FW corner
+    after a max-oracle call (item 13)."""
+    s = _session(max_passes=1e6)
+    try:
+        assert s.snapshot.last_step is None
+        view = AnatomyView()
+        view.update(s.snapshot)
+    finally:
+        s.close()
+    text = _text(view.word.object)
+    assert "calls no oracle" in text and "away step" in text and "pairwise step" in text
+    assert "call its max oracle, move its dual variables towards the FW corner" not in text
+
+
+@pytest.fixture(scope="module")
+def hit_away():
+    """OCR-small, away steps with the cache (Alg. 4 with Alg. 5), exact gap pass every pass,
+    uniform sampling: the first cache hit whose step is an away step, with its session."""
+    s = _session(max_passes=1e6, cache=True, gap_check=1.0, sampling="uniform", step_kind="away")
+    n = s.snapshot.n
+    s.step_n(n + 5)
+    assert s.wait_idle(60)
+    for _ in range(3000):
+        snap = s.step()
+        st = snap.last_step
+        if st.cache_hit and st.kind == "away":
+            break
+    else:
+        s.close()
+        pytest.fail("no cache-hit away step in 3000 steps")
+    yield s, snap, st
+    s.close()
+
+
+def test_cache_hit_away_step_gives_the_cache_corners_gap(hit_away):
+    """Item 6: the narration of a cache-hit away step gives the cache corner's gap g_i^c: at the
+    step's iterate it passed the hit rule g_i^c >= max(F g_i^(k_i), (ν/n) g^(k_0)) and is at most
+    the block gap (the cache is part of 𝒴_i); item 4: its symbol is g_i^c, not ĝ."""
+    s, snap, st = hit_away
+    gc = st.cache_gap
+    assert math.isfinite(gc)
+    pre = s.solver_at(st.iteration)                       # the state before the step
+    rec = s.solver_at(st.iteration).step()                # the step again, its raw cache corner
+    assert (rec.block, rec.cache_hit, rec.kind) == (st.block, True, "away")
+    assert gc == pre.corner_gap(rec.block, rec.fw_corner)
+    g0 = next(r["exact_gap"] for r in reversed(snap.trace) if r["kind"] == "gap_check"
+              and r["iteration"] <= st.iteration)
+    F, nu = s.cache_factor, s.cache_nu
+    assert gc >= max(F * st.gap_before, nu / snap.n * g0) * (1 - 1e-12)
+    assert gc <= pre.block_gap_now(st.block) + 1e-12
+    assert st.direction_gap > gc                            # Alg. 4 took the away step
+    text = _text(step_sentence(snap, st))
+    assert f"exceeds the cache corner's gap gic = {gc:.2g} (Alg. 5 line 8, in place of giFW)" in text
+    view = AnatomyView()
+    view.update(snap)
+    assert "cache corner&#39;s gap g<sub>i</sub><sup>c</sup>" in view.table.object
+    assert "ĝ_i = ⟨" not in view.table.object
+
+
+def test_back_to_a_checkpoint_step_says_the_same_draw():
+    """Item 6: going back to a step that is itself a checkpoint (not replayed) keeps its
+    sentence's draw, e.g. 'drawn uniformly among the m blocks not visited yet'."""
+    s = _session(max_passes=1e6)
+    try:
+        said = {}
+        for _ in range(40):
+            snap = s.step()
+            said[snap.iteration] = _text(step_sentence(snap, snap.last_step))
+        cks = [c for c in s._history.checkpoints if 0 < c < snap.iteration]
+        assert cks, "no checkpoint inside the run"
+        for c in cks + [snap.iteration - 3]:
+            back = s.go_to(c)
+            assert back.iteration == c
+            text = _text(step_sentence(back, back.last_step))
+            assert text == said[c]
+            assert "blocks not visited yet" in text and "drawn under gap sampling" not in text
+    finally:
+        s.close()

@@ -210,3 +210,17 @@ def test_path_tab_draws_and_picks():
         assert len(live.cost_src.data["x"]) == n
     finally:
         app.close()
+
+
+def test_heuristic_path_end_and_eps_tooltip_promise_no_certificate():
+    """Issue 34 item 5: App. K's heuristic path stops on stale gaps and certifies nothing, so its
+    ρ <= 0 end does not say the last w is ε-approximate for every smaller λ, and the ε setting
+    promises gap <= ε only on the ε-approximate path; the ε-path's end keeps the promise."""
+    from gaplab.app.pathlab import PathLab
+    from gaplab.app.pathlab_snapshot import end_words
+    eps_end, heur_end = end_words("rho<=0", "eps"), end_words("rho<=0", "heuristic")
+    assert "ε-approximate for every smaller λ" in eps_end
+    assert "certifies nothing" in heur_end and "not known to be ε-approximate" in heur_end
+    assert end_words("lam_min", "heuristic") == end_words("lam_min", "eps") == "λ_min reached"
+    doc = PathLab.param["eps"].doc
+    assert "ε-approximate path" in doc and "heuristic path aims at ε but certifies nothing" in doc

@@ -198,3 +198,27 @@ def test_toy_size_inputs_are_disabled_with_a_reason_on_ocr_small():
     v.w_problem.value = "toy"
     assert not v.w_n.disabled and not v.w_K.disabled and not v.size_note.visible
     assert v.race.problem == "toy" and v.race.n == 6
+
+
+@pytest.mark.parametrize("n, K, eps", [(20, 50, 1e-4), (20, 50, 1e-2)])
+def test_reaching_eps_solves_the_hard_block_only_when_eps_le_1_over_2nK(n, K, eps):
+    """Issue 34 item 15: "past ε every block gap is 0 and gap sampling draws uniformly" holds
+    when reaching ε means the hard block is solved, ε <= 1/(2nK) (after t < K steps its gap is
+    at least 1/(2nt), App. C): true at the defaults; with ε = 1e-2 > 1/(2nK) the gap-sampling
+    side reaches ε with the hard block unsolved, and the readout says so."""
+    race = Race(n=n, K=K, eps=eps)
+    solves = eps <= 1 / (2 * n * K)
+    assert race.eps_solves_hard_block() is solves
+    calls_to_reach(race, 200 * n)
+    assert race.reached["gap"] is not None
+    s = race.solvers["gap"]
+    hard = s.block_gap_now(0)
+    if solves:
+        assert hard <= 1e-12 and race.visits["gap"][0] >= K
+        assert max(s.block_gap_now(i) for i in range(n)) <= 1e-12       # every block gap is 0
+        s.exact_gap(count=True)                                          # the estimates too: ...
+        np.testing.assert_allclose(s.sampling_probabilities(), 1 / n)   # ... uniform draws
+        assert "before the hard block is solved" not in race.readout()
+    else:
+        assert hard >= 1 / (2 * n * race.visits["gap"][0]) * (1 - 1e-9) and race.visits["gap"][0] < K
+        assert "before the hard block is solved" in race.readout()

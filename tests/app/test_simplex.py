@@ -165,7 +165,8 @@ def test_away_kind_says_when_it_takes_the_fw_step():
     from gaplab.app.simplex import SimplexView
     v = SimplexView(SimplexLab("random", "away", block=3))
     assert v.lab.preview()[0].kind == "fw"      # at α⁰ the away direction is 0: Alg. 4 takes FW
-    assert "takes the FW step (Alg. 4)" in v.text.object
+    assert "takes the FW step (Alg. 4 line 12 takes it when g^FW &gt; g^A" in v.text.object
+    assert "on a tie, where Alg. 4 takes the away step, gaplab takes the FW step" in v.text.object
     v.w_kind.value = "pairwise"
     assert "Alg. 4" not in v.text.object
 
