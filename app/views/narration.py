@@ -11,7 +11,7 @@ from ..wording import ROUND_OFF, block_gap_tol, count, gamma_words, gap_words
 from .figures import _fmt
 
 #: the combined step kind is gaplab's: not one of the paper's Alg. 1-5 (App. G mentions trying it)
-COMBINED = "the combined rule (gaplab's step kind, not one of the paper's algorithms)"
+COMBINED = "gaplab's combined rule, not one of the paper's algorithms,"
 
 SAMPLER_WORDS = {"gap": "gap sampling (P ∝ ĝᵢ)", "uniform": "uniform sampling",
                  "permutation": "a random permutation", "maxgap": "max-gap sampling (the largest ĝᵢ)"}

@@ -324,9 +324,9 @@ def test_away_step_names_the_away_and_fw_gaps_and_why_the_fw_gap_rose(away_run):
     # the combined rule chooses by dual improvement, not by comparing the gaps
     comb = SimpleNamespace(**{**snap.__dict__, "config": dict(snap.config, step_kind="combined")})
     text = _text(step_sentence(comb, rev))
-    assert "not one of the paper's algorithms) took it for the largest dual improvement" in text and "exceeds" not in text
+    assert "gaplab's combined rule, not one of the paper's algorithms, took it for the largest dual improvement" in text and "exceeds" not in text
     fw = dataclasses.replace(rev, kind="fw", away_corner=None)
-    assert "not one of the paper's algorithms) took it for the largest dual improvement" in _text(step_sentence(comb, fw))
+    assert "gaplab's combined rule, not one of the paper's algorithms, took it for the largest dual improvement" in _text(step_sentence(comb, fw))
     # on a cache hit the stored g_i is stale: the away gap was compared with the cache corner's gap
     hit = dataclasses.replace(rev, cache_hit=True)
     text = _text(step_sentence(snap, hit))
@@ -455,7 +455,7 @@ def test_tie_rule_and_combined_are_said_to_be_gaplabs(away_run):
     assert f"{cite('fw_or_away')} takes it only when giFW > giA" in text and "Alg. 4 line 12" in text
     comb = SimpleNamespace(**{**snap.__dict__, "config": dict(snap.config, step_kind="combined")})
     for rec in (st, fw):
-        assert "the combined rule (gaplab's step kind, not one of the paper's algorithms)" in _text(step_sentence(comb, rec))
+        assert "gaplab's combined rule, not one of the paper's algorithms, took it" in _text(step_sentence(comb, rec))
 
 
 def test_stored_estimate_says_when_it_was_computed(away_run):
