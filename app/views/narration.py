@@ -40,7 +40,7 @@ def _drawn_words(snap, st) -> str:
         prob = f" (probability <b>{st.probability:.2g}</b>)" if math.isfinite(st.probability) else ""
         among = f"the <b>{count(m)}</b> blocks not visited yet" if m else "the blocks not visited yet"
         return (f"was drawn uniformly among {among}{prob}: under {samp} an unvisited block has "
-                "ĝᵢ = +∞ (Alg. 2 line 1), so the first draws ignore the gaps")
+                f"ĝᵢ = +∞ ({cite('gap_init')}), so the first draws ignore the gaps")
     if name == "permutation" and math.isfinite(st.probability) and st.probability > 0:
         m = round(1 / st.probability)
         return (f"was drawn with probability <b>{st.probability:.2g}</b> under {samp}: uniformly among the "
@@ -86,7 +86,7 @@ def _cache_gap_words(st, gtol: float) -> str:
 
 
 def _move_words(snap, st, cname: str, gtol: float) -> str:
-    """What the step did to αᵢ (Paper: Alg. 1 lines 6-7, Alg. 3, Alg. 4 lines 12-24)."""
+    """What the step did to αᵢ (Paper: Alg. 1 lines 8-11, Alg. 3, Alg. 4 lines 12-23)."""
     g = f"γ = <b>{gamma_words(st.gamma)}</b>"
     mode = snap.config.get("step_kind", st.kind)
     if not st.gamma > ROUND_OFF:
@@ -100,7 +100,7 @@ def _move_words(snap, st, cname: str, gtol: float) -> str:
             return f"a pairwise step with {g} moved nothing: {why}"
         if st.kind == "away":
             return (f"an away step with {g} moved nothing: its away gap g<sub>i</sub><sup>A</sup> = "
-                    f"{gap_words(st.direction_gap, gtol)} (Alg. 4 line 11) gives no decrease of f, or "
+                    f"{gap_words(st.direction_gap, gtol)} ({cite('away_gap')}) gives no decrease of f, or "
                     f"γ<sub>max</sub> = α<sub>a</sub>/(1 − α<sub>a</sub>) = {gamma_words(st.gamma_max)}")
         at = _at_corner_words(st, cname)
         return (f"a FW step with {g} moved nothing: the block gap gᵢ, the largest ⟨−∇ᵢf, s − αᵢ⟩ over "
@@ -115,7 +115,7 @@ def _move_words(snap, st, cname: str, gtol: float) -> str:
         move = f"an away step with {g} moved mass away from the away corner onto the other atoms of the active set"
         ga = f"the away gap g<sub>i</sub><sup>A</sup> = <b>{ga}</b>"
         # on a cache hit the stored g_i is stale: the comparison was with the cache corner's gap
-        gfw = (_cache_gap_words(st, gtol) + " (Alg. 5 line 8, in place of g<sub>i</sub><sup>FW</sup>)"
+        gfw = (_cache_gap_words(st, gtol) + f" ({cite('cache_gap')}, in place of g<sub>i</sub><sup>FW</sup>)"
                if st.cache_hit else f"the FW gap g<sub>i</sub><sup>FW</sup> = <b>{gfw}</b>")
         why.append(f"{COMBINED} took it for the largest dual improvement; {ga}, {gfw}" if mode == "combined"
                    else f"Alg. 4 takes the away step because {ga} exceeds {gfw}")
@@ -174,10 +174,10 @@ def _miss_words(snap, st) -> str:
     if not math.isfinite(getattr(snap, "exact_gap", math.nan)):
         return (" (no hit is possible before the first exact gap pass: g<sup>(k<sub>0</sub>)</sup> = +∞ "
                 "makes the hit threshold max(F g<sub>i</sub><sup>(k<sub>i</sub>)</sup>, (ν/n) "
-                "g<sup>(k<sub>0</sub>)</sup>) infinite, Alg. 5 line 2)")
+                f"g<sup>(k<sub>0</sub>)</sup>) infinite, {cite('cache_init')})")
     if math.isinf(getattr(st, "gap_prev", math.nan)):
         return (" (the block was not visited yet: g<sub>i</sub><sup>(k<sub>i</sub>)</sup> = +∞ makes the hit "
-                "threshold infinite, Alg. 5 line 2)")
+                f"threshold infinite, {cite('cache_init')})")
     return ""
 
 
