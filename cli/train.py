@@ -26,7 +26,9 @@ def solver_config_from_args(args, **extra):
 
 
 def cmd_train(args) -> int:
-    """``gaplab train``: build the Solver, run it under a progress bar, report and write the result."""
+    """``gaplab train``: build the Solver, run it under a progress bar, report and write the result.
+    Exit 2 with one line on stderr when the run ends ``oracle_not_exact`` (a negative exact gap:
+    the summary and ``--out`` are still written, the gap certifies nothing)."""
     problem, solver, load_s = _train_solver(args)
     result, interrupted = _run_with_progress(args, solver)
     if interrupted:
@@ -38,6 +40,9 @@ def cmd_train(args) -> int:
         _write_json(args.out, out)
         if not args.quiet:
             print(f"  wrote {args.out}")
+    if result.not_exact is not None:  # a negative exact gap: the max oracle is not exact (core.certify)
+        print(f"gaplab train: error: {result.not_exact['message']}", file=sys.stderr)
+        return 2
     return 0
 
 
