@@ -11,8 +11,9 @@ __all__ = ["main", "build_parser"]
 def cmd_warmup(args) -> int:
     from gaplab.core.problems import warmup_plan
     from gaplab.core.warmup import warmup
-    plan = warmup_plan()
-    secs = warmup()
+    names = args.datasets or None  # --dataset NAME: only these problems' model classes
+    plan = warmup_plan(names)
+    secs = warmup(names=names)
     for job in plan:
         print(f"  {job.model_class} ({job.oracle_tier}): {', '.join(job.problems)}")
     print(f"compiled the numba kernels in {secs:.1f} s (cached for the next start)")
@@ -34,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     add_train_command(sub)
     p = sub.add_parser("warmup", help="compile (and cache) the numba kernels of every registered problem's model")
+    p.add_argument("--dataset", dest="datasets", action="append", default=[], metavar="NAME",
+                   help="compile only the model of this registered problem (repeatable; default: all)")
     from .options import add_import_argument
     add_import_argument(p)
     p.set_defaults(func=cmd_warmup)

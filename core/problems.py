@@ -454,13 +454,18 @@ class WarmupJob:
 def warmup_plan(names=None) -> list:
     """What ``gaplab warmup`` compiles: one :class:`WarmupJob` per distinct (model class, oracle
     tier) among the registered problems that give a ``warmup`` instance (numba compiles per
-    model class and array types, which a model class fixes), in registration order."""
+    model class and array types, which a model class fixes), in registration order. With
+    ``names``, those problems only (a quick one without a ``warmup`` instance compiles on its
+    own model; ValueError for another one)."""
     jobs: dict = {}
     for n in (problem_names() if names is None else names):
         spec = get_problem(n)
-        if spec.warmup is None:
+        if spec.warmup is None and (names is None or not spec.quick):
+            if names is not None:
+                raise ValueError(f"problem {n!r} gives no warmup instance to compile on (register_problem(..., "
+                                 "warmup=a function returning a tiny model)) and does not load quickly")
             continue
-        model = spec.warmup()
+        model = spec.warmup() if spec.warmup is not None else spec.load().model  # named: a quick problem itself
         key = (type(model).__module__ + "." + type(model).__qualname__, getattr(model, "oracle_tier", "compiled"))
         if key in jobs:
             j = jobs[key]

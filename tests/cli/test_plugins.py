@@ -139,6 +139,8 @@ def test_the_plugin_is_in_the_app_and_check_model_catches_its_bug(site):
         from gaplab.core.models import ModelCheckError, check_model
         from gaplab.core.problems import get_problem, warmup_plan
         assert "chain3" in installed_problems() and "chain3-ignores-loss" in installed_problems()
+        from gaplab.core.sweep.spec import parse_dataset
+        assert parse_dataset("chain3").problem == "chain3"   # a sweep spec's datasets
         assert any("chain3" in job.problems for job in warmup_plan())
         s = Session(dataset="chain3")
         assert s.wait_idle(300) and s.status == "idle", s.messages()
@@ -206,3 +208,40 @@ def test_a_broken_plugin_is_reported_and_the_others_still_load(site):
     assert r.returncode == 0, r.stderr
     first, second = r.stdout.strip().splitlines()
     assert first == "True 1 1" and "broken" in second and "no_such_module_xyz" in second
+
+
+def test_warmup_compiles_a_registered_plugin_model_ahead(site):
+    _, env = site
+    r = _gaplab(env, "warmup", "--dataset", "chain3", timeout=1200)
+    assert r.returncode == 0, r.stderr
+    assert "PythonModel (python): chain3" in r.stdout and "compiled the numba kernels" in r.stdout
+    r = _gaplab(env, "warmup", "--dataset", "no-such")
+    assert r.returncode == 2 and "unknown dataset 'no-such'" in r.stderr
+
+
+def test_a_long_compile_is_announced_and_timed(capsys):
+    """The note on stderr once a compile has lasted AFTER_S, and its length at the end."""
+    import time
+
+    from gaplab.cli.train import _CompileNote
+    from gaplab.core.models import PythonModel
+    from gaplab.toy_examples.multilabel import MultiLabel, make_multilabel
+
+    class FakeSolver:
+        model = PythonModel(MultiLabel(8, 4), make_multilabel(3))
+
+    note = _CompileNote(FakeSolver(), quiet=False)
+    note.AFTER_S = 0.01
+    note.event(True)
+    t0 = time.monotonic()
+    while not note.said and time.monotonic() - t0 < 30:  # a hang guard, not a timing assertion
+        time.sleep(0.01)
+    note.event(False)
+    note.done(42.0)
+    err = capsys.readouterr().err
+    assert "compiling the solver's numba kernels for the model kind 'dense' (PythonModel)" in err
+    assert "in 42.0 s" in err and "gaplab warmup --dataset" in err
+    quiet = _CompileNote(FakeSolver(), quiet=True)
+    quiet.event(True)
+    quiet.done(42.0)
+    assert capsys.readouterr().err == ""
