@@ -245,3 +245,17 @@ def test_a_long_compile_is_announced_and_timed(capsys):
     quiet.event(True)
     quiet.done(42.0)
     assert capsys.readouterr().err == ""
+
+
+def test_path_and_grid_of_the_buggy_plugin_certify_nothing_and_exit_2(site, tmp_path):
+    _, env = site
+    for cmd in (["path", "--lam-min", "0.01"], ["grid", "--lams", "1,0.1"]):
+        out = tmp_path / f"{cmd[0]}.json"
+        r = _gaplab(env, *cmd, "--dataset", "chain3-ignores-loss", "--eps", "0.01", "--time-limit", "120",
+                    "--json", out)
+        assert r.returncode == 2, r.stderr
+        err = r.stderr.strip().splitlines()
+        assert len(err) == 1 and "the max oracle is not exact" in err[0], err
+        rows = json.loads(out.read_text())["rows"]
+        bad = [p for p in rows if p["status"] == "oracle_not_exact"]
+        assert bad and not any(p["certified"] for p in bad)
