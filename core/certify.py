@@ -5,18 +5,21 @@ The exact duality gap g = Σ_i g_i, with block gaps g_i = (1/n)(H_i(y*_i; w) −
 score H_i(y; w) = L_i(y) + ⟨w, ψ(x_i, y) − ψ(x_i, y_i)⟩: it is then a certificate of
 ε-optimality. A gap below zero proves that some labelling in the support of α_i (the ground
 truth, or an earlier answer of the oracle) scores more than the oracle's y*_i at the current w:
-the oracle is not a max oracle, and a small |g| certifies nothing. Such a run ends with status
+the oracle is not a max oracle, and a small abs(g) certifies nothing. Such a run ends with status
 ``oracle_not_exact`` (:class:`~gaplab.core.config.Status`), never ``converged``, and
 :func:`diagnose` names the block with the most negative block gap and a labelling that beats
 the oracle's there.
 
-Tolerance. The gap is a difference of two sums of n block terms, each a dot product of the
-scores with the statistics of a labelling; in float64 each carries a round-off of a few ulps of
-the magnitudes summed, about 1e-13 relative for the models and sizes here (d and the statistics
-per block up to 1e5, n up to 1e4, worst case eps·√(p·n) ≈ 1e-12). :data:`NEGATIVE_GAP_RTOL`
-= 1e-8 of max(|primal|, |dual|) leaves four orders of magnitude of headroom above that, and is
-still far below the gaps a wrong oracle leaves (a loss-ignoring oracle: −1e-2 of a primal of
-about 0.3). Paper: Sec. 2.3 (the duality gap as a stopping criterion).
+Tolerance. The gap is a sum of n block gaps, each a difference of loss-augmented scores that
+are dot products of p_i statistics with the scores h_i(w); in float64 each carries a round-off
+of a few ulps (2.2e-16) of the magnitudes summed, so the computed gap of an exact oracle can be
+below 0 by about eps·√(p·n) times the score scale: under 1e-11 of it for p up to 1e5 statistics
+per block and n up to 1e4 blocks (runs of the built-in models that converge to a gap of 0 end
+near ±1e-17). :data:`NEGATIVE_GAP_RTOL` = 1e-8 of max(abs(primal), abs(dual)) is three orders of
+magnitude above that when the scores are of the objective's size, still above it for scores up
+to a thousand times the objective, and far below the
+gaps a wrong oracle leaves (a loss-ignoring oracle on the multi-label toy: about −1e-2 of a
+primal of 0.1). Paper: Sec. 2.3 (the duality gap as a stopping criterion).
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ import numpy as np
 
 __all__ = ["NEGATIVE_GAP_RTOL", "negative_gap_tolerance", "is_impossible_gap", "OracleNotExact", "diagnose"]
 
-#: An exact gap below −NEGATIVE_GAP_RTOL·max(|primal|, |dual|) proves the oracle is not exact.
+#: An exact gap below −NEGATIVE_GAP_RTOL·max(abs(primal), abs(dual)) proves the oracle is not exact.
 NEGATIVE_GAP_RTOL = 1e-8
 #: Labellings of the worst block tried by :func:`diagnose` (enumerated when there are at most
 #: this many, else this many sampled).
@@ -36,7 +39,7 @@ DIAGNOSE_LABELLINGS = 4096
 
 def negative_gap_tolerance(primal: float, dual: float) -> float:
     """How far below 0 round-off can take an exact gap of this primal and dual (see the module
-    docstring): NEGATIVE_GAP_RTOL · max(|primal|, |dual|), at least the smallest normal float."""
+    docstring): NEGATIVE_GAP_RTOL · max(abs(primal), abs(dual)), at least the smallest normal float."""
     scale = max(abs(primal) if math.isfinite(primal) else 0.0, abs(dual) if math.isfinite(dual) else 0.0)
     return max(NEGATIVE_GAP_RTOL * scale, np.finfo(np.float64).tiny)
 
@@ -136,18 +139,23 @@ def diagnose(solver, ex) -> OracleNotExact:
     that beats the max oracle's there. Costs one oracle call and the scores of up to
     :data:`DIAGNOSE_LABELLINGS` labellings (n more diagnostic oracle calls when ``ex`` is an
     uncounted pass without block gaps)."""
-    from .models import label_score, max_oracle
-    model, w = solver.model, solver.S.w
+    from . import kernels as kr
+    from .models import max_oracle
+    model, w, M = solver.model, solver.S.w, solver.model.arrays
     gaps = np.asarray(ex.block_gaps, dtype=np.float64)
-    if not np.isfinite(gaps).all():
+    if solver.fresh_exact_gap is not ex or not np.isfinite(gaps).all():  # block gaps at the current w
         gaps = np.array([solver.block_gap_now(i) for i in range(solver.n)])
     i = int(np.argmin(gaps))
+    h = np.zeros(int(M.stat_off[i + 1] - M.stat_off[i]))
+    kr.block_scores(M, i, w, h)  # ⟨m(y), h⟩ = L_i(y) + ⟨w, ψ(x_i, y)⟩ for every labelling y
+
+    def score(y):
+        return float(kr.label_dot(M, i, np.ascontiguousarray(y, dtype=np.int64), h))
     y_or, _ = max_oracle(model, i, w)
-    gt = np.asarray(model.ground_truth(i), dtype=np.int64)
-    s_gt = label_score(model, i, w, gt, loss_augmented=True)
-    s_or = label_score(model, i, w, y_or, loss_augmented=True) - s_gt
+    s_gt = score(model.ground_truth(i))
+    s_or = score(y_or) - s_gt
     cands = _candidates(solver, i)
-    scores = [label_score(model, i, w, y, loss_augmented=True) - s_gt for y, _ in cands]
+    scores = [score(y) - s_gt for y, _ in cands]
     margin = 1e-12 * (1.0 + abs(s_or))
     # a labelling the run itself has seen (ground truth, active set) first, else the best of all
     seen = [j for j, (_, where) in enumerate(cands) if where in ("ground truth", "active set")

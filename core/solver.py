@@ -456,7 +456,7 @@ class Solver(TraceRecords, SolverState):
             <= gap_threshold (> 0), also when the budget ran out at the same time (the final gap
             check is then what certified it); ``oracle_not_exact`` when an exact gap fell below
             −tolerance (the max oracle is not exact, :mod:`~gaplab.core.certify`; the run stops
-            at that gap check and :attr:`not_exact` names the block and a better labelling).
+            at that gap check and ``solver.not_exact`` names the block and a better labelling).
 
         Raises
         ------

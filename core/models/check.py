@@ -247,7 +247,7 @@ class _BlockCheck:
 
     def _points(self):
         """(w, label) of every point: w = 0, then per direction t·w for t in SCALES and in
-        DECISIVE·t*, t* = median loss / median |⟨w, ψ(y) − ψ(y_i)⟩| over the labellings tried."""
+        DECISIVE·t*, t* = median loss / median abs(⟨w, ψ(y) − ψ(y_i)⟩) over the labellings tried."""
         pts = [(_clip(self.model, np.zeros(int(self.model.d))), "w = 0")]
         L = np.array(self.loss)
         for k, w in enumerate(self.dirs):
