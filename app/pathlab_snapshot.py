@@ -22,6 +22,7 @@ END_REASONS = {
     "rho<=0": "ρ ≤ 0: the last w is ε-approximate for every smaller λ",
     "lam_min": "λ_min reached",
     "not_converged": "a breakpoint did not reach κε within its pass budget",
+    "oracle_not_exact": "the max oracle is not exact (an exact gap below 0 certifies nothing)",
     "time_limit": "time limit",
     "stopped": "stopped",
     "max_breakpoints": "breakpoint cap reached",

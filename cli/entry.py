@@ -11,8 +11,9 @@ __all__ = ["main", "build_parser"]
 def cmd_warmup(args) -> int:
     from gaplab.core.problems import warmup_plan
     from gaplab.core.warmup import warmup
-    plan = warmup_plan()
-    secs = warmup()
+    names = args.datasets or None  # --dataset NAME: only these problems' model classes
+    plan = warmup_plan(names)
+    secs = warmup(names=names)
     for job in plan:
         print(f"  {job.model_class} ({job.oracle_tier}): {', '.join(job.problems)}")
     print(f"compiled the numba kernels in {secs:.1f} s (cached for the next start)")
@@ -34,11 +35,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     add_train_command(sub)
     p = sub.add_parser("warmup", help="compile (and cache) the numba kernels of every registered problem's model")
+    p.add_argument("--dataset", dest="datasets", action="append", default=[], metavar="NAME",
+                   help="compile only the model of this registered problem (repeatable; default: all)")
+    from .options import add_import_argument
+    add_import_argument(p)
     p.set_defaults(func=cmd_warmup)
     p = sub.add_parser("app", help="serve the Panel app")
     p.add_argument("--port", type=int, default=5006)
     p.add_argument("--address", default="127.0.0.1")
     p.add_argument("--show", action="store_true", help="open a browser")
+    from .options import add_import_argument
+    add_import_argument(p)
     p.set_defaults(func=cmd_app)
     add_path_commands(sub)  # gaplab path / gaplab grid
     add_sweep_commands(sub)  # gaplab sweep / gaplab figure
@@ -60,6 +67,15 @@ def _one_line(message) -> str:
     return "\n".join([first] + ["  " + line for line in rest if line.strip()])
 
 
+def _import_user_modules(argv) -> None:
+    """Import the ``--import`` modules before the parser is built (their problems then appear in
+    ``--dataset``'s help and are accepted); ValueError / FileNotFoundError in one line."""
+    from gaplab.cli.options import imports_in_argv
+    from gaplab.core.problems import import_problems
+    for target in imports_in_argv(sys.argv[1:] if argv is None else list(argv)):
+        import_problems(target)
+
+
 def _parse_holding_sigint(argv):
     """Build the parser (it imports numpy and the problem registry) and parse ``argv`` with a
     Ctrl-C held until the imports are done: a SIGINT inside a C extension's import (numpy's)
@@ -71,8 +87,10 @@ def _parse_holding_sigint(argv):
     try:
         previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
     except ValueError:  # not the main thread: nothing to hold
+        _import_user_modules(argv)
         return build_parser().parse_args(argv)
     try:
+        _import_user_modules(argv)
         args = build_parser().parse_args(argv)
     finally:
         signal.signal(signal.SIGINT, previous)

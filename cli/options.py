@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 
-__all__ = ["check_out_arg", "add_problem_arguments", "add_setting_arguments", "config_from_args",
+__all__ = ["check_out_arg", "add_problem_arguments", "add_import_argument", "imports_in_argv", "add_setting_arguments", "config_from_args",
            "problem_options_from_args", "load_problem_from_args", "settings_from_args"]
 
 
@@ -27,14 +27,42 @@ def add_problem_arguments(p: argparse.ArgumentParser, default: str = "ocr-small"
 
     names = problem_names()
     lines = [f"{n}: {get_problem(n).description}" for n in names]
-    p.add_argument("--dataset", default=default, choices=names,
+    # no argparse choices: an unknown name is refused by get_problem in one line that lists the
+    # registered problems and says how to add one
+    p.add_argument("--dataset", default=default, metavar="NAME",
                    help="registered problem, one of: " + "; ".join(lines) + f" (default {default})")
+    add_import_argument(p)
     p.add_argument("--data-home", default=None,
                    help="directory with the data files of problems that are not bundled (CoNLL-2000 train.txt/test.txt)")
     p.add_argument("--no-verify", dest="verify", action="store_false", default=True,
                    help="do not check the sha256 of the data files (CoNLL-2000) against the known ones, for modified copies")
     p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                    help="an option of the problem's loader (e.g. --option n=50 for toy); repeatable")
+
+
+def imports_in_argv(argv) -> list:
+    """The values of every ``--import MODULE`` / ``--import=MODULE`` in ``argv`` (before ``--``)."""
+    out, it = [], iter(argv)
+    for a in it:
+        if a == "--":
+            break
+        if a == "--import":
+            v = next(it, None)
+            if v is None:
+                raise ValueError("--import needs a module name or a .py file")
+            out.append(v)
+        elif a.startswith("--import="):
+            out.append(a.split("=", 1)[1])
+    return out
+
+
+def add_import_argument(p: argparse.ArgumentParser) -> None:
+    """``--import MODULE`` (repeatable): a module name or a .py file that registers problems;
+    :func:`gaplab.cli.entry.main` imports them before it builds the parser, so their problems
+    are known to ``--dataset``."""
+    p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                   help="import this module (a name on the Python path or a .py file) first: its "
+                        "register_problem calls add problems to --dataset; repeatable")
 
 
 def problem_options_from_args(args) -> dict:

@@ -337,6 +337,12 @@ def _finish(args, result, what: str, extra: dict) -> int:
     for f in _write_outputs(args, result, summary):
         if not args.quiet:
             print(f"  wrote {f}")
+    bad = [p for p in result.rows() if p["status"] == "oracle_not_exact"] if len(result) else []
+    if bad:  # a negative exact gap: the max oracle is not exact, those points certify nothing
+        print(f"{what}: error: the max oracle is not exact: {len(bad)} point(s) have an exact duality gap below 0 "
+              f"(first at λ = {bad[0]['lam']:.4g}, gap {bad[0]['gap']:.3g}), not certified; check the oracle "
+              "with check_model", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -26,7 +26,9 @@ def solver_config_from_args(args, **extra):
 
 
 def cmd_train(args) -> int:
-    """``gaplab train``: build the Solver, run it under a progress bar, report and write the result."""
+    """``gaplab train``: build the Solver, run it under a progress bar, report and write the result.
+    Exit 2 with one line on stderr when the run ends ``oracle_not_exact`` (a negative exact gap:
+    the summary and ``--out`` are still written, the gap certifies nothing)."""
     problem, solver, load_s = _train_solver(args)
     result, interrupted = _run_with_progress(args, solver)
     if interrupted:
@@ -38,6 +40,9 @@ def cmd_train(args) -> int:
         _write_json(args.out, out)
         if not args.quiet:
             print(f"  wrote {args.out}")
+    if result.not_exact is not None:  # a negative exact gap: the max oracle is not exact (core.certify)
+        print(f"gaplab train: error: {result.not_exact['message']}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -73,8 +78,11 @@ def _run_with_progress(args, solver):
     bar = tqdm(total=round(args.max_passes, 2) if math.isfinite(args.max_passes) else None, unit="pass", disable=args.quiet or not sys.stderr.isatty() and not args.progress,
                bar_format="{l_bar}{bar}| {n:.1f}/{total} passes [{elapsed}] {postfix}")
 
+    note = _CompileNote(solver, quiet=args.quiet)
+
     def on_compile(active):  # numba compiles (or loads) the kernels on first use: say so
         bar.set_description_str("compiling" if active else "", refresh=True)
+        note.event(active)
 
     def callback(s, rec):
         bar.n = min(rec["effective_passes"], bar.total) if bar.total is not None else rec["effective_passes"]
@@ -92,7 +100,43 @@ def _run_with_progress(args, solver):
     except Interrupted as exc:  # Ctrl-C: keep the result so far
         result, interrupted = exc.partial, True
     bar.close()
+    note.done(result.compile_time_s)
     return result, interrupted
+
+
+class _CompileNote:
+    """Say on stderr that numba is compiling the model kind's kernels when a compile is still
+    going after :attr:`AFTER_S` seconds (the first run of a model kind: a minute or more; later
+    runs load numba's cache), and how long it took at the end."""
+
+    AFTER_S = 5.0
+
+    def __init__(self, solver, quiet: bool):
+        from gaplab.core import kernels as kr
+        self.what = f"model kind {kr.model_kind_name(solver.model.arrays)!r} ({type(solver.model).__name__})"
+        self.quiet, self.active, self.said, self.timer = quiet, False, False, None
+
+    def event(self, active: bool) -> None:
+        self.active = active
+        if active and self.timer is None and not self.quiet:
+            import threading
+            self.timer = threading.Timer(self.AFTER_S, self._say)
+            self.timer.daemon = True
+            self.timer.start()
+
+    def _say(self) -> None:
+        if self.active:
+            self.said = True
+            print(f"\ngaplab train: compiling the solver's numba kernels for the {self.what}: the first run of a "
+                  "model kind compiles for a minute or more (later runs load the cache; `gaplab warmup --dataset "
+                  "NAME` compiles ahead)", file=sys.stderr, flush=True)
+
+    def done(self, compile_s: float) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        if (self.said or compile_s >= self.AFTER_S) and not self.quiet:
+            print(f"gaplab train: numba compiled the kernels for the {self.what} in {compile_s:.1f} s "
+                  "(not counted in the solver time; cached for later runs)", file=sys.stderr)
 
 
 def _train_output(args, problem, result, load_s) -> dict:

@@ -4,7 +4,8 @@ What lives where:
 
 - ``solver``: :class:`Solver` (block steps, exact gap checks, warm starts, runs);
   ``solver_state``: its state handling (copies, warm starts, memory); ``solver_records``: its
-  trace records and results; ``compile_clock``: numba's compile-time clock;
+  trace records and results; ``compile_clock``: numba's compile-time clock; ``certify``: when
+  an exact gap certifies nothing (a negative gap: the max oracle is not exact);
   ``config``: :class:`SolverConfig` and its parts; ``state``: the solver state arrays;
   ``estimator``: the scikit-learn style :class:`~gaplab.core.estimator.SSVM`.
 - ``kernels``: the numba kernels (model-kind registry, atoms, samplers, step phases, gap passes).

@@ -74,6 +74,7 @@ class Status(enum.IntEnum):
     STOPPED = 5            # by a callback or the user
     STEPS_DONE = 6         # Solver.steps(k) finished its k steps
     INTERRUPTED = 7        # Ctrl-C (SIGINT) during Solver.run; the state is intact
+    ORACLE_NOT_EXACT = 8   # exact duality gap < -tolerance: the max oracle is not exact (core.certify)
 
 
 def check_run_ends(max_passes: float, time_limit: float, gap_threshold: float, gap_check: float,

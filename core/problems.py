@@ -22,18 +22,36 @@ so a new data set appears everywhere by one call::
 Registrations live in module import order: the built-in ones
 (:mod:`gaplab.core.builtin_problems`) run when this module is imported (cheap: loaders import
 their data modules only when called).
+
+Plugins. An installed package puts its problems everywhere without a wrapper script by
+declaring an entry point in the group ``gaplab.problems`` (:data:`ENTRY_POINT_GROUP`) whose value
+is a function that calls :func:`register_problem` (``my_pkg.problems:register``) or a module that
+does so when imported (``my_pkg.problems``). They are loaded lazily, the first time the registry
+is read (:func:`problem_names`, :func:`get_problem`), never at import; a plugin that fails is
+reported (:class:`PluginWarning`, :func:`plugin_errors`) and the others still load. A model in a
+local file: :func:`import_problems` (``gaplab train --import my_model.py``).
 """
 from __future__ import annotations
 
 import math
 import re
+import sys
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from . import validate
 
 __all__ = ["ProblemSpec", "ProblemOption", "Problem", "register_problem", "unregister_problem",
-           "get_problem", "problem_names", "load_problem", "warmup_plan", "WarmupJob", "model_box"]
+           "get_problem", "problem_names", "load_problem", "warmup_plan", "WarmupJob", "model_box",
+           "ENTRY_POINT_GROUP", "PluginWarning", "load_plugins", "plugin_errors", "import_problems", "HOW_TO_ADD"]
+
+#: The entry-point group an installed package declares its problems in.
+ENTRY_POINT_GROUP = "gaplab.problems"
+#: How a user adds a problem (the end of the unknown-dataset message).
+HOW_TO_ADD = ("to add one, call gaplab.core.problems.register_problem in a module given by --import MODULE "
+              f"(a module name or a .py file) or in an installed package's {ENTRY_POINT_GROUP!r} entry point "
+              "(docs/guide/adding_a_model.md)")
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
@@ -379,7 +397,9 @@ def unregister_problem(name: str) -> None:
 
 
 def problem_names() -> tuple:
-    """The registered names, in registration order."""
+    """The registered names, in registration order (the built-in ones, then the plugins'; see
+    :func:`load_plugins`)."""
+    load_plugins()
     return tuple(_REGISTRY)
 
 
@@ -392,8 +412,13 @@ def get_problem(name: str) -> ProblemSpec:
         Unknown name; the message lists the registered problems.
     """
     spec = _REGISTRY.get(name) if isinstance(name, str) else None
+    if spec is None and not _PLUGINS["loaded"]:
+        load_plugins()
+        spec = _REGISTRY.get(name) if isinstance(name, str) else None
     if spec is None:
-        raise ValueError(f"unknown dataset {name!r}; registered problems: {', '.join(_REGISTRY) or 'none'}")
+        failed = f" ({len(_PLUGINS['errors'])} plugin(s) failed to load: {_PLUGINS['errors'][0]})" if _PLUGINS["errors"] else ""
+        raise ValueError(f"unknown dataset {name!r}; registered problems: {', '.join(_REGISTRY) or 'none'}; "
+                         f"{HOW_TO_ADD}{failed}")
     return spec
 
 
@@ -429,13 +454,18 @@ class WarmupJob:
 def warmup_plan(names=None) -> list:
     """What ``gaplab warmup`` compiles: one :class:`WarmupJob` per distinct (model class, oracle
     tier) among the registered problems that give a ``warmup`` instance (numba compiles per
-    model class and array types, which a model class fixes), in registration order."""
+    model class and array types, which a model class fixes), in registration order. With
+    ``names``, those problems only (a quick one without a ``warmup`` instance compiles on its
+    own model; ValueError for another one)."""
     jobs: dict = {}
     for n in (problem_names() if names is None else names):
         spec = get_problem(n)
-        if spec.warmup is None:
+        if spec.warmup is None and (names is None or not spec.quick):
+            if names is not None:
+                raise ValueError(f"problem {n!r} gives no warmup instance to compile on (register_problem(..., "
+                                 "warmup=a function returning a tiny model)) and does not load quickly")
             continue
-        model = spec.warmup()
+        model = spec.warmup() if spec.warmup is not None else spec.load().model  # named: a quick problem itself
         key = (type(model).__module__ + "." + type(model).__qualname__, getattr(model, "oracle_tier", "compiled"))
         if key in jobs:
             j = jobs[key]
@@ -443,6 +473,97 @@ def warmup_plan(names=None) -> list:
         else:
             jobs[key] = WarmupJob(type(model).__name__, key[1], (n,), model)
     return list(jobs.values())
+
+
+# ----------------------------------------------------------------------------- plugins
+class PluginWarning(UserWarning):
+    """A ``gaplab.problems`` entry point failed to load (the others still do)."""
+
+
+_PLUGINS: dict = {"loaded": False, "errors": []}
+
+
+def load_plugins() -> list:
+    """Load the installed packages' problems (the entry points of :data:`ENTRY_POINT_GROUP`),
+    once per process; the registry's readers call it. An entry point's value is a function that
+    registers problems (called with no argument) or a module that does so when imported.
+
+    Returns
+    -------
+    list of str
+        One line per entry point that failed (also warned as :class:`PluginWarning`).
+    """
+    if _PLUGINS["loaded"]:
+        return list(_PLUGINS["errors"])
+    _PLUGINS["loaded"] = True  # before loading: a plugin that reads the registry must not recurse
+    from importlib.metadata import entry_points
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            obj = ep.load()
+            if callable(obj):
+                obj()
+        except Exception as exc:  # a broken plugin must not take the others (or gaplab) down
+            msg = (f"plugin {ep.name!r} ({ep.value}) of the {ENTRY_POINT_GROUP!r} entry points failed: "
+                   f"{type(exc).__name__}: {exc}").replace("\n", " ")
+            _PLUGINS["errors"].append(msg)
+            warnings.warn(msg, PluginWarning, stacklevel=2)
+    return list(_PLUGINS["errors"])
+
+
+def plugin_errors() -> list:
+    """The one-line reports of the entry points that failed to load (after :func:`load_plugins`)."""
+    return list(_PLUGINS["errors"])
+
+
+def import_problems(target: str):
+    """Import the module that registers a user's problems: a module name (``my_pkg.problems``,
+    found on sys.path) or the path of a .py file (its directory is put first on sys.path so it
+    can import its neighbours; it is imported as a module named after the file). Returns the module.
+
+    Raises
+    ------
+    FileNotFoundError
+        A .py path that does not exist.
+    ValueError
+        The import failed (one line naming ``target``, the exception and its message), or a
+        different module of the file's name is imported already.
+    """
+    import importlib
+    import importlib.util
+    from pathlib import Path
+    target = str(target)
+    path = Path(target).expanduser()
+    is_file = target.endswith(".py") or "/" in target or "\\" in target
+    if is_file and not path.is_file():
+        raise FileNotFoundError(f"--import {target}: no such file")
+    try:
+        if not is_file:
+            return importlib.import_module(target)
+        path = path.resolve()
+        name = path.stem
+        old = sys.modules.get(name)
+        if old is not None:
+            if Path(getattr(old, "__file__", "") or "").resolve() == path:
+                return old
+            raise ValueError(f"--import {target}: a different module named {name!r} is imported already; "
+                             "rename the file")
+        if str(path.parent) not in sys.path:
+            sys.path.insert(0, str(path.parent))
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(name, None)
+            raise
+        return module
+    except ValueError as exc:
+        if str(exc).startswith("--import"):
+            raise
+        raise ValueError(f"--import {target}: {type(exc).__name__}: {exc}".replace("\n", " ")) from None
+    except Exception as exc:
+        raise ValueError(f"--import {target}: {type(exc).__name__}: {exc}".replace("\n", " ")) from None
 
 
 # The built-in problems register themselves with the functions above when this module is imported.

@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import kernels as kr
+from . import certify, kernels as kr
 from . import validate
 from .compile_clock import COMPILE_CLOCK, watch_compiles
 from .config import CacheConfig, Sampling, SolverConfig, Status, check_run_ends
@@ -115,6 +115,7 @@ class Solver(TraceRecords, SolverState):
         self._last_exact: ExactGap | None = None
         self._last_exact_iter = -1
         self.status = Status.RUNNING
+        self.not_exact: certify.OracleNotExact | None = None  # why the last run's gap certifies nothing
 
     # ------------------------------------------------------------------ properties
     @property
@@ -464,7 +465,9 @@ class Solver(TraceRecords, SolverState):
         Result
             Its status is ``converged`` whenever the exact duality gap of the final iterate is
             <= gap_threshold (> 0), also when the budget ran out at the same time (the final gap
-            check is then what certified it).
+            check is then what certified it); ``oracle_not_exact`` when an exact gap fell below
+            −tolerance (the max oracle is not exact, :mod:`~gaplab.core.certify`; the run stops
+            at that gap check and ``solver.not_exact`` names the block and a better labelling).
 
         Raises
         ------
@@ -506,6 +509,10 @@ class Solver(TraceRecords, SolverState):
         if (status in (Status.MAX_PASSES, Status.TIME_LIMIT, Status.CONVERGED_HEURISTIC) and thr > 0
                 and fresh is not None and fresh.gap <= thr):
             status = Status.CONVERGED  # the budget ran out, but the final iterate's exact gap meets it
+        ex = fresh or self._last_exact
+        if status == Status.ORACLE_NOT_EXACT or (ex is not None and certify.is_impossible_gap(ex.gap, ex.primal,
+                                                                                              ex.dual)):
+            status, self.not_exact = Status.ORACLE_NOT_EXACT, certify.diagnose(self, ex)  # never "converged"
         self.status = status
         return self.result()
 
@@ -541,7 +548,10 @@ class Solver(TraceRecords, SolverState):
                 break
             self._advance(min(remaining, n))
             for rec in self._records_since(n_records):
-                if rec["kind"] == "gap_check" and thr > 0 and rec["exact_gap"] <= thr:
+                if rec["kind"] == "gap_check" and certify.is_impossible_gap(rec["exact_gap"], rec["primal"],
+                                                                            rec["dual"]):
+                    status = Status.ORACLE_NOT_EXACT  # a negative gap: no certificate, stop here
+                elif rec["kind"] == "gap_check" and thr > 0 and rec["exact_gap"] <= thr:
                     status = Status.CONVERGED
                 elif (rec["kind"] == "pass" and cfg.stop_on_heuristic_gap and thr > 0
                       and rec["heuristic_gap"] <= thr):

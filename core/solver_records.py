@@ -118,6 +118,9 @@ class Result:
     compile_time_s : float
         Seconds numba spent compiling the solver's kernels (or loading them from its on-disk
         cache) during the solver's calls, apart from ``wall_time_s``.
+    not_exact : dict or None
+        With status ``oracle_not_exact``: :meth:`~gaplab.core.certify.OracleNotExact.to_dict`
+        (the worst block, the labelling that beats the oracle's, ``message``), else None.
     """
 
     status: Status
@@ -134,6 +137,7 @@ class Result:
     w: np.ndarray
     trace: list = field(default_factory=list)
     compile_time_s: float = 0.0
+    not_exact: dict | None = None
 
     def to_dict(self, include_w: bool = False) -> dict:
         out = {k: v for k, v in asdict(self).items() if k not in ("w", "status")}
@@ -229,6 +233,9 @@ class TraceRecords:
             w=self.w,
             trace=[dict(r) for r in self._trace],
             compile_time_s=self.compile_time,
+            not_exact=(dict(self.not_exact.to_dict(), message=self.not_exact.message())
+                       if getattr(self, "not_exact", None) is not None and self.status == Status.ORACLE_NOT_EXACT
+                       else None),
         )
 
     def trace(self, since: int = 0) -> list[dict]:

@@ -44,6 +44,10 @@ class StatusView(_Base):
         rate = _rate_words(snap)
         exact = (f"exact gap <b>{_fmt(snap.exact_gap)}</b> @ {snap.exact_passes:.1f} passes"
                  if math.isfinite(snap.exact_gap) else "exact gap –")
+        from gaplab.core.certify import is_impossible_gap
+        if is_impossible_gap(snap.exact_gap, snap.exact_primal, snap.exact_dual):  # certifies nothing
+            status, color = "oracle not exact", "#d7191c"
+            exact += " <span style='color:#d7191c'>(&lt; 0: the max oracle is not exact; check_model finds where)</span>"
         test = status_test_words(snap)
         if snap.origin:   # a model picked on the path, or a λ warm start (Session.keep_alpha)
             src = "from the path" if snap.origin.startswith("path") else "warm start from " + esc(snap.origin)

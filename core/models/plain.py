@@ -74,7 +74,8 @@ class PythonModel(StructuredModel):
     data : Examples or (X, Y)
         The training set; one dual block per example.
     name : str, optional
-        Shown in the app and in errors (default: the data's name).
+        Shown in the app and in errors (default: the data's name when it has one, else the
+        class name of ``model``).
 
     Attributes
     ----------
@@ -108,7 +109,8 @@ class PythonModel(StructuredModel):
         data = _as_examples(data)
         self.model = model
         self.data = data
-        self.name = name or data.name
+        # the data's name when the user gave one, else the model's class (not "examples")
+        self.name = name or (data.name if data.name != Examples.name else type(model).__name__)
         self.n = data.n
         self._shapes = [np.shape(y) for y in data.Y]
         ys = [self._user(i, data.Y[i], "ground truth Y[%d]" % i) for i in range(self.n)]

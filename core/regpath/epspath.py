@@ -52,10 +52,10 @@ _TAU_SAFETY = 1e-9  # τ = ε(1 − 1e-9) − g: the new breakpoint's gap stays 
 def _next_step(point: PathPoint, eps: float, lam_min: float) -> None:
     """Fill next_lam / end of a solved point (Paper: Alg. 7 lines 4-12)."""
     g, D = point.gap, point.delta
-    point.certified = bool(g <= eps)
+    point.certified = bool(g <= eps) and point.status != "oracle_not_exact"  # a negative gap certifies nothing
     if not point.certified:
         point.next_lam = math.nan
-        point.end = "not_converged"
+        point.end = "oracle_not_exact" if point.status == "oracle_not_exact" else "not_converged"
         return
     tau = eps * (1.0 - _TAU_SAFETY) - g
     if tau <= 0:

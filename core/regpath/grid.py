@@ -140,7 +140,7 @@ def _grid_points(model, lams, eps, mode, scfg, tests, max_passes_per_point, time
                           passes=res.effective_passes, oracle_calls=res.oracle_calls, time_s=elapsed,
                           solver_time_s=res.wall_time_s, status=status)
         point.ell, point.delta = _ell_delta(solver)
-        point.certified = bool(res.exact_gap <= eps)
+        point.certified = bool(res.exact_gap <= eps) and status != "oracle_not_exact"  # never on a negative gap
         cum_passes += point.passes
         cum_time += point.time_s
         point.cum_passes, point.cum_time_s = cum_passes, cum_time

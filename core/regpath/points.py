@@ -107,7 +107,8 @@ class PathPoint:
         stores written before it existed read back with NaN.
     status : str
         "init" (λ_∞), "converged" (exact gap <= target), "converged_heuristic", "max_passes",
-        "time_limit", "stopped".
+        "time_limit", "stopped", "oracle_not_exact" (an exact gap below −tolerance: the max oracle
+        is not exact, :mod:`~gaplab.core.certify`; never certified).
     certified : bool
         The point was accepted: gap <= ε at λ_j. A certificate only where ``gap`` is the exact
         duality gap (ε-path, grid); on the heuristic path ``gap`` is the stale sum Σ_i ĝ_i
@@ -115,6 +116,7 @@ class PathPoint:
         (Paper: App. K). :meth:`~gaplab.core.regpath.container.RegPath.summary` counts the two apart.
     end : str
         Why the path ends at this point ("" if it goes on): "rho<=0", "lam_min", "not_converged",
+        "oracle_not_exact",
         "time_limit", "stopped", "max_breakpoints", "stalled".
     solver : Solver or None
         The live solver at this point (only with ``keep_solver=True``; not saved). Read it before

@@ -13,12 +13,14 @@ import time
 
 import numpy as np
 
+from .. import certify
 from ..config import Status
 from ..solver import Solver
 
 _STATUS_NAMES = {s: s.name.lower() for s in Status}
 _STATUS_OF_NAME = {"converged": Status.CONVERGED, "converged_heuristic": Status.CONVERGED_HEURISTIC,
-                   "max_passes": Status.MAX_PASSES, "time_limit": Status.TIME_LIMIT, "stopped": Status.STOPPED}
+                   "max_passes": Status.MAX_PASSES, "time_limit": Status.TIME_LIMIT, "stopped": Status.STOPPED,
+                   "oracle_not_exact": Status.ORACLE_NOT_EXACT}
 
 
 def _model_box(model) -> dict:
@@ -50,7 +52,8 @@ def _solve(solver: Solver, target: float, *, heuristic: bool, verify: bool, max_
     growing pass budget). After each chunk the stale gap sum is compared with the target:
     heuristic mode stops once it is <= target; exact mode, once it is <= check_factor·target,
     runs a counted exact gap pass (the authors' "true gap when converged") and stops if the
-    exact gap is <= target. A failed check doubles the work required before the next one (so
+    exact gap is <= target (an exact gap below −tolerance ends it as "oracle_not_exact": the max
+    oracle is not exact, :mod:`~gaplab.core.certify`). A failed check doubles the work required before the next one (so
     failed checks cost at most as much as the solver work). The solver's periodic gap checks
     (``gap_check``) also stop it. Exact mode ends with an exact gap of the final iterate (as
     ``run(final_gap_check=True)``)."""
@@ -75,7 +78,7 @@ def _solve(solver: Solver, target: float, *, heuristic: bool, verify: bool, max_
         if res.status == Status.CONVERGED:  # a periodic exact gap check
             status, fresh = "converged", True
             break
-        if res.status in (Status.TIME_LIMIT, Status.STOPPED):
+        if res.status in (Status.TIME_LIMIT, Status.STOPPED, Status.ORACLE_NOT_EXACT):
             status = _STATUS_NAMES[res.status]
             break
         stale = solver.heuristic_gap
@@ -84,7 +87,11 @@ def _solve(solver: Solver, target: float, *, heuristic: bool, verify: bool, max_
             break
         if not heuristic and stale <= check_factor * target:
             if verify and solver.oracle_calls >= next_check_calls:
-                if solver.exact_gap(count=True, store_corners=True).gap <= target:
+                ex = solver.exact_gap(count=True, store_corners=True)
+                if certify.is_impossible_gap(ex.gap, ex.primal, ex.dual):
+                    status = "oracle_not_exact"  # a negative gap certifies nothing
+                    break
+                if ex.gap <= target:
                     status, fresh = "converged", True
                     break
                 next_check_calls = solver.oracle_calls + backoff
@@ -93,6 +100,11 @@ def _solve(solver: Solver, target: float, *, heuristic: bool, verify: bool, max_
             status = "max_passes"  # below a single oracle call makes no step, so this is the only end)
     if not heuristic and not fresh:
         solver.exact_gap(count=True, store_corners=True)
+    ex = solver.fresh_exact_gap
+    if not heuristic and ex is not None and certify.is_impossible_gap(ex.gap, ex.primal, ex.dual):
+        status = "oracle_not_exact"  # never "converged": the point is not certified
+    if status == "oracle_not_exact":
+        solver.not_exact = certify.diagnose(solver, ex or solver.exact_gap(count=True, store_corners=True))
     solver.status = _STATUS_OF_NAME[status]
     return solver.result(), status
 

@@ -37,7 +37,7 @@ API_SECTIONS = (
     ("Solver core", ("gaplab.core", "gaplab.core.config", "gaplab.core.solver",
                      "gaplab.core.solver_state", "gaplab.core.problems", "gaplab.core.estimator",
                      "gaplab.core.reference",
-                     "gaplab.core.warmup")),
+                     "gaplab.core.warmup", "gaplab.core.certify")),
     ("Models", ("gaplab.core.models", "gaplab.core.models.protocol", "gaplab.core.models.display")),
     ("Data sets", ("gaplab.core.datasets",)),
     ("Regularization path", ("gaplab.core.regpath", "gaplab.core.regpath.store")),

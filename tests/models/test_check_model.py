@@ -45,19 +45,77 @@ class _WrongLossInOracle(MultiLabel):
         return self.inference(x, w)  # forgets the loss
 
 
+class _IgnoresLoss(MultiLabel):
+    """An oracle that never looks at the loss (nor at y): the argmax of ⟨w, ψ⟩ written out."""
+
+    def loss_augmented_inference(self, x, y, w):
+        return self.all_y[np.argmax(self._scores(x, w))]
+
+
+class _SumHammingInOracle(MultiLabel):
+    """The oracle adds the sum-Hamming loss while ``loss()`` is the mean: the same argmax at
+    w = 0 and wherever ⟨w, ψ⟩ dominates, a different one where the loss decides."""
+
+    def loss_augmented_inference(self, x, y, w):
+        return self.all_y[np.argmax(self._scores(x, w) + np.sum(self.all_y != y, axis=1))]
+
+
 class _NotLinear(MultiLabel):
     def joint_feature(self, x, y):
         return super().joint_feature(x, y) ** 3 + 0.1
 
 
-@pytest.mark.parametrize("cls, match", [(_WrongOracle, "max oracle's labelling scores"),
-                                        (_WrongLossInOracle, "max oracle's labelling scores"),
-                                        (_NotLinear, "max oracle")])
-def test_a_broken_model_is_caught(cls, match):
-    data = make_multilabel(5, n_features=3, n_tags=3, seed=2)
-    check_model(PythonModel(MultiLabel(3, 3), data))  # the sound model passes
-    with pytest.raises(ModelCheckError, match=match):
-        check_model(PythonModel(cls(3, 3), data), seed=0)
+BROKEN = [(_WrongOracle, "max oracle's labelling"), (_WrongLossInOracle, "max oracle's labelling"),
+          (_IgnoresLoss, "max oracle's labelling"), (_SumHammingInOracle, "max oracle's labelling"),
+          (_NotLinear, "max oracle|decode")]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_sound_model_passes_and_says_what_it_tried(seed):
+    data = make_multilabel(5, n_features=3, n_tags=3, seed=seed)
+    report = check_model(PythonModel(MultiLabel(3, 3), data), seed=seed)
+    assert report.ok and report.worst_violation == 0.0 and not report.warnings
+    assert report.enumerated == report.blocks  # 2^3 labellings: brute force on every block checked
+    assert report.labellings == 8 * len(report.blocks)
+    assert report.points == 1 + 3 * 6  # w = 0, then 3 fixed and 3 loss-decisive t per direction
+    text = str(report)
+    assert "worst violation" in text and "never beaten" in text and f"{report.labellings}" in text
+
+
+@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("cls, match", BROKEN)
+def test_a_broken_model_is_caught_at_every_seed(cls, match, seed):
+    """Every seed of the check (random directions, blocks) and of the data catches each bug, and
+    the message names the labelling that beats the oracle's with both scores."""
+    data = make_multilabel(5, n_features=3, n_tags=3, seed=seed)
+    with pytest.raises(ModelCheckError, match=match) as info:
+        check_model(PythonModel(cls(3, 3), data), seed=seed)
+    if cls is not _NotLinear:
+        rep = info.value.report
+        assert rep.worst_violation > 1e-6 and "but the labelling" in str(info.value)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_loss_bugs_are_caught_on_sampled_labellings_too(seed):
+    """Label spaces too large to enumerate (2^10 labellings, 64 sampled): the loss-decisive
+    points still catch an oracle that forgets the loss."""
+    data = make_multilabel(6, n_features=3, n_tags=10, seed=seed)
+    rep = check_model(PythonModel(MultiLabel(3, 10), data), seed=seed, enumerate_up_to=16)
+    assert rep.sampled == rep.blocks and not rep.enumerated
+    with pytest.raises(ModelCheckError, match="max oracle's labelling"):
+        check_model(PythonModel(_IgnoresLoss(3, 10), data), seed=seed, enumerate_up_to=16)
+
+
+class _NoLabelCount(MultiLabel):
+    n_labels = None
+
+
+def test_a_label_space_that_cannot_be_sampled_is_warned_about():
+    from gaplab.core.models import ModelCheckWarning
+    data = make_multilabel(5, n_features=3, n_tags=3, seed=0)
+    with pytest.warns(ModelCheckWarning, match="neither enumerated nor sampled"):
+        rep = check_model(PythonModel(_NoLabelCount(3, 3), data))
+    assert rep.unchecked == rep.blocks and not rep.ok and "n_labels" in str(rep)
 
 
 def test_a_broken_numba_primitive_is_caught(monkeypatch):

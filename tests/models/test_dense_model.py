@@ -231,3 +231,12 @@ def test_arrays_are_read_only(multilabel):
     for name in ("stat_off", "lab_off", "gt"):
         with pytest.raises(ValueError, match="read-only"):
             getattr(multilabel.arrays, name)[0] = 10**7
+
+
+def test_default_name_is_the_data_name_else_the_model_class():
+    from gaplab.core.models import Examples
+    data = make_multilabel(3)
+    assert PythonModel(MultiLabel(8, 4), data).name == data.name
+    assert PythonModel(MultiLabel(8, 4), Examples(data.X, data.Y)).name == "MultiLabel"
+    assert PythonModel(MultiLabel(8, 4), (data.X, data.Y)).name == "MultiLabel"
+    assert PythonModel(MultiLabel(8, 4), data, name="mine").name == "mine"
