@@ -431,11 +431,11 @@ class _FullDisk:
                 yield tmp
                 if mine:
                     disk.writes += 1
-                    if disk.full:
-                        grow = os.path.getsize(tmp) - old
-                        if grow > disk.free:
+                    if disk.full:  # the new file needs its whole size while the old one still exists
+                        size = os.path.getsize(tmp)
+                        if size > disk.free:
                             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(file))
-                        disk.free -= max(grow, 0)
+                        disk.free += old - size
 
         def unlink(path, *a, **kw):  # a store file removed frees its room (a failed temporary file took none)
             name = os.path.basename(str(path))
@@ -487,7 +487,7 @@ def test_a_disk_full_at_any_write_keeps_the_path_resumable_to_the_same_end(model
             _FullDisk(m, store, k)
             with pytest.raises(OSError) as exc:
                 run(store)
-        assert exc.value.errno == errno.ENOSPC, k
+        assert exc.value.errno == errno.ENOSPC, (k, exc.value)
         assert not list(store.glob(".*.tmp")) and not (store / pst.RESERVE_FILE).exists()
         with warnings.catch_warnings():
             warnings.simplefilter("error")
