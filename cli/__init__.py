@@ -3,8 +3,9 @@
 The CLI presents what the core returns (progress bars, summary tables, JSON); the core prints
 nothing. What lives where:
 
-- :mod:`~gaplab.cli.entry` — :func:`main` (the ``gaplab`` console script and ``python -m
-  gaplab``: errors and Ctrl-C as one line and a non-zero exit), :func:`build_parser`,
+- :mod:`~gaplab.cli.entry` — :func:`main` (run by the ``gaplab`` console script and ``python -m
+  gaplab`` through :mod:`gaplab.console`, which holds Ctrl-C from its first statement: errors
+  and Ctrl-C as one line and a non-zero exit), :func:`build_parser`,
   ``gaplab warmup`` and ``gaplab app``;
 - :mod:`~gaplab.cli.train` — ``gaplab train`` and the options it shares with path and grid;
 - :mod:`~gaplab.cli.path` — ``gaplab path`` and ``gaplab grid`` (regularization path, grid

@@ -105,12 +105,51 @@ def _check_outputs(args) -> None:
         sp = Path(store)
         if sp.exists() and not sp.is_dir():
             raise ValueError(f"--store {store!r} exists and is not a directory")
-        check_output_path((sp if sp.is_dir() else sp.parent) / ".gaplab-store-check", "--store")
+        _check_store_dir(store)
+        if getattr(args, "lock_stack", None) is not None:
+            _lock_store(args, args.lock_stack, store)  # before reading it: another writer may be filling it
         if (sp / "manifest.json").exists() and not getattr(args, "overwrite", False) \
                 and not getattr(args, "resume", None):
             raise ValueError(f"--store {store!r} already holds a path; give another directory or --overwrite")
     if args.json:
         check_output_path(args.json, "--json")
+
+
+def _check_store_dir(store) -> None:
+    """--store must be a directory gaplab can write in (or one it can create): a ValueError
+    naming the store otherwise (exit 2, before any work)."""
+    import os
+    import tempfile
+    from pathlib import Path
+    sp = Path(store)
+    where = sp if sp.is_dir() else next((p for p in sp.parents if p.is_dir()), Path("."))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".gaplab-", suffix=".check", dir=where)
+    except OSError as exc:
+        what = "write in it" if where == sp else f"create it in {str(where)!r}"
+        raise ValueError(f"--store {store!r}: cannot {what} ({exc.strerror or exc}); give a writable "
+                         "directory") from None
+    os.close(fd)
+    os.unlink(tmp)
+
+
+def _lock_store(args, stack, store) -> None:
+    """Take the writer lock of the path store ``store`` now (before loading data) and hold it in
+    ``stack`` until the command ends: a second writer stops at once with one line naming the
+    holder's pid (exit 1), or waits with --wait."""
+    if not store:
+        return
+    from pathlib import Path
+
+    from gaplab.core.storelock import store_lock
+    if not Path(store).is_dir() and getattr(args, "resume", None):
+        return  # a single-file path: no store to lock
+
+    def waiting(holder):
+        pid = holder.get("pid")
+        print(f"gaplab {args.command}: waiting for {'pid ' + str(pid) if pid else 'another process'} to finish "
+              f"writing {store}", file=sys.stderr, flush=True)
+    stack.enter_context(store_lock(store, what="path store", wait=args.wait, on_wait=waiting))
 
 
 def _write_outputs(args, result, summary) -> list:
@@ -204,6 +243,9 @@ def _common(p):
                    help="stream every point to this path-store directory as soon as it is computed "
                         "(one compressed file per breakpoint + a JSON manifest; bounded memory)")
     p.add_argument("--overwrite", action="store_true", help="replace a path already in --store")
+    p.add_argument("--wait", action="store_true",
+                   help="if another gaplab process writes to the store, wait for it to finish (default: stop "
+                        "with an error naming its pid)")
     p.add_argument("--store-compress", action="store_true",
                    help="also deflate the weights' values in --store (about half the size on CoNLL, slower writes)")
     p.add_argument("--in-memory", action="store_true",
@@ -357,6 +399,21 @@ def _load_model(args):
     return problem.model, problem.test, time.perf_counter() - t0, metric, dict(problem.options)
 
 
+def _holding_store_lock(cmd):
+    """``cmd(args)`` with an ExitStack (``args.lock_stack``) that holds the store's writer lock
+    (taken by :func:`_check_outputs`) until the command ends."""
+    import contextlib
+    import functools
+
+    @functools.wraps(cmd)
+    def run(args) -> int:
+        with contextlib.ExitStack() as stack:
+            args.lock_stack = stack
+            return cmd(args)
+    return run
+
+
+@_holding_store_lock
 def cmd_path(args) -> int:
     from gaplab.core.regpath import HEURISTIC_KAPPA, PathConfig, path_defaults, regularization_path
 
@@ -393,9 +450,12 @@ def _run_and_finish(args, what: str, printer, run, summary: dict, store) -> int:
     the outputs: Ctrl-C saves what was computed (exit 130), a failed write names the file
     (``store``: the path store written to, or None)."""
     from gaplab.core.interrupt import Interrupted
+    from gaplab.core.storelock import StoreLockedError
 
     try:
         result = run()
+    except StoreLockedError:
+        raise  # one line from main (exit 1)
     except Interrupted as exc:
         printer.close()
         return _interrupted(args, what, exc)
@@ -418,6 +478,7 @@ def _resume(args) -> int:
     import warnings
 
     from gaplab.core.regpath.store import PathStoreWarning
+    _lock_store(args, args.lock_stack, args.resume)  # before reading: another writer may be continuing it
     with warnings.catch_warnings(record=True) as caught:  # a damaged store: its valid prefix, said in one line
         warnings.simplefilter("always", PathStoreWarning)
         saved = RegPath.open(args.resume)  # a clear PathFileError / PathStoreError (exit 2), before any work
@@ -462,6 +523,7 @@ def _resume(args) -> int:
                            store=args.resume if streamed else None)
 
 
+@_holding_store_lock
 def cmd_grid(args) -> int:
     from gaplab.core.regpath.grid import _check_grid, grid_search
 

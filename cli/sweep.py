@@ -36,9 +36,21 @@ def cmd_sweep(args) -> int:
         return 0
     show = not args.quiet and (sys.stderr.isatty() or args.progress)
     dashboard = None if args.dashboard_address.lower() == "none" else args.dashboard_address
+    from gaplab.core.storelock import StoreLockedError
+    from gaplab.core.sweep.store import lock_store
+
+    def waiting(holder):
+        pid = holder.get("pid")
+        print(f"gaplab sweep: waiting for {'pid ' + str(pid) if pid else 'another process'} to finish writing "
+              f"{args.store}", file=sys.stderr, flush=True)
     try:
-        rep = run_sweep(spec, args.store, workers=args.workers, scheduler=args.scheduler, retries=args.retries,
-                        progress=show, dashboard_address=dashboard, connect_timeout=args.connect_timeout)
+        with lock_store(args.store, wait=args.wait, on_wait=waiting):  # one writer per store
+            rep = run_sweep(spec, args.store, workers=args.workers, scheduler=args.scheduler,
+                            retries=args.retries, progress=show, dashboard_address=dashboard,
+                            connect_timeout=args.connect_timeout)
+    except StoreLockedError as exc:
+        print(f"gaplab sweep: error: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:  # scheduler out of reach, disk full: one line; the runs recorded so far are kept
         if exc.errno is None:  # the scheduler did not answer (nothing was run)
             print(f"gaplab sweep: error: {exc}", file=sys.stderr)
@@ -108,6 +120,9 @@ def add_commands(sub) -> None:
                         "only, any free port; 0.0.0.0:8787 exposes it to the network; none: no dashboard)")
     p.add_argument("--retries", type=arg_type(validate.int_at_least, "--retries", 0, parse=int), default=1, help="extra attempts of a failed run (default 1)")
     p.add_argument("--dry-run", action="store_true", help="list the runs still to do and exit")
+    p.add_argument("--wait", action="store_true",
+                   help="if another gaplab process writes to --store, wait for it to finish (default: stop with "
+                        "an error naming its pid)")
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--progress", action="store_true", help="show the progress bar even without a terminal")
     p.set_defaults(func=cmd_sweep)

@@ -19,7 +19,8 @@ What lives where:
 - ``sweep``: sweeps of solver settings over problems, seeds and λ (spec, runs, store, Dask).
 - ``warmup``: compiling the kernels ahead of use.
 - ``validate``: checks of numeric arguments; ``jsonsafe``: JSON with non-finite numbers;
-  ``atomic``: atomic file writes; ``interrupt``: holding Ctrl-C during writes; ``rng``: the solver's own
+  ``atomic``: atomic file writes; ``interrupt``: holding Ctrl-C during writes; ``storelock``: one
+  writer per store (an OS file lock); ``rng``: the solver's own
   seeded random number generator (xoshiro256**) kept in the state arrays.
 
 Typical use::

@@ -28,6 +28,9 @@ def _check_labels(X, Y, what: str):
         raise TypeError(f"Y must be a list of int arrays (one per sequence), got {type(Y).__name__}")
     if len(Y) != len(X):
         raise ValueError(f"X and Y must hold the same number of sequences, got {len(X)} and {len(Y)}")
+    if len(X) == 0:
+        raise ValueError(f"X and Y are empty (0 sequences); {what} needs at least one sequence X[i] of shape "
+                         "(T_i, n_features) with its labels Y[i]")
     for i, y in enumerate(Y):
         a = np.asarray(y)
         if a.size == 0:
@@ -81,6 +84,8 @@ def _as_data(X, Y=None, *, n_labels=None, label_names=None, n_features=None, spl
     if not isinstance(X, (list, tuple)) or len(X) == 0:
         raise ValueError("X must be a non-empty list of arrays of shape (T_i, n_features) or a SequenceData")
     for i, x in enumerate(X):
+        if np.iscomplexobj(x):  # casting to float64 would drop the imaginary part with only a warning
+            raise TypeError(f"X[{i}] has complex dtype {np.asarray(x).dtype}; features must be real (float) numbers")
         if np.asarray(x).ndim != 2 or np.asarray(x).shape[0] == 0:
             raise ValueError(f"X[{i}] must be a non-empty 2-D array (T_i >= 1, n_features), got shape "
                              f"{np.asarray(x).shape}")

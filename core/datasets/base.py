@@ -263,7 +263,14 @@ class SequenceData:
             raise ValueError(f"X and Y must have the same length, got {len(X)} and {len(Y)}")
         if len(X) == 0:
             raise ValueError("X must contain at least one sequence")
-        Xs = [np.asarray(x, dtype=np.float64) for x in X]
+        Xs = []
+        for i, x in enumerate(X):
+            a = np.asarray(x)
+            if np.iscomplexobj(a):  # casting would keep the real part only, with just numpy's warning
+                raise TypeError(f"X[{i}] has complex dtype {a.dtype}; features must be real (float) numbers")
+            if a.dtype.kind not in "biuf":
+                raise TypeError(f"X[{i}] must hold real (float) features, got dtype {a.dtype}")
+            Xs.append(np.asarray(a, dtype=np.float64))
         d = None
         for i, x in enumerate(Xs):
             if x.ndim != 2:

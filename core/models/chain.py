@@ -127,12 +127,15 @@ class ChainModel(StructuredModel):
                         self.F, gram_off, gram)
         else:
             gram_off, gram = np.zeros(data.n + 1, dtype=np.int64), _EMPTY_F
-        return _p.freeze_arrays(ChainArrays(  # read-only: the kernels trust these offsets
+        M = ChainArrays(
             data.n, self.d, K, stat_off, data.seq_offsets, data.labels,
             data.feat_indptr, data.feat_indices, data.feat_values, self.F1,
             int(bool(np.all(data.feat_values == 1.0))),
             gram_off, gram, self.first_off, self.last_off, self.trans_off,
-        ))
+        )
+        # the model's own arrays: locked for good (the kernels trust these offsets); the arrays of a
+        # test set are built for one decoding call and never handed out, so they are not copied
+        return _p.freeze_arrays(M) if with_gram else M
 
     # ---------------------------------------------------------------- helpers
     @property

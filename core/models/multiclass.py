@@ -220,7 +220,7 @@ class MulticlassModel(StructuredModel):
             np.concatenate(rows_val) if rows_val else _EMPTY_F,
             np.concatenate(loss_all),
         )
-        _p.freeze_arrays(self.arrays)
+        self.arrays = _p.freeze_arrays(self.arrays)
         self._features = [np.asarray(f, dtype=np.float64) for f in features]
         self._losses = [np.asarray(x, dtype=np.float64) for x in losses]
 

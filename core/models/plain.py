@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .dense import DenseArrays
+from . import protocol as _p
 from .protocol import StructuredModel
 
 __all__ = ["PythonModel", "Examples", "PYSTRUCT_METHODS"]
@@ -130,9 +131,8 @@ class PythonModel(StructuredModel):
                 raise ValueError(f"model {self.name!r}, example {i}: loss(y_i, y_i) must be 0, got {loss!r}")
             gt[lab_off[i]:lab_off[i + 1]] = enc
         stat_off = (np.arange(self.n + 1, dtype=np.int64) * (self.d + 1))
-        for a in (stat_off, lab_off, gt):  # the kernels index with them: nobody may change them
-            a.setflags(write=False)
-        self.arrays = DenseArrays(self.n, self.d, 1, stat_off, lab_off, gt)
+        # the kernels index with them: nobody may change them (not even with setflags)
+        self.arrays = _p.freeze_arrays(DenseArrays(self.n, self.d, 1, stat_off, lab_off, gt))
 
     # ---------------------------------------------------------------- encoding
     def _check_i(self, i) -> int:

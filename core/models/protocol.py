@@ -203,14 +203,37 @@ class ArraysError(ValueError):
 _ARRAY_CHECKS: dict = {}
 
 
+def _can_unlock(a: np.ndarray) -> bool:
+    """Whether ``a.setflags(write=True)`` would succeed (an array owning its memory, or a view of
+    one that is writable or can be unlocked): tried, then undone."""
+    if a.flags.writeable:
+        return True
+    try:
+        a.setflags(write=True)
+    except ValueError:
+        return False
+    a.setflags(write=False)
+    return True
+
+
+def locked_array(a: np.ndarray) -> np.ndarray:
+    """A read-only copy of ``a`` that nobody can make writable: a view of an immutable ``bytes``
+    buffer, so ``setflags(write=True)`` raises ValueError on it (and on its base). An array that
+    cannot be unlocked already (a read-only memory map, such a view) is returned as it is."""
+    if not _can_unlock(a):
+        return a
+    out = np.frombuffer(np.ascontiguousarray(a).tobytes(), dtype=a.dtype).reshape(a.shape)
+    out.setflags(write=False)
+    return out
+
+
 def freeze_arrays(arrays):
-    """Mark every ndarray field of a model's ``arrays`` namedtuple read-only, in place, and
-    return the namedtuple. The arrays must be the model's own (the builders copy what they
-    take from a caller); arrays that are read-only already (a data set's) are left as they are."""
-    for a in arrays:
-        if isinstance(a, np.ndarray) and a.flags.writeable:
-            a.flags.writeable = False
-    return arrays
+    """A model's ``arrays`` namedtuple with every ndarray field read-only for good
+    (:func:`locked_array`): the compiled kernels index with these offsets without bounds checks,
+    and a write after a Solver is built would make them read or write outside an array (a crash).
+    Returns a new namedtuple (copies of the arrays that could be unlocked); the caller's arrays
+    are left as they are."""
+    return type(arrays)(*(locked_array(a) if isinstance(a, np.ndarray) else a for a in arrays))
 
 
 def register_arrays_check(arrays_cls, check) -> None:

@@ -18,6 +18,7 @@ def _record(path, p, first_is_lam_inf: bool) -> None:
         path.append(p)
         path.resume_solver = p.solver
         p.solver = None  # the path keeps the last solver only
+    path._reserve_state_space()
 
 
 def _after_point(path, p, count: int, callback, checkpoint_every: int, checkpoint_file, streamed: bool) -> bool:
@@ -54,8 +55,10 @@ def _interrupted(path, streamed: bool) -> Interrupted:
 
 def _write_failed(path, streamed: bool) -> None:
     """After a failed write (disk full, ...): the store lists exactly the breakpoints written
-    before; keep it resumable from the last of them if there is room for its solver state."""
+    before; keep it resumable from the last of them: the space reserved for its solver state is
+    freed and the state written there."""
     if streamed and path._writer is not None and path._rows and not path._rows[-1]["end"]:
+        path._writer.free_reserve()
         with contextlib.suppress(OSError):
             path.save_resume_state()
     path._close_writer()
@@ -99,5 +102,8 @@ def _collect(path, points, callback, first_is_lam_inf=False, checkpoint_every: i
     except BaseException:
         path._close_writer()
         raise
-    _finish(path, streamed)
+    try:
+        _finish(path, streamed)
+    finally:
+        path._close_writer()  # also when the last write fails: the lock and the space reserve go
     return path

@@ -369,6 +369,17 @@ class RegPath:
         self._writer.write_resume_state(info, {k[len(_STATE_PREFIX):]: v for k, v in arrays.items()},
                                         meta=jsonsafe.encode(self.meta))
 
+    def _reserve_state_space(self) -> None:
+        """Store-backed path: keep disk space reserved for the solver state of the last point and
+        a manifest rewrite (:meth:`~gaplab.core.regpath.store.PathStoreWriter.reserve`), so that
+        a full disk still leaves the path resumable from its last breakpoint."""
+        solver = self.resume_solver
+        if self._writer is None or solver is None or self.kind == "grid" or getattr(self, "_no_reserve", False):
+            return
+        state = sum(np.asarray(a).nbytes for a in solver.S) + 16 * solver.n  # + the last gap pass's block arrays
+        members = len(solver.S) + 2
+        self._writer.reserve(state + 512 * members + 2 * self._writer.manifest_bytes + (1 << 16))
+
     @property
     def io_stats(self) -> dict:
         """{"io_time_s", "bytes_written"} of the store writes made by this process (zeros for an
@@ -378,11 +389,15 @@ class RegPath:
             return {"io_time_s": w.io_time_s, "bytes_written": w.bytes_written}
         return dict(self._io_stats) if hasattr(self, "_io_stats") else {"io_time_s": 0.0, "bytes_written": 0}
 
-    def attach_store(self, store, *, overwrite: bool = False, compress_values: bool = False) -> None:
+    def attach_store(self, store, *, overwrite: bool = False, compress_values: bool = False,
+                     reserve_space: bool = True) -> None:
         """Stream every point appended from now on to the path store ``store`` (a directory; see
         :mod:`gaplab.core.regpath.store`): :meth:`append` writes it atomically and keeps only its
-        row in memory. Call :meth:`close_store` when done."""
+        row in memory. Call :meth:`close_store` when done. ``reserve_space=False``: keep no disk
+        space for the solver state (a scratch store; on a memory-backed file system such as a
+        tmpfs ``/tmp`` the reserve, as large as the solver state, takes memory)."""
         self._attach_writer(store, overwrite=overwrite, compress_values=compress_values)
+        self._no_reserve = not reserve_space
 
     def close_store(self) -> None:
         """Stop writing (the path stays readable from its store)."""
@@ -406,4 +421,5 @@ class RegPath:
     def _close_writer(self) -> None:
         if self._writer is not None:
             self._io_stats = {"io_time_s": self._writer.io_time_s, "bytes_written": self._writer.bytes_written}
-            self._writer = None
+            writer, self._writer = self._writer, None
+            writer.close()  # the store's writer lock

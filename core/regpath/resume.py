@@ -4,6 +4,9 @@ uninterrupted run reaches, breakpoint for breakpoint.
 """
 from __future__ import annotations
 
+import contextlib
+import os
+from pathlib import Path
 from typing import Callable
 
 from . import store as pst
@@ -17,6 +20,7 @@ from .points import PathMetric, PathPoint, _as_tests, _metric_meta
 from .run import _Clock
 from .solverstate import _restore_solver
 from .store import PathStoreError
+from ..storelock import store_lock
 
 __all__ = ["resume_path"]
 
@@ -98,8 +102,19 @@ def resume_path(file, model, *, test_data=None, should_stop=None,
         The same for a path store.
     Interrupted
         On Ctrl-C, with the points so far (resumable again).
+    StoreLockedError
+        Another process writes to the store (one writer per store:
+        :mod:`gaplab.core.storelock`); its lock is taken before the store is read.
     """
     _check_model(model)
+    is_store = Path(os.fspath(file)).is_dir()
+    with store_lock(file, what="path store") if is_store else contextlib.nullcontext():
+        return _resume(file, model, test_data, should_stop, callback, checkpoint_every, checkpoint_file,
+                       test_metric)
+
+
+def _resume(file, model, test_data, should_stop, callback, checkpoint_every, checkpoint_file, test_metric):
+    """:func:`resume_path` with the store's writer lock held."""
     path = RegPath.open(file)
     streamed = path.store is not None
 

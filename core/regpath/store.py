@@ -59,6 +59,7 @@ from numba import njit
 from .. import jsonsafe, validate
 from ..atomic import atomic_write
 from ..interrupt import held_sigint
+from ..storelock import LOCK_FILE, store_lock
 
 __all__ = ["PathStoreError", "PathStoreWarning", "PathStoreWriter", "read_manifest", "read_weights",
            "STORE_FORMAT", "STORE_VERSION", "MANIFEST", "encode_weights"]
@@ -67,6 +68,7 @@ STORE_FORMAT = "gaplab-path-store"
 STORE_VERSION = 1
 MANIFEST = "manifest.json"
 RESUME_FILE = "resume_state.npz"
+RESERVE_FILE = ".gaplab-space-reserve"   # disk space kept free for the solver state (see PathStoreWriter.reserve)
 DENSE_FRACTION = 1.0 / 3.0   # more non-zeros than this: store w dense
 _BP_RE = re.compile(r"^bp_(\d{6,})\.npz$")
 _RESUME_RE = re.compile(r"^resume_state(_\d{6,})?\.npz$")
@@ -343,6 +345,12 @@ class PathStoreWriter:
     overwrite : bool
     compress_values : bool
         Deflate the float64 values (and dense w) too: a smaller store, more write time.
+
+    Raises
+    ------
+    StoreLockedError
+        Another process (or thread) writes to ``store`` (:mod:`gaplab.core.storelock`): one
+        writer per store. The lock is held until :meth:`close`.
     """
 
     def __init__(self, store, kind: str, meta: dict, *, mode: str = "new", overwrite: bool = False,
@@ -359,6 +367,53 @@ class PathStoreWriter:
         if self.root.exists() and not self.root.is_dir():
             raise PathStoreError(f"path store {str(self.root)!r} exists and is not a directory")
         self.root.mkdir(parents=True, exist_ok=True)
+        self._lock = store_lock(self.root, what="path store")  # before anything is read or cleaned
+        try:
+            self._open(kind, meta, mode, overwrite)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Stop writing: remove the disk-space reserve, release the store's writer lock."""
+        self.free_reserve()
+        lock, self._lock = getattr(self, "_lock", None), None
+        if lock is not None:
+            lock.release()
+
+    def reserve(self, nbytes: int) -> bool:
+        """Keep at least ``nbytes`` of disk space allocated to the store's reserve file, so that a
+        full disk (ENOSPC while writing a breakpoint) still leaves room for the solver state of
+        the last written breakpoint: :meth:`free_reserve` gives the space back just before that
+        state is written. Grows only; returns False when the space cannot be allocated (the
+        disk is already full: best effort)."""
+        nbytes = int(nbytes)
+        if nbytes <= getattr(self, "_reserved", 0):
+            return True
+        target = nbytes + nbytes // 4  # room to grow with the manifest
+        try:
+            fd = os.open(self.root / RESERVE_FILE, os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                os.posix_fallocate(fd, 0, target)
+            finally:
+                os.close(fd)
+        except (OSError, AttributeError):  # no posix_fallocate (not POSIX) or no space
+            return False
+        self._reserved = target
+        return True
+
+    def free_reserve(self) -> None:
+        """Remove the reserve file (its space becomes free for the solver state)."""
+        self._reserved = 0
+        with contextlib.suppress(OSError):
+            os.unlink(self.root / RESERVE_FILE)
+
+    @property
+    def manifest_bytes(self) -> int:
+        """Size of the manifest last written (a rewrite needs that much room next to it)."""
+        return getattr(self, "_manifest_bytes", 0)
+
+    def _open(self, kind: str, meta: dict, mode: str, overwrite: bool) -> None:
         self._clean_tmp()
         if mode == "append":
             with warnings.catch_warnings():  # a damaged store was already reported when it was opened
@@ -402,8 +457,10 @@ class PathStoreWriter:
         return len(self.man["rows"])
 
     def _write_manifest(self, man: dict | None = None):
+        text = _json_dumps(self.man if man is None else man)
         with atomic_write(self.root / MANIFEST, "w") as fh:
-            fh.write(_json_dumps(self.man if man is None else man))
+            fh.write(text)
+        self._manifest_bytes = len(text.encode("utf-8"))
 
     def append(self, row: dict, w: np.ndarray, meta: dict | None = None) -> None:
         """Write the next breakpoint (its file, then the manifest listing it; both atomic), with
@@ -535,5 +592,6 @@ def read_resume_arrays(store, info: dict) -> dict:
 
 
 def store_size_bytes(store) -> int:
+    """Bytes of the store's files (its writer's lock file and space reserve left out)."""
     root = Path(os.fspath(store))
-    return sum(f.stat().st_size for f in root.iterdir() if f.is_file())
+    return sum(f.stat().st_size for f in root.iterdir() if f.is_file() and f.name not in (LOCK_FILE, RESERVE_FILE))

@@ -17,7 +17,7 @@ from typing import Callable
 from .. import validate
 from .runs import execute_run
 from .spec import expand_runs, load_spec
-from .store import Store
+from .store import Store, lock_store
 
 __all__ = ["run_sweep", "SweepReport", "DASHBOARD_ADDRESS"]
 
@@ -73,7 +73,8 @@ def _make_cluster(workers: int, dashboard_address: str | None = DASHBOARD_ADDRES
 
 def run_sweep(spec, store, *, workers: int | None = None, scheduler: str | None = None, client=None,
               budget: str | None = None, retries: int = 1, progress: bool | Callable = False,
-              dashboard_address: str | None = DASHBOARD_ADDRESS, connect_timeout: float = 30.0) -> SweepReport:
+              dashboard_address: str | None = DASHBOARD_ADDRESS, connect_timeout: float = 30.0,
+              wait: bool = False) -> SweepReport:
     """Run a spec's unfinished runs and record them in a store.
 
     Parameters
@@ -99,6 +100,9 @@ def run_sweep(spec, store, *, workers: int | None = None, scheduler: str | None 
         Not used with ``scheduler`` or ``client`` (their dashboard is theirs).
     connect_timeout : float
         Seconds to wait for ``scheduler`` (default 30).
+    wait : bool
+        When another process writes to ``store`` (one writer per store,
+        :mod:`gaplab.core.storelock`), wait until it is done instead of raising.
 
     Returns
     -------
@@ -112,9 +116,20 @@ def run_sweep(spec, store, *, workers: int | None = None, scheduler: str | None 
         The scheduler cannot be reached within ``connect_timeout`` (``TimeoutError``, naming
         its address), or the store cannot be written (e.g. disk full: the runs recorded so far
         are kept, a re-run continues).
+    StoreLockedError
+        (an OSError) Another process writes to ``store`` and ``wait`` is False; the message
+        names the store and that process's pid.
     """
     retries, workers, connect_timeout = _check_arguments(retries, workers, dashboard_address, connect_timeout)
     spec = load_spec(spec, budget=budget)
+    with lock_store(store, wait=wait):
+        return _run_locked(spec, store, workers, scheduler, client, retries, progress, dashboard_address,
+                           connect_timeout)
+
+
+def _run_locked(spec, store, workers, scheduler, client, retries, progress, dashboard_address,
+                connect_timeout) -> SweepReport:
+    """:func:`run_sweep` with the store's writer lock held."""
     st = Store.open_for(store, spec)
     runs = expand_runs(spec)
     todo, bad = _unfinished(st, runs)

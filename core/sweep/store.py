@@ -18,13 +18,30 @@ from typing import Callable
 
 from .. import jsonsafe
 from ..atomic import atomic_path
+from ..storelock import LOCK_FILE, StoreLock, StoreLockedError, store_lock
 from .spec import SweepSpec, _canonical
 
-__all__ = ["Store", "STORE_FORMAT"]
+__all__ = ["Store", "STORE_FORMAT", "lock_store"]
 
 STORE_FORMAT = 1
 
 # ============================================================================ the store
+def lock_store(path, *, wait: bool = False, on_wait=None) -> StoreLock:
+    """The writer lock of the sweep store ``path`` (created if missing; one writer per store:
+    :func:`gaplab.core.storelock.store_lock`). Raises ValueError when ``path`` is a file or
+    cannot be created, :class:`~gaplab.core.storelock.StoreLockedError` when another process
+    writes to it (unless ``wait``)."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ValueError(f"store {str(p)!r} is a file, not a directory; give a directory for --store")
+    try:
+        return store_lock(p, what="sweep store", wait=wait, on_wait=on_wait)
+    except StoreLockedError:
+        raise
+    except OSError as exc:
+        raise ValueError(f"{exc.strerror or exc}; give a writable directory for --store") from None
+
+
 def _atomic_write(path: Path, write: Callable[[str], None]):
     """``write(tmp)`` into a temporary file next to ``path``, fsync it, then ``os.replace``: a
     failed or interrupted write leaves the previous file intact and no temporary file
@@ -105,7 +122,7 @@ class Store:
         if p.exists() and not p.is_dir():
             raise ValueError(f"store {str(p)!r} is a file, not a directory; give a directory for --store")
         if not (p / cls.MANIFEST).exists():
-            if p.exists() and any(p.iterdir()):
+            if p.exists() and any(f.name != LOCK_FILE for f in p.iterdir()):
                 raise ValueError(f"store {str(p)!r} is a non-empty directory without {cls.MANIFEST}; "
                                  "give a new or empty directory for --store")
             manifest = {"store_format": STORE_FORMAT, "spec_name": spec.name, "spec_version": spec.version,

@@ -42,7 +42,7 @@ API_SECTIONS = (
     ("Data sets", ("gaplab.core.datasets",)),
     ("Regularization path", ("gaplab.core.regpath", "gaplab.core.regpath.store")),
     ("Sweeps and figures", ("gaplab.core.sweep", "gaplab.plots")),
-    ("Files and Ctrl-C", ("gaplab.core.atomic", "gaplab.core.interrupt")),
+    ("Files and Ctrl-C", ("gaplab.core.atomic", "gaplab.core.interrupt", "gaplab.core.storelock")),
     ("Teaching examples", ("gaplab.toy_examples",)),
     ("The app", ("gaplab.app", "gaplab.app.session")),
 )

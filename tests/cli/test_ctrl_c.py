@@ -7,10 +7,15 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 
-from cli_runs import run_cli, sigint_after
+import pytest
+
+from cli_runs import ENV, run_cli, sigint_after
 from gaplab.core.regpath import RegPath
 
 
@@ -134,3 +139,26 @@ def test_path_resume_keeps_the_loader_options(tmp_path, capsys, monkeypatch):
     full, part = RegPath.open(tmp_path / "full"), RegPath.open(tmp_path / "part")
     assert part.end_reason == full.end_reason and part.meta["options"] == {"n": 5}
     np.testing.assert_array_equal(part.lams, full.lams)
+
+
+def _block_sigint():  # runs in the child between fork and exec: the mask survives exec
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
+@pytest.mark.parametrize("delay", [0.01, 0.02, 0.03, 0.05, 0.2])
+def test_sigint_while_gaplab_starts_exits_130_and_says_interrupted(delay):
+    """Ctrl-C a few hundredths of a second after ``gaplab train`` starts: exit 130 with
+    "interrupted", never a finished run (was: exit 0, the run done) nor a traceback from an
+    import. The child starts with SIGINT blocked, so a Ctrl-C that lands while the Python
+    interpreter itself starts (before any gaplab code exists to answer it; there the signal
+    would end the process or be swallowed by a site .pth import) stays pending until gaplab's
+    first statement takes it; from then on every delay is gaplab's own code."""
+    p = subprocess.Popen([sys.executable, "-m", "gaplab", "train", "--dataset", "ocr-small", "--max-passes", "3",
+                          "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+                         preexec_fn=_block_sigint)
+    time.sleep(delay)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 130, (p.returncode, err[-1500:])
+    assert err.strip().splitlines()[-1].endswith("interrupted"), err[-1500:]
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-1500:]

@@ -206,3 +206,24 @@ def test_a_failing_compile_watcher_does_not_fail_the_compile():
         with global_compiler_lock:  # what numba does around a compile
             pass
     assert seen == [True, False]
+
+
+def test_a_store_folder_that_cannot_be_written_names_the_users_store(tmp_path, monkeypatch, capsys):
+    """A read-only --store folder: the one line names the store (was: gaplab's internal
+    ``.gaplab-store-check`` file), before any work; the same for a store that cannot be created."""
+    import tempfile
+    store = tmp_path / "ro_store"
+    store.mkdir()
+    real = tempfile.mkstemp
+
+    def read_only(*a, dir=None, **kw):
+        if dir is not None and str(dir).startswith(str(store)):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(dir))
+        return real(*a, dir=dir, **kw)
+    monkeypatch.setattr(tempfile, "mkstemp", read_only)
+    for target in (store, store / "new"):
+        rc = main(["path", "--dataset", "ocr-small", "--store", str(target), "--quiet"])
+        line = _one_line(capsys.readouterr().err)
+        assert rc == 2 and f"--store {str(target)!r}" in line and "Read-only file system" in line, line
+        assert ".gaplab-store-check" not in line and "gaplab path: " in line
+    assert list(store.iterdir()) == []

@@ -51,3 +51,24 @@ def test_estimator_refuses_other_models_data_clearly():
     seg = make_synthetic_segmentation(2, grid=(2, 3), cell=2, d_u=3, d_p=2)
     with pytest.raises(TypeError, match="sequence \\(chain\\) problems.*SegmentationData"):
         SSVM(max_passes=2).fit(seg)
+
+
+def test_empty_training_set_names_x_and_y():
+    """Was: "max() arg is an empty sequence"."""
+    for X, Y in (([], []), ((), ())):
+        with pytest.raises(ValueError, match=r"X and Y are empty \(0 sequences\)"):
+            SSVM().fit(X, Y)
+
+
+def test_complex_features_are_refused_naming_the_argument_and_dtype():
+    """Was: trained on the real part with only numpy's ComplexWarning."""
+    X, Y = _seqs()
+    Xc = [x.astype(np.complex128) for x in X]
+    Xc[2] = Xc[2] + 1j
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no ComplexWarning on the way
+        with pytest.raises(TypeError, match=r"X\[0\] has complex dtype complex128"):
+            SSVM().fit(Xc, Y)
+    from gaplab.core.datasets.base import SequenceData
+    with pytest.raises(TypeError, match=r"X\[1\] has complex dtype complex64"):
+        SequenceData.from_dense([X[0], X[1].astype(np.complex64)], Y[:2], ["a", "b"])

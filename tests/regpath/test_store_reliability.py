@@ -2,6 +2,7 @@
 unreadable; every certified breakpoint stays readable and a path resumes from it."""
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -407,3 +408,117 @@ def test_cli_resumes_a_damaged_store_with_one_warning_line(tmp_path, monkeypatch
     assert err.startswith("gaplab path: warning: ") and "first 5 breakpoints" in err
     done, ref = RegPath.open(store), RegPath.open(full)
     assert np.array_equal(_bits(done.lams), _bits(ref.lams)) and np.array_equal(_bits(done.W), _bits(ref.W))
+
+
+# ---------------------------------------------------------------------------- a disk that fills up
+class _FullDisk:
+    """A disk that is full after the k-th atomic write into ``store`` (core/atomic.py): from then
+    on a write fails with ENOSPC (some bytes written, then the temporary file removed, as on a real
+    disk) unless files removed from the store since have freed the room it needs. Space is
+    allocated with posix_fallocate the same way."""
+
+    def __init__(self, monkeypatch, store, k: int):
+        from gaplab.core import atomic
+        self.store, self.k, self.writes, self.free = str(store), k, 0, 0
+        real_path, real_unlink, real_falloc = atomic.atomic_path, os.unlink, os.posix_fallocate
+        disk = self
+
+        @contextlib.contextmanager
+        def atomic_path(file, *, suffix=".tmp"):
+            mine = str(file).startswith(disk.store)
+            old = os.path.getsize(file) if mine and os.path.isfile(file) else 0
+            with real_path(file, suffix=suffix) as tmp:
+                yield tmp
+                if mine:
+                    disk.writes += 1
+                    if disk.full:  # the new file needs its whole size while the old one still exists
+                        size = os.path.getsize(tmp)
+                        if size > disk.free:
+                            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(file))
+                        disk.free += old - size
+
+        def unlink(path, *a, **kw):  # a store file removed frees its room (a failed temporary file took none)
+            name = os.path.basename(str(path))
+            size = os.path.getsize(path) if str(path).startswith(disk.store) and os.path.isfile(path) \
+                and (not name.startswith(".") or name == pst.RESERVE_FILE) else 0
+            real_unlink(path, *a, **kw)
+            disk.free += size if disk.full else 0
+
+        def posix_fallocate(fd, offset, length):
+            if disk.full:
+                have = os.fstat(fd).st_size
+                if offset + length - have > disk.free:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                disk.free -= max(offset + length - have, 0)
+            return real_falloc(fd, offset, length)
+        monkeypatch.setattr(atomic, "atomic_path", atomic_path)
+        monkeypatch.setattr(os, "unlink", unlink)
+        monkeypatch.setattr(os, "posix_fallocate", posix_fallocate)
+
+    @property
+    def full(self) -> bool:
+        return self.writes >= self.k
+
+
+def _writes_of(monkeypatch, store, run) -> int:
+    with monkeypatch.context() as m:
+        disk = _FullDisk(m, store, k=10 ** 9)
+        run(store)
+    return disk.writes
+
+
+@pytest.mark.parametrize("every", [0, 4])
+def test_a_disk_full_at_any_write_keeps_the_path_resumable_to_the_same_end(model, ref_path, tmp_path, monkeypatch,
+                                                                         every):
+    """Whichever write of a streamed path finds the disk full (a breakpoint, a manifest, a
+    checkpoint): the store keeps the solver state of its last certified breakpoint (written into
+    the space the store kept in reserve), and once space is free the resumed path equals the
+    uninterrupted one bitwise. (Was: the certified points kept, then --resume refused with "holds
+    no solver state".)"""
+    def run(store):
+        return regularization_path(model, CFG, meta={"dataset": "random"}, store=store, checkpoint_every=every)
+
+    total = _writes_of(monkeypatch, tmp_path / "count", run)
+    assert total >= 2 * len(ref_path)
+    resumed = 0
+    for k in range(2, total):
+        store = tmp_path / f"s{k}"
+        with monkeypatch.context() as m:
+            _FullDisk(m, store, k)
+            with pytest.raises(OSError) as exc:
+                run(store)
+        assert exc.value.errno == errno.ENOSPC, (k, exc.value)
+        assert not list(store.glob(".*.tmp")) and not (store / pst.RESERVE_FILE).exists()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            kept = RegPath.open(store)
+        _check_prefix(kept, ref_path)
+        if not len(kept):
+            continue  # nothing certified yet: nothing to keep
+        if len(kept) == len(ref_path) and kept.end_reason == ref_path.end_reason:
+            continue  # every breakpoint written; a write after the last one failed
+        assert "resume_state" in kept.meta, (k, len(kept))
+        done = resume_path(store, model)
+        again = RegPath.open(store)
+        assert len(done) == len(again) == len(ref_path), k
+        assert np.array_equal(_bits(again.lams), _bits(ref_path.lams))
+        assert np.array_equal(_bits(again.W), _bits(ref_path.W)), k
+        assert again.end_reason == ref_path.end_reason and "resume_state" not in again.meta
+        resumed += 1
+    assert resumed >= len(ref_path) - 1
+
+
+def test_cli_disk_full_then_resume_once_space_is_free(tmp_path, monkeypatch, capsys):
+    from gaplab.cli import main
+    common = ["--dataset", "ocr-small", "--eps", "0.5", "--lam-min", "0.1", "--no-test-error", "--quiet"]
+    ref = tmp_path / "ref.npz"
+    assert main(["path", *common, "--out", str(ref)]) == 0
+    store = tmp_path / "s"
+    with monkeypatch.context() as m:
+        _FullDisk(m, store, 7)
+        assert main(["path", *common, "--store", str(store)]) == 1
+    line = _one_line(capsys.readouterr().err)
+    assert "No space left on device" in line and f"--resume {store}" in line, line
+    assert main(["path", "--resume", str(store), "--quiet", "--no-test-error"]) == 0
+    got, want = RegPath.open(store), RegPath.load(ref)
+    assert np.array_equal(_bits(got.lams), _bits(want.lams)) and np.array_equal(_bits(got.W), _bits(want.W))
