@@ -20,7 +20,8 @@ What lives where:
   ``simplex``: a block's simplex with FW / away / pairwise steps; ``lessons``: the lesson pages;
   ``path_tab`` and ``pathlab``: the regularization path and the grid search (the lab behind the
   tab; its ``pathlab_snapshot``: what the tab draws, ``pathlab_worker``: the thread that traces
-  the path, ``pathlab_pick``: picking a λ); ``sweeps_tab``: a sweep store's figures.
+  the path, ``pathlab_pick``: picking a λ; ``path_figures``: the tab's sawtooth, staircase and
+  legends); ``sweeps_tab``: a sweep store's figures.
 - Presenter tools: ``switch`` (keep α when a setting changes), ``history`` (go back),
   ``keys`` (keyboard shortcuts), ``urlstate`` (bookmarkable states), ``export`` (CSV/JSON and
   PNG/SVG) and ``animate`` (a GIF of the last steps).

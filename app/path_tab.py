@@ -19,7 +19,8 @@ from bokeh.models import (ColumnDataSource, CustomJSTickFormatter, HoverTool, Li
 from .export import figure_pane
 from .safe_html import esc
 from .ticks import handler
-from .views import GAP_FLOOR, _fig, _fmt, _set, legend_above
+from .path_figures import _grow, _legend_above, _legend_inside, _legend_visible, _pos, _sawtooth, _staircase
+from .views import GAP_FLOOR, _fig, _fmt, _set, _set_range
 
 #: a row of controls that wraps to the width it is given: Bokeh sets a stretched row's min-width
 #: to its children's widths, which would keep it on one line past a narrow output area's edge
@@ -47,36 +48,6 @@ _STATUS = {"idle": ("#555", "no path yet"), "running": ("#1a9641", "computing th
 _LAM_TICK_JS = "const v = Math.pow(10, -tick); return Number(v.toPrecision(3)).toString();"
 
 
-def _sawtooth(lam, gap, nxt, delta, lo_end):
-    """Proposition 1 on each piece: the gap of the breakpoint's rescaled dual point at λ in
-    [λ_{j+1}, λ_j] is g_j + (1 − λ/λ_j)Δ_j (NaN-separated segments)."""
-    xs, ys = [], []
-    for lj, gj, nj, dj in zip(lam, gap, nxt, delta):
-        if not (math.isfinite(gj) and math.isfinite(dj)):
-            continue
-        lo = nj if (math.isfinite(nj) and nj > 0) else lo_end
-        if not (math.isfinite(lo) and 0 < lo <= lj):
-            continue
-        xs += [lj, lo, math.nan]
-        ys += [gj, gj + (1.0 - lo / lj) * dj, math.nan]
-    return np.array(xs, dtype=np.float64), np.array(ys, dtype=np.float64)
-
-
-def _staircase(lam, val, nxt, lo_end):
-    """w is constant on each piece [λ_{j+1}, λ_j] (and its scaling above λ_0 predicts the same
-    labels), so its test error is a staircase in λ."""
-    xs, ys = [], []
-    for lj, vj, nj in zip(lam, val, nxt):
-        if not math.isfinite(vj):
-            continue
-        lo = nj if (math.isfinite(nj) and nj > 0) else lo_end
-        if not (math.isfinite(lo) and 0 < lo <= lj):
-            lo = lj
-        xs += [lj, lo]
-        ys += [vj, vj]
-    return np.array(xs, dtype=np.float64), np.array(ys, dtype=np.float64)
-
-
 class PathView:
     """Controls, plots and λ picker of a session's :class:`~gaplab.app.pathlab.PathLab`.
 
@@ -96,7 +67,25 @@ class PathView:
         h = 215 if compact else 300
         self.x_range = Range1d(1e3, 1e-3)   # shared by the three plots; flipped: λ decreases →
         xlabel = "λ (log scale; the path goes right, to smaller λ)" if not compact else "λ (decreasing →)"
+        c = self._cost_figure(h, xlabel, name)
+        g = self._gaps_figure(h, xlabel, name)
+        t = self._test_figure(h, xlabel, name)
+        self.pick_spans = []
+        for f, cls in ((c, "cost"), (g, "gaps"), (t, "test")):
+            f.css_classes = [f"gaplab-path-{cls}"]   # hooks for browser tests
+            sp = Span(location=None, dimension="height", line_color=PICK_COLOR, line_width=2, line_alpha=0.7)
+            f.add_layout(sp)
+            self.pick_spans.append(sp)
+            f.on_event(Tap, handler(self._on_tap))
+            f.toolbar.active_tap = None
 
+        wd = self._controls()
+        self._layout(c, g, t, wd, h)
+
+    # ------------------------------------------------------------------ building
+    def _cost_figure(self, h, xlabel, name):
+        """The cost of the path against λ: cumulative passes (path and grid) and time (right axis)."""
+        compact = self.compact
         # ---- cost: cumulative passes and time
         self.cost_src = ColumnDataSource(dict(x=[], passes=[], time=[]), name=f"{name}_cost" if name else None)
         self.grid_src = ColumnDataSource(dict(x=[], passes=[], time=[], test=[]))
@@ -122,7 +111,10 @@ class PathView:
         c.add_tools(HoverTool(renderers=[r1, rt, rg], tooltips=[("λ", "@x{0.000e}"), ("passes", "@passes{0.0}"),
                                                                ("time", "@time{0.00} s")]))
         self.cost = c
+        return c
 
+    def _gaps_figure(self, h, xlabel, name):
+        """The gap at each breakpoint against λ, with Proposition 1's sawtooth and the ε, κε lines."""
         # ---- gaps at breakpoints vs ε (Proposition 1 sawtooth)
         self.gap_src = ColumnDataSource(dict(x=[], gap=[], exact=[]), name=f"{name}_gaps" if name else None)
         self.saw_src = ColumnDataSource(dict(x=[], y=[]))
@@ -143,7 +135,11 @@ class PathView:
         _legend_above(g)
         g.add_tools(HoverTool(renderers=[self.gap_pts], tooltips=[("λ", "@x{0.000e}"), ("gap", "@gap{0.000e}")]))
         self.gaps = g
+        return g
 
+    def _test_figure(self, h, xlabel, name):
+        """The test metric of the path's weights against λ (a staircase) and of the grid's."""
+        compact = self.compact
         # ---- test error vs λ
         self.test_src = ColumnDataSource(dict(x=[], y=[]))
         self.test_pts = ColumnDataSource(dict(x=[], y=[]), name=f"{name}_test" if name else None)
@@ -162,16 +158,12 @@ class PathView:
         t.add_tools(self.test_hover)
         self.test = t
         self._metric_shown = ("test_error", "test error", False)
+        return t
 
-        self.pick_spans = []
-        for f, cls in ((c, "cost"), (g, "gaps"), (t, "test")):
-            f.css_classes = [f"gaplab-path-{cls}"]   # hooks for browser tests
-            sp = Span(location=None, dimension="height", line_color=PICK_COLOR, line_width=2, line_alpha=0.7)
-            f.add_layout(sp)
-            self.pick_spans.append(sp)
-            f.on_event(Tap, handler(self._on_tap))
-            f.toolbar.active_tap = None
-
+    def _controls(self):
+        """The path's settings, Start/Stop, the store opener, the summary and the λ picker; returns
+        the settings' widgets by name."""
+        lab, compact = self.lab, self.compact
         # ---- controls
         W = 120 if compact else 112
         wd = dict(
@@ -219,6 +211,11 @@ class PathView:
         self.b_load.on_click(handler(lambda e: self.load_pending()))
         self.pick_info = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10),
                                       styles={"font-size": "13px"}, css_classes=["gaplab-path-pick"])
+        return wd
+
+    def _layout(self, c, g, t, wd, h):
+        """``self.panel``: the lesson page's compact column, or the tab's rows of controls and figures."""
+        compact = self.compact
         if compact:
             # lesson page: the gap plot (Proposition 1) full width, cost and test error side by side
             c.height = t.height = 205
@@ -346,12 +343,24 @@ class PathView:
         _grow(self.cost.y_range, 0.0, max(ymax, 1.0) * 1.08)
         tmax = float(np.nanmax(cols["cum_time_s"])) if n else 1.0
         _grow(self.cost.extra_y_ranges["time"], 0.0, max(tmax, 1e-3) * 1.08)
+        lo_end = lo if math.isfinite(lo) else math.nan
+        self._draw_gaps(ps, lam, n, lo_end)
+        self._draw_test(ps, lam, n, lo_end)
+        self._draw_lambda_axis(ps, n, lo, hi)
+        picked = ps.picked if math.isfinite(ps.picked) else None
+        for sp in self.pick_spans:
+            sp.location = picked
+        self._summary(ps, snap, lo, hi)
+
+    def _draw_gaps(self, ps, lam, n, lo_end):
+        """The gaps figure: gⱼ (and the true gaps of a heuristic path), the sawtooth, ε and κε; the
+        grid's legend entries shown when there is a grid."""
+        cols, gr = ps.cols, ps.grid
         # ---- gaps
         exact_path = ps.kind == "eps"
         gap = _pos(cols["gap"])
         true = _pos(cols["exact_gap"]) if not exact_path else np.full(n, np.nan)
         self._set(self.gap_src, dict(x=lam, gap=gap, exact=true))
-        lo_end = lo if math.isfinite(lo) else math.nan
         sx, sy = _sawtooth(lam, np.asarray(cols["gap"], dtype=np.float64), np.asarray(cols["next_lam"], dtype=np.float64),
                            np.asarray(cols["delta"], dtype=np.float64), lo_end)
         self._set(self.saw_src, dict(x=sx, y=_pos(sy)))
@@ -372,6 +381,10 @@ class PathView:
         self.gaps.title.text = ("Gap at each breakpoint vs ε (red: ε; dashed: κε)" if exact_path else
                                 "Heuristic path: stale gap sums vs ε (red: ε; dashed: κε)"
                                 if ps.kind else "Gap at each breakpoint vs ε")
+
+    def _draw_test(self, ps, lam, n, lo_end):
+        """The test-metric figure: its label (CoNLL: chunk F1), the staircase, its range and title."""
+        cols, gr = ps.cols, ps.grid
         # ---- test metric (CoNLL: chunk F1; OCR: test error), from the rows only
         col, mname, higher = ps.shown_metric
         label = _metric_label(col, mname)
@@ -395,6 +408,10 @@ class PathView:
         has_test = bool(ok.any()) or not n
         self.test.title.text = (f"{label[:1].upper() + label[1:]} vs λ" if has_test else
                                 f"{label[:1].upper() + label[1:]} vs λ: this dataset has no test set")
+
+    def _draw_lambda_axis(self, ps, n, lo, hi):
+        """The shared λ axis (flipped) and the picker's slider over the path's range."""
+        gr = ps.grid
         # ---- shared λ axis (flipped) and the picker
         if n and math.isfinite(lo):
             gl = np.asarray(gr["lam"], dtype=np.float64)
@@ -417,10 +434,6 @@ class PathView:
         else:
             self.slider.disabled = True
             self._range = None
-        picked = ps.picked if math.isfinite(ps.picked) else None
-        for sp in self.pick_spans:
-            sp.location = picked
-        self._summary(ps, snap, lo, hi)
 
     def _summary(self, ps, snap, lo, hi):
         color, label = _STATUS.get(ps.status, ("#555", ps.status))
@@ -481,51 +494,59 @@ class PathView:
                         f"<b class='gaplab-path-best'>{100 * te_all[b]:.2f}%</b> at "
                         f"λ<sub>{b}</sub> = {float(cols['lam'][b]):.4g}.")
             if math.isfinite(ps.picked) and 0 <= ps.picked_piece < n:
-                j = ps.picked_piece
-                loaded = (snap is not None and snap.origin.startswith("path")
-                          and abs(snap.lam - ps.picked) <= 1e-9 * ps.picked)
-                rows = [("picked λ", f"<b class='gaplab-path-picked'>{ps.picked:.4g}</b>"),
-                        ("its piece", f"[{_fmt(float(cols['next_lam'][j]), '.4g')}, {float(cols['lam'][j]):.4g}] "
-                                      f"(breakpoint j = <span class='gaplab-path-piece'>{j}</span>)"),
-                        ("g<sub>j</sub> at λ<sub>j</sub>, Δ<sub>j</sub>",
-                         f"{_fmt(float(cols['gap'][j]), '.3g')}, {_fmt(float(cols['delta'][j]), '.3g')}"),
-                        ("test error of w<sub>j</sub>", f"{_fmt(100 * float(cols['test_error'][j]), '.2f')}%")]
-                if col != "test_error":
-                    rows.append((f"test {esc(mname)} of w<sub>j</sub>",
-                                 f"{_fmt(100 * float(cols[col][j]), '.2f')}%"))
-                wi = ps.w_info
-                if wi and abs(wi.get("lam", math.nan) - ps.picked) <= 1e-12 * ps.picked:
-                    rows.append(("w(λ) read from the store",
-                                 f"<b class='gaplab-path-w-at'>{wi['nnz']:,}</b> non-zeros of d = {wi['d']:,}, "
-                                 f"‖w‖ = {wi['norm']:.4g}, read in {1000 * wi['read_s']:.0f} ms"))
-                    rows.append(("test error of w(λ)", f"<b class='gaplab-path-w-error'>"
-                                                       f"{_fmt(100 * wi['test_error'], '.2f')}%</b>"))
-                    if wi.get("metric"):
-                        rows.append((f"test {esc(wi['metric'])} of w(λ)",
-                                     f"<b class='gaplab-path-w-metric'>{_fmt(100 * wi['test_metric'], '.2f')}%</b>"))
-                    if ps.opened:
-                        loaded = False
-                pend = ps.pending_load
-                if pend and abs(pend.get("lam", math.nan) - ps.picked) <= 1e-12 * ps.picked and not loaded:
-                    rows.append(("dual point", f"<span class='gaplab-path-pending'>not loaded: it replays "
-                                               f"{pend['replay']} breakpoint(s) from the checkpoint at j = "
-                                               f"{pend['base']} (about {pend['est_s']:.0f} s); use "
-                                               f"<i>Load its dual point</i></span>"))
-                if loaded and snap.status != "loading":
-                    rows.append(("loaded: exact gap at λ", f"<b>{_fmt(snap.exact_gap, '.4g')}</b> "
-                                 f"(≤ ε = {ps.eps:g})" if ps.kind == "eps" else f"<b>{_fmt(snap.exact_gap, '.4g')}</b>"))
-                elif snap is not None and snap.status == "loading":
-                    rows.append(("loaded", "<i>loading…</i>"))
-                body = "".join(f"<tr><td style='padding:0 10px 0 0;color:#555'>{k}</td><td>{v}</td></tr>"
-                               for k, v in rows)
-                txt += f"<table style='margin-top:6px;border-collapse:collapse'>{body}</table>"
-                if loaded and snap.status != "loading":
-                    txt += ("<div style='color:#2c7fb8'>The <b>Step</b> and <b>Convergence</b> tabs now show this "
-                            "model; Run continues from it.</div>")
+                txt += self._picked_table(ps, snap)
             self.pick_info.object = txt
         else:
             self.pick_info.object = ("<span style='color:#666'>Start a path: breakpoints appear as they are "
                                      "computed; then pick a λ to inspect its model.</span>")
+
+    def _picked_table(self, ps, snap):
+        """HTML of the picked λ: its piece and breakpoint numbers, w(λ) read from the store, the
+        dual point (pending, loading or loaded with its exact gap)."""
+        cols = ps.cols
+        col, mname, higher = ps.shown_metric
+        j = ps.picked_piece
+        loaded = (snap is not None and snap.origin.startswith("path")
+                  and abs(snap.lam - ps.picked) <= 1e-9 * ps.picked)
+        rows = [("picked λ", f"<b class='gaplab-path-picked'>{ps.picked:.4g}</b>"),
+                ("its piece", f"[{_fmt(float(cols['next_lam'][j]), '.4g')}, {float(cols['lam'][j]):.4g}] "
+                              f"(breakpoint j = <span class='gaplab-path-piece'>{j}</span>)"),
+                ("g<sub>j</sub> at λ<sub>j</sub>, Δ<sub>j</sub>",
+                 f"{_fmt(float(cols['gap'][j]), '.3g')}, {_fmt(float(cols['delta'][j]), '.3g')}"),
+                ("test error of w<sub>j</sub>", f"{_fmt(100 * float(cols['test_error'][j]), '.2f')}%")]
+        if col != "test_error":
+            rows.append((f"test {esc(mname)} of w<sub>j</sub>",
+                         f"{_fmt(100 * float(cols[col][j]), '.2f')}%"))
+        wi = ps.w_info
+        if wi and abs(wi.get("lam", math.nan) - ps.picked) <= 1e-12 * ps.picked:
+            rows.append(("w(λ) read from the store",
+                         f"<b class='gaplab-path-w-at'>{wi['nnz']:,}</b> non-zeros of d = {wi['d']:,}, "
+                         f"‖w‖ = {wi['norm']:.4g}, read in {1000 * wi['read_s']:.0f} ms"))
+            rows.append(("test error of w(λ)", f"<b class='gaplab-path-w-error'>"
+                                               f"{_fmt(100 * wi['test_error'], '.2f')}%</b>"))
+            if wi.get("metric"):
+                rows.append((f"test {esc(wi['metric'])} of w(λ)",
+                             f"<b class='gaplab-path-w-metric'>{_fmt(100 * wi['test_metric'], '.2f')}%</b>"))
+            if ps.opened:
+                loaded = False
+        pend = ps.pending_load
+        if pend and abs(pend.get("lam", math.nan) - ps.picked) <= 1e-12 * ps.picked and not loaded:
+            rows.append(("dual point", f"<span class='gaplab-path-pending'>not loaded: it replays "
+                                       f"{pend['replay']} breakpoint(s) from the checkpoint at j = "
+                                       f"{pend['base']} (about {pend['est_s']:.0f} s); use "
+                                       f"<i>Load its dual point</i></span>"))
+        if loaded and snap.status != "loading":
+            rows.append(("loaded: exact gap at λ", f"<b>{_fmt(snap.exact_gap, '.4g')}</b> "
+                         f"(≤ ε = {ps.eps:g})" if ps.kind == "eps" else f"<b>{_fmt(snap.exact_gap, '.4g')}</b>"))
+        elif snap is not None and snap.status == "loading":
+            rows.append(("loaded", "<i>loading…</i>"))
+        body = "".join(f"<tr><td style='padding:0 10px 0 0;color:#555'>{k}</td><td>{v}</td></tr>"
+                       for k, v in rows)
+        txt = f"<table style='margin-top:6px;border-collapse:collapse'>{body}</table>"
+        if loaded and snap.status != "loading":
+            txt += ("<div style='color:#2c7fb8'>The <b>Step</b> and <b>Convergence</b> tabs now show this "
+                    "model; Run continues from it.</div>")
+        return txt
 
     def _label(self):
         try:
@@ -540,49 +561,3 @@ def _metric_label(col: str, name: str) -> str:
 
 def _best_index(vals, higher_is_better: bool) -> int:
     return int(np.nanargmax(vals) if higher_is_better else np.nanargmin(vals))
-
-
-def _legend_above(f):
-    """The legend in one horizontal row above the plot, a little more spaced than the others."""
-    leg = legend_above(f)
-    leg.spacing = 8
-    leg.glyph_width = 18
-    leg.location = "top_left"
-
-
-def _legend_inside(f, loc):
-    leg = f.legend[0]
-    leg.location = loc
-    leg.label_text_font_size = "10.5px"
-    leg.background_fill_alpha = 0.75
-    leg.margin = 2
-    leg.padding = 2
-    leg.spacing = 0
-    leg.glyph_width = 16
-    leg.label_height = 14
-    leg.glyph_height = 14
-
-
-def _legend_visible(f, label_prefix, visible):
-    for item in f.legend[0].items:
-        lab = getattr(item.label, "value", None)
-        if lab is None:
-            lab = item.label.get("value", "") if isinstance(item.label, dict) else str(item.label)
-        if lab.startswith(label_prefix) and item.visible != visible:
-            item.visible = visible
-
-
-def _pos(a):
-    a = np.asarray(a, dtype=np.float64)
-    return np.where(np.isfinite(a), np.maximum(a, GAP_FLOOR), np.nan)
-
-
-def _set_range(rng, start, end):
-    if rng.start != start or rng.end != end:
-        rng.update(start=start, end=end)
-
-
-def _grow(rng, start, end):
-    """Move a linear range only when the data leave it (or shrink a lot: a new path)."""
-    if rng.end < end or rng.end > 4 * end or rng.start != start:
-        rng.update(start=start, end=end * 1.25 if rng.end < end else end)

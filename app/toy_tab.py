@@ -219,13 +219,24 @@ class ToyView:
     """Panel view of a :class:`ToyLab` (controls, result numbers, bars and convergence curves)."""
 
     def __init__(self, lab: ToyLab, session=None, compact: bool = False):
-        import panel as pn
-        from bokeh.models import ColumnDataSource, HoverTool, Legend, LegendItem, Range1d
-        from bokeh.plotting import figure
-
         self.lab = lab
         self.session = session
         self._version = None
+        b = self._bars_figure(compact)
+        c = self._curves_figure()
+        bl = self._linear_bars_figure(b)
+        sw = self._sweep_figure(compact)
+        v = self._visits_figure()
+        self._text_panes()
+        controls, buttons = self._controls(lab, session, compact)
+        self._layout(compact, b, c, bl, sw, v, controls, buttons)
+
+    # ------------------------------------------------------------------ building
+    def _bars_figure(self, compact):
+        """Oracle calls to reach ε per sampler, log scale (bars labelled with their counts)."""
+        from bokeh.models import ColumnDataSource, HoverTool, Range1d
+        from bokeh.plotting import figure
+
         self.bsrc = ColumnDataSource(dict(name=[], calls=[], color=[], label=[]),
                                      name=None if compact else "toy_bars")
         b = figure(height=300, x_range=[], y_axis_type="log", title="Oracle calls to reach ε",
@@ -238,6 +249,13 @@ class ToyView:
         b.add_tools(HoverTool(tooltips=[("sampler", "@name"), ("oracle calls", "@calls")]))
         b.title.text_font_size = "14px"
         self.bars = b
+        return b
+
+    def _curves_figure(self):
+        """The exact duality gap against oracle calls, one curve per sampler and the ε line."""
+        from bokeh.models import ColumnDataSource, Legend, LegendItem, Range1d
+        from bokeh.plotting import figure
+
         # explicit ranges (set from the data): an empty auto-ranged log axis warns on every redraw
         c = figure(height=300, x_axis_type="log", y_axis_type="log", sizing_mode="stretch_width",
                    x_range=Range1d(1, 1e4), y_range=Range1d(1e-6, 1),
@@ -261,6 +279,13 @@ class ToyView:
                              click_policy="hide", border_line_alpha=0, margin=0, padding=2)
         c.add_layout(self.legend, "above")
         self.curves = c
+        return c
+
+    def _linear_bars_figure(self, b):
+        """The bar chart's linear-scale twin (sharing its x range and data)."""
+        from bokeh.models import Range1d
+        from bokeh.plotting import figure
+
         # a linear twin of the bar chart (the "linear scale" checkbox swaps them)
         bl = figure(height=300, x_range=b.x_range, y_range=Range1d(0, 10), title="Oracle calls to reach ε (linear scale)",
                     tools="save", toolbar_location=None, sizing_mode="stretch_width",
@@ -270,6 +295,13 @@ class ToyView:
                 text_baseline="bottom", text_font_size="13px", y_offset=-2)
         bl.title.text_font_size = "14px"
         self.bars_lin = bl
+        return bl
+
+    def _sweep_figure(self, compact):
+        """Speed-up of gap over uniform sampling against n, with the App. C predictions."""
+        from bokeh.models import ColumnDataSource, Range1d
+        from bokeh.plotting import figure
+
         # speed-up against n (sweep)
         self.ssrc = ColumnDataSource(dict(n=[], measured=[], predicted=[], ratio_nt=[]),
                                      name=None if compact else "toy_sweep")
@@ -288,6 +320,13 @@ class ToyView:
         sw.xaxis.ticker = list(SWEEP_NS)
         legend_above(sw)     # never over the data
         self.sweep_fig = sw
+        return sw
+
+    def _visits_figure(self):
+        """Steps on each block until ε, per sampler (block 0 is the hard one)."""
+        from bokeh.models import ColumnDataSource, Range1d
+        from bokeh.plotting import figure
+
         # per-block visit counts of each sampler (the hard block 0 vs the easy ones)
         self.vsrc = {k: ColumnDataSource(dict(x=[], top=[])) for k in SAMPLER_CHOICES}
         v = figure(height=260, sizing_mode="stretch_width", y_axis_type="log", y_range=Range1d(0.5, 1e4),
@@ -303,11 +342,23 @@ class ToyView:
                                  line_color=COLORS[k], line_dash="dashed" if k == "curvature" else "solid")
         legend_above(v)      # never over the data
         self.visits_fig = v
+        return v
+
+    def _text_panes(self):
+        """The HTML panes the results are written into."""
+        import panel as pn
+
         self.visits_info = pn.pane.HTML("", sizing_mode="stretch_width", styles={"font-size": "13px"})
         self.headline = pn.pane.HTML("", sizing_mode="stretch_width", styles={"font-size": "16px"})
         self.explain = pn.pane.HTML("", sizing_mode="stretch_width", styles={"font-size": "13px", "color": "#333"})
         self.sampler_info = pn.pane.HTML("", sizing_mode="stretch_width", styles={"font-size": "13px", "color": "#333"})
         self.table = pn.pane.HTML("", sizing_mode="stretch_width", styles={"font-size": "13px"})
+
+    def _controls(self, lab, session, compact):
+        """The problem's and samplers' widgets and the Run, Sweep, linear-scale and (with a session)
+        Step-this-problem buttons; returns the controls' column and the buttons."""
+        import panel as pn
+
         wd = dict(
             n=pn.widgets.IntInput.from_param(lab.param.n, width=150),
             K=pn.widgets.IntInput.from_param(lab.param.K, width=150),
@@ -334,6 +385,13 @@ class ToyView:
             self.load_button = pn.widgets.Button(label="Step this problem in the solver", width=240)
             self.load_button.on_click(handler(lambda e: self._load_into_session()))
             buttons.append(self.load_button)
+        return controls, buttons
+
+    def _layout(self, compact, b, c, bl, sw, v, controls, buttons):
+        """``self.panel``: the App. C introduction (not on the lesson page), controls, numbers and
+        figures."""
+        import panel as pn
+
         intro = pn.pane.Markdown(
             "**App. C of the paper.** Block 0 is *hard* (its optimum spreads the dual mass over K "
             "labels, so it needs t ≈ min(K, 1/(2nε)) Frank-Wolfe steps for a duality gap ε: its "

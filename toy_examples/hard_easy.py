@@ -412,8 +412,14 @@ def oracle_calls_to_eps(model, lam: float, eps: float, sampling: str = "uniform"
         if g <= thr:
             solver, g = (solver, g) if m == 1 else _refine(snap, m, thr, curve)
             reached = True
+    return _to_eps_record(solver, reached, g, curve, t0)
+
+
+def _to_eps_record(solver, reached: bool, g: float, curve, t0: float) -> dict:
+    """The record :func:`oracle_calls_to_eps` returns, from its final solver and observations."""
     gap_passes = sum(1 for r in solver.trace() if r["kind"] == "gap_check")
     curve = sorted(set(curve), key=lambda c: (c[0] + c[1], -c[2]))
+    wall_time_s = time.perf_counter() - t0
     return {
         "oracle_calls": solver.oracle_calls if reached else None,
         "reached": bool(reached),
@@ -422,7 +428,7 @@ def oracle_calls_to_eps(model, lam: float, eps: float, sampling: str = "uniform"
         "gap_passes": gap_passes,
         "final_gap": float(g),
         "censored_at": None if reached else solver.oracle_calls,
-        "wall_time_s": time.perf_counter() - t0,
+        "wall_time_s": wall_time_s,
         "w": solver.w,
         "curve": [(int(a), int(b), float(c)) for a, b, c in curve],
     }
@@ -435,6 +441,61 @@ def _default_max_calls(n, K, eps, sampler):
         lip = predicted_oracle_calls(n, K, eps)["lipschitz"]
         return int(max(100_000, min(500_000, 3 * lip)))
     return int(max(100_000, 4 * n * max(hard_steps_needed(n, K, eps), 1)))
+
+
+def _budgets(n, K, eps, samplers, max_calls) -> dict:
+    """Per-sampler budgets of counted oracle calls (see :func:`compare_samplers`' ``max_calls``)."""
+    if max_calls is None or isinstance(max_calls, dict):
+        caps = {s: _default_max_calls(n, K, eps, s) for s in samplers}
+        caps.update({s: check_int(f"max_calls[{s}]", v, 1) for s, v in (max_calls or {}).items()})
+    else:
+        caps = {s: check_int("max_calls", max_calls, 1) for s in samplers}
+    return caps
+
+
+def _sampler_settings(name, model, lam, info, gc) -> dict:
+    """Solver settings of a sampler of :data:`SAMPLERS` (the weights of the fixed-weight samplers are
+    computed once and cached in ``info``)."""
+    kw = {}
+    if name == "uniform":
+        kw = dict(sampling="uniform")
+    elif name in ("curvature", "lipschitz"):
+        key = f"{name}_constants"
+        if key not in info:
+            fn = curvature_constants if name == "curvature" else lipschitz_constants
+            info[key] = fn(model, lam)
+        kw = dict(sampling="weights", sampling_weights=info[key])
+    elif name == "gap":
+        kw = dict(sampling="gap", gap_check=gc)
+    elif name == "exact_gap":
+        kw = dict(sampling="exact_gap")
+    return kw
+
+
+def _prediction(n, K, eps, pred) -> dict:
+    """App. C's expectations: hard steps t, min(n, K, 1/(nε)), uniform/gap and the expected calls."""
+    t_need = pred["hard_steps"]
+    return {
+        "hard_steps_needed": t_need,
+        "speedup_min_n_K_1_over_n_eps": predicted_speedup(n, K, eps),
+        "speedup_uniform_over_gap": (pred["uniform"] / pred["gap"]) if pred["gap"] > 0 else None,
+        "expected_calls": {k: v for k, v in pred.items() if k != "hard_steps"},
+    }
+
+
+def _measured(out, samplers, n, t_need) -> dict:
+    """Speed-ups over uniform sampling and the observed constant c = (gap calls − n)/t."""
+    meas = {}
+    uni = out.get("uniform", {}).get("oracle_calls")
+    for name in samplers:
+        c = out[name]["oracle_calls"]
+        if name != "uniform" and uni and c:
+            meas[f"speedup_{name}"] = uni / c
+    if "gap" in samplers and out["gap"]["oracle_calls"] is not None and t_need > 0:
+        meas["gap_constant_c"] = (out["gap"]["oracle_calls"] - n) / t_need
+    if "uniform" in samplers and uni is not None and t_need > 0:
+        meas["uniform_calls_per_hard_step_over_n"] = uni / (n * t_need)
+    return meas
 
 
 def compare_samplers(n: int, K: int, eps: float, seed: int = 0, gap_check: float = 10, *,
@@ -497,28 +558,12 @@ def compare_samplers(n: int, K: int, eps: float, seed: int = 0, gap_check: float
     model, lam, info = problem
     if (info["n"], info["K"]) != (n, K):
         raise ValueError("problem does not match n and K")
-    if max_calls is None or isinstance(max_calls, dict):
-        caps = {s: _default_max_calls(n, K, eps, s) for s in samplers}
-        caps.update({s: check_int(f"max_calls[{s}]", v, 1) for s, v in (max_calls or {}).items()})
-    else:
-        caps = {s: check_int("max_calls", max_calls, 1) for s in samplers}
+    caps = _budgets(n, K, eps, samplers, max_calls)
     pred = predicted_oracle_calls(n, K, eps, gc)
     t_need = pred["hard_steps"]
     out: dict = {}
     for name in samplers:
-        kw = {}
-        if name == "uniform":
-            kw = dict(sampling="uniform")
-        elif name in ("curvature", "lipschitz"):
-            key = f"{name}_constants"
-            if key not in info:
-                fn = curvature_constants if name == "curvature" else lipschitz_constants
-                info[key] = fn(model, lam)
-            kw = dict(sampling="weights", sampling_weights=info[key])
-        elif name == "gap":
-            kw = dict(sampling="gap", gap_check=gc)
-        elif name == "exact_gap":
-            kw = dict(sampling="exact_gap")
+        kw = _sampler_settings(name, model, lam, info, gc)
         r = oracle_calls_to_eps(model, lam, eps, seed=seed, max_calls=caps[name], **kw)
         w = r.pop("w")
         r["hard_labels_visited"] = int(np.count_nonzero(w[:K]))
@@ -529,23 +574,8 @@ def compare_samplers(n: int, K: int, eps: float, seed: int = 0, gap_check: float
     out["sampler_names"] = list(samplers)
     out["problem"] = {"n": n, "K": K, "eps": eps, "lam": lam, "seed": seed,
                       "gap_check": gap_check_label(gc), "max_calls": caps}
-    out["prediction"] = {
-        "hard_steps_needed": t_need,
-        "speedup_min_n_K_1_over_n_eps": predicted_speedup(n, K, eps),
-        "speedup_uniform_over_gap": (pred["uniform"] / pred["gap"]) if pred["gap"] > 0 else None,
-        "expected_calls": {k: v for k, v in pred.items() if k != "hard_steps"},
-    }
-    meas = {}
-    uni = out.get("uniform", {}).get("oracle_calls")
-    for name in samplers:
-        c = out[name]["oracle_calls"]
-        if name != "uniform" and uni and c:
-            meas[f"speedup_{name}"] = uni / c
-    if "gap" in samplers and out["gap"]["oracle_calls"] is not None and t_need > 0:
-        meas["gap_constant_c"] = (out["gap"]["oracle_calls"] - n) / t_need
-    if "uniform" in samplers and uni is not None and t_need > 0:
-        meas["uniform_calls_per_hard_step_over_n"] = uni / (n * t_need)
-    out["measured"] = meas
+    out["prediction"] = _prediction(n, K, eps, pred)
+    out["measured"] = _measured(out, samplers, n, t_need)
     return out
 
 
@@ -568,11 +598,20 @@ def plot_hard_easy(summary: dict, path=None):
     -------
     matplotlib.figure.Figure
     """
-    prob = summary["problem"]
-    names = summary["sampler_names"]
     fig, axes = new_figure(1, 2, figsize=(11.0, 4.2))
     ax, bx = axes[0]
     colors = {"uniform": "C0", "curvature": "C1", "lipschitz": "C2", "gap": "C3", "exact_gap": "C4"}
+    _plot_gap_curves(ax, summary, colors)
+    _plot_calls_to_eps(bx, summary, colors)
+    if path is not None:
+        save_figure(fig, path, dpi=110)
+    return fig
+
+
+def _plot_gap_curves(ax, summary: dict, colors: dict):
+    """Left panel of :func:`plot_hard_easy`: the exact duality gap against oracle calls per sampler."""
+    prob = summary["problem"]
+    names = summary["sampler_names"]
     styles = {"curvature": "--"}
     # gaps below ε/1000 are round-off zeros here (the toy's gaps are 0 or >= 1/(2nK)); they
     # are drawn on a floor under the smallest meaningful value
@@ -604,6 +643,12 @@ def plot_hard_easy(summary: dict, path=None):
     ax.legend(fontsize=7, loc="upper right", framealpha=0.85)
     ax.grid(True, which="major", alpha=0.3)
 
+
+def _plot_calls_to_eps(bx, summary: dict, colors: dict):
+    """Right panel of :func:`plot_hard_easy`: oracle calls to reach ε per sampler (bars) against the
+    App. C expectations."""
+    prob = summary["problem"]
+    names = summary["sampler_names"]
     xs = np.arange(len(names))
     meas = [summary[s]["oracle_calls"] for s in names]
     pred = [summary[s]["predicted_calls"] for s in names]
@@ -634,9 +679,6 @@ def plot_hard_easy(summary: dict, path=None):
                  f"min(n, K, 1/(nε)) = {p['speedup_min_n_K_1_over_n_eps']:.3g}", fontsize=10)
     bx.legend(fontsize=7, loc="upper right")
     bx.margins(y=0.25)
-    if path is not None:
-        save_figure(fig, path, dpi=110)
-    return fig
 
 
 def _table(summary) -> str:

@@ -116,27 +116,7 @@ class BlockGapsView(_Base):
         exact = (np.asarray(snap.exact_block_gaps, dtype=np.float64)
                  if snap.exact_block_gaps is not None else None)
         prob = np.asarray(snap.probabilities, dtype=np.float64)
-        b = max(1, math.ceil(n / self.MAX_BARS))
-        if b == 1:
-            x = np.arange(n, dtype=np.float64)
-            lo = hi = np.arange(n)
-            gb, sb, eb, pb = np.where(known, g, np.nan), stale, exact, prob
-        else:  # bins of b blocks: the largest estimate, the mean staleness, the summed probability
-            starts = np.arange(0, n, b)
-            lo, hi = starts, np.minimum(starts + b, n) - 1
-            x = (lo + hi) / 2.0
-            gmax = np.maximum.reduceat(np.where(known, g, -np.inf), starts)
-            gb = np.where(np.isfinite(gmax), gmax, np.nan)
-            ok = np.isfinite(stale)
-            cnt = np.add.reduceat(ok.astype(np.float64), starts)
-            ssum = np.add.reduceat(np.where(ok, stale, 0.0), starts)
-            sb = np.where(cnt > 0, ssum / np.maximum(cnt, 1), np.nan)
-            if exact is not None:
-                emax = np.maximum.reduceat(np.where(np.isfinite(exact), exact, -np.inf), starts)
-                eb = np.where(np.isfinite(emax), emax, np.nan)
-            else:
-                eb = None
-            pb = np.add.reduceat(prob, starts)
+        b, x, lo, hi, gb, sb, eb, pb = _bins(n, self.MAX_BARS, g, known, stale, exact, prob)
         nb = len(x)
         width = np.full(nb, 0.9 * b)
         top = np.where(np.isfinite(gb), np.maximum(gb, floor), np.nan)
@@ -171,6 +151,34 @@ class BlockGapsView(_Base):
         self.pfig.title.text = (f"Sampling probabilities of the next draw ({snap.config.get('sampling', '')}"
                                 f"{' p=' + format(snap.config.get('gap_power', 1), 'g') if snap.config.get('sampling') == 'gap' else ''})")
         self.info.object = _info_line(snap, int(np.sum(~known)), b)
+
+
+def _bins(n: int, max_bars: int, g, known, stale, exact, prob):
+    """The bars of n blocks, at most ``max_bars``: bins of b blocks hold their largest estimate (of the
+    ``known`` ones), mean staleness (of the known ones), largest exact block gap and summed
+    probability. Returns b, the bars' centres, first and last blocks, and those four per bar."""
+    b = max(1, math.ceil(n / max_bars))
+    if b == 1:
+        x = np.arange(n, dtype=np.float64)
+        lo = hi = np.arange(n)
+        gb, sb, eb, pb = np.where(known, g, np.nan), stale, exact, prob
+    else:  # bins of b blocks: the largest estimate, the mean staleness, the summed probability
+        starts = np.arange(0, n, b)
+        lo, hi = starts, np.minimum(starts + b, n) - 1
+        x = (lo + hi) / 2.0
+        gmax = np.maximum.reduceat(np.where(known, g, -np.inf), starts)
+        gb = np.where(np.isfinite(gmax), gmax, np.nan)
+        ok = np.isfinite(stale)
+        cnt = np.add.reduceat(ok.astype(np.float64), starts)
+        ssum = np.add.reduceat(np.where(ok, stale, 0.0), starts)
+        sb = np.where(cnt > 0, ssum / np.maximum(cnt, 1), np.nan)
+        if exact is not None:
+            emax = np.maximum.reduceat(np.where(np.isfinite(exact), exact, -np.inf), starts)
+            eb = np.where(np.isfinite(emax), emax, np.nan)
+        else:
+            eb = None
+        pb = np.add.reduceat(prob, starts)
+    return b, x, lo, hi, gb, sb, eb, pb
 
 
 def _info_line(snap, unvisited: int, b: int = 1) -> str:

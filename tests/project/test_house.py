@@ -1,19 +1,37 @@
-"""House rules of the source tree: a module of the solver core fits in one read (≤ 600 lines), a
-function outside the numba kernels fits on a screen or two (≤ 80 lines), and every package folder
-says in its docstring what lives there, so the architecture shows from the file list.
+"""House rules of the source tree: a module fits in one read (≤ 600 lines), a function outside
+the numba kernels fits on a screen or two (≤ 80 lines), every package folder says in its docstring
+what lives there, so the architecture shows from the file list, and no merge leftover is tracked.
 
+The rules hold for the whole package (core/, app/, cli/, toy_examples/ and the top-level modules);
+the few modules that do not hold them yet are named, each with the reason, in
+:data:`LONG_FUNCTIONS_ALLOWED` and :data:`LONG_MODULES_ALLOWED`.
 Each test lists every offender in its message.
 """
 from __future__ import annotations
 
 import ast
 import re
+import subprocess
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
-CORE = ROOT / "core"
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 80
+#: modules not yet under the function rule (path -> why), one line each: delete the line once the
+#: module is split
+LONG_FUNCTIONS_ALLOWED = {
+    "app/main.py": "split by concern (controls, projector, URL state, refresh) after the busy-laptop merges",
+}
+#: modules not yet under the module-size rule (path -> why), one line each
+LONG_MODULES_ALLOWED = {
+    "app/main.py": "1,012 lines; split with its functions (LONG_FUNCTIONS_ALLOWED)",
+    "toy_examples/hard_easy.py": "about 740 lines: the App. C example, runnable as one file",
+}
+#: names of merge and patch leftovers: patch's and git's ``.orig`` / ``.rej`` and git mergetool's
+#: ``main_BACKUP_1234.py`` (older git: ``main.py.BACKUP.1234.py``) and its BASE, LOCAL, REMOTE
+MERGE_LEFTOVER = re.compile(r"(\.orig|\.rej)$|[._](BACKUP|BASE|LOCAL|REMOTE)[._][0-9]+[^/]*$")
 #: decorators (bare or called, plain or as ``numba.<name>`` / ``numba.extending.<name>``) that
 #: make numba compile the function
 NUMBA_DECORATORS = {"njit", "jit", "overload", "overload_method", "intrinsic", "generated_jit", "vectorize",
@@ -28,11 +46,22 @@ NOT_PACKAGES = {".venv", "build", "dist", "docs", "tests", "benchmarks", "script
 
 
 def _rel(path: Path) -> str:
-    return path.relative_to(ROOT).as_posix()
+    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.as_posix()
 
 
-def _core_modules():
-    return sorted(p for p in CORE.rglob("*.py") if "__pycache__" not in p.parts)
+def _package_files(pattern: str = "*.py"):
+    """The package's files matching ``pattern``: top-level ones and those under its folders (not
+    walking the environments, build output, tests and other folders that are not the package)."""
+    out = list(ROOT.glob(pattern))
+    for top in ROOT.iterdir():
+        if top.is_dir() and top.name not in NOT_PACKAGES and not top.name.startswith((".", "_")):
+            out += [p for p in top.rglob(pattern) if "__pycache__" not in p.parts]
+    return sorted(out)
+
+
+def _package_modules():
+    """Every module of the package: the top-level ones and those under its package folders."""
+    return _package_files("*.py")
 
 
 def _callee_name(node) -> str | None:
@@ -89,31 +118,62 @@ def function_lengths(path: Path):
     return out
 
 
-def test_every_core_module_is_at_most_600_lines():
-    sizes = [(len(p.read_text(encoding="utf-8").splitlines()), _rel(p)) for p in _core_modules()]
-    over = sorted((n, name) for n, name in sizes if n > MAX_MODULE_LINES)
-    assert not over, (f"{len(over)} modules under core/ exceed {MAX_MODULE_LINES} lines (split them by concern):\n"
-                      + "\n".join(f"  {name}: {n} lines" for n, name in reversed(over)))
+def modules_over(paths, limit=MAX_MODULE_LINES, exempt=LONG_MODULES_ALLOWED):
+    """(lines, path) of the modules over ``limit`` lines, longest first, skipping ``exempt`` paths."""
+    sizes = [(len(p.read_text(encoding="utf-8").splitlines()), _rel(p)) for p in paths]
+    return sorted(((n, name) for n, name in sizes if n > limit and name not in exempt), reverse=True)
 
 
-def test_every_core_function_outside_the_numba_kernels_is_at_most_80_lines():
+def functions_over(paths, limit=MAX_FUNCTION_LINES, exempt=LONG_FUNCTIONS_ALLOWED):
+    """(lines, "path:line name") of the functions over ``limit`` lines that numba does not compile,
+    longest first, skipping modules in ``exempt``."""
     over = []
-    for p in _core_modules():
+    for p in paths:
+        if _rel(p) in exempt:
+            continue
         for name, line, n in function_lengths(p):
-            if n > MAX_FUNCTION_LINES:
+            if n > limit:
                 over.append((n, f"{_rel(p)}:{line} {name}"))
-    over.sort(reverse=True)
-    assert not over, (f"{len(over)} functions under core/ (not compiled by numba) exceed {MAX_FUNCTION_LINES} "
+    return sorted(over, reverse=True)
+
+
+def test_every_module_is_at_most_600_lines():
+    over = modules_over(_package_modules())
+    assert not over, (f"{len(over)} modules exceed {MAX_MODULE_LINES} lines (split them by concern):\n"
+                      + "\n".join(f"  {name}: {n} lines" for n, name in over))
+
+
+def test_every_function_outside_the_numba_kernels_is_at_most_80_lines():
+    over = functions_over(_package_modules())
+    assert not over, (f"{len(over)} functions (not compiled by numba) exceed {MAX_FUNCTION_LINES} "
                       "lines:\n" + "\n".join(f"  {where}: {n} lines" for n, where in over))
+
+
+def test_the_exemptions_name_modules_that_exist():
+    """An exemption outliving its module (renamed, split) would exempt whatever takes its name."""
+    gone = sorted(m for m in set(LONG_FUNCTIONS_ALLOWED) | set(LONG_MODULES_ALLOWED) if not (ROOT / m).is_file())
+    assert not gone, f"the exemptions name modules that do not exist: {gone}"
+
+
+def tracked_merge_leftovers(names) -> list[str]:
+    """The names (as ``git ls-files`` prints them) of merge and patch leftovers."""
+    return sorted(n for n in names if MERGE_LEFTOVER.search(n))
+
+
+def test_no_merge_leftover_is_tracked():
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout (an installed copy): nothing is tracked")
+    names = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    leftovers = tracked_merge_leftovers(names.decode("utf-8", "surrogateescape").split("\0"))
+    assert not leftovers, ("merge or patch leftovers are tracked (git rm them; the merged file is the "
+                           "source):\n  " + "\n  ".join(leftovers))
 
 
 def _package_dirs():
     dirs = [ROOT]
-    for init in ROOT.rglob("__init__.py"):
-        rel = init.relative_to(ROOT).parts
-        if rel[0] in NOT_PACKAGES or "__pycache__" in rel or len(rel) == 1:
-            continue
-        dirs.append(init.parent)
+    for init in _package_files("__init__.py"):
+        if init.parent != ROOT:
+            dirs.append(init.parent)
     return sorted(dirs)
 
 
@@ -151,10 +211,7 @@ def test_no_two_public_classes_share_a_name():
     """One name, one meaning: a class name found in two modules (say a step record of the app
     and one of the reference solver) makes every import and every docstring mention ambiguous."""
     where: dict[str, list[str]] = {}
-    for p in sorted(ROOT.rglob("*.py")):
-        rel = p.relative_to(ROOT).parts
-        if rel[0] in NOT_PACKAGES or "__pycache__" in rel:
-            continue
+    for p in _package_modules():
         for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
                 where.setdefault(node.name, []).append(f"{_rel(p)}:{node.lineno}")
@@ -252,3 +309,25 @@ def test_the_results_checks_find_an_unlisted_file_and_a_dangling_link(tmp_path):
     page.write_text("See [a](benchmarks/results/a.json), `gone.png` and ../benchmarks/results/old_s8.json; "
                     "a store holds `manifest.json`.\n", encoding="utf-8")
     assert dangling_result_links([page], results) == ["page.md: gone.png", "page.md: old_s8.json"]
+
+
+def test_the_size_checks_find_long_modules_and_functions_and_honour_the_exemptions(tmp_path):
+    body = "".join(f"    x{i} = {i}\n" for i in range(85))
+    long_fn = tmp_path / "long_fn.py"
+    long_fn.write_text(f"def f():\n{body}\n\ndef g():\n    return 1\n", encoding="utf-8")
+    big = tmp_path / "big.py"
+    big.write_text("x = 1\n" * 601, encoding="utf-8")
+    assert [(n, where.rsplit("/", 1)[-1]) for n, where in functions_over([long_fn], exempt=set())] == \
+        [(86, "long_fn.py:1 f")]
+    assert functions_over([long_fn], exempt={_rel(long_fn): "why"}) == []
+    assert [n for n, _ in modules_over([big, long_fn], exempt={})] == [601]
+    assert modules_over([big], exempt={_rel(big): "why"}) == []
+
+
+def test_the_leftover_check_knows_the_merge_tools_names():
+    names = ["core/models/pose/model.py.orig", "app/main.py.rej", "app/main_BACKUP_1234.py",
+             "app/main.BACKUP.1234.py", "app/main.BASE.1234.py", "app/main.LOCAL.1234.py",
+             "app/main.REMOTE.1234.py", "app/main.py", "docs/origin.md", "core/orig.py", "tests/data/a.rejected"]
+    assert tracked_merge_leftovers(names) == sorted(["core/models/pose/model.py.orig", "app/main.py.rej",
+                                                     "app/main_BACKUP_1234.py", "app/main.BACKUP.1234.py", "app/main.BASE.1234.py",
+                                                     "app/main.LOCAL.1234.py", "app/main.REMOTE.1234.py"])
