@@ -413,17 +413,13 @@ class Solver(TraceRecords, SolverState):
             done += self._advance(int(k - done))
         return done
 
-
     def block_gap_now(self, i: int) -> float:
         """Exact gap of block i at the current w (a diagnostic oracle call, not counted)."""
         if not 0 <= i < self.n:
             raise IndexError(f"block {i} out of range [0, {self.n})")
         if self.python_oracle:
-            S = self.S
-            S.counters[kr.C_DIAG_ORACLE] += 1
-            g, _, _ = kr.gap_block_given_corner(self._M, S.w, S.mu, int(i), np.empty(S.h.shape[0]),
-                                               self._oracle(i, S.w), np.empty(S.ybuf.shape[0], dtype=np.int64))
-            return float(g)
+            self.S.counters[kr.C_DIAG_ORACLE] += 1
+            return self.corner_gap(i, self._oracle(i, self.S.w))
         return float(kr.block_gap_now(self._M, self.S, int(i)))
 
     def corner_gap(self, i: int, y) -> float:
