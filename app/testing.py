@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 __all__ = ["CHROMIUM_ARGS", "find_chromium", "free_port", "AppServer", "JupyterLabServer", "text_layout",
-           "layout_problems", "shadow_texts_js"]
+           "layout_problems", "shadow_texts_js", "busy_machine", "BUSY_PROCESSES"]
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -28,6 +28,70 @@ def find_chromium() -> str | None:
         if cand and Path(cand).exists():
             return cand
     return None
+
+
+#: the busy laptop of a lecture (a browser, slides and a video call beside the app): this many
+#: CPU-bound processes, a load of about this much on top of whatever runs
+BUSY_PROCESSES = 2
+
+#: a CPU-bound loop that stops by itself when the process that started it is gone (its parent
+#: id is no longer the one it was given: it was re-parented, also before it started), so a killed test or benchmark leaves no spinning process
+_SPIN = ("import os, sys\nparent = int(sys.argv[1])\nx = 0\n"
+         "while os.getppid() == parent:\n    for i in range(200000):\n        x = (x * 31 + i) & 0xFFFF\n")
+
+
+class busy_machine:
+    """Context manager: ``n`` CPU-bound processes run for its duration (the busy-laptop condition
+    of the lecture targets: a load of about ``n`` on top of the app), stopped on exit (terminated,
+    killed after 5 s); a process whose parent died stops by itself within a fraction of a second.
+
+    Parameters
+    ----------
+    n : int, default BUSY_PROCESSES
+        Number of spinning processes, 1 … 64.
+
+    Raises
+    ------
+    ValueError
+        ``n`` outside 1 … 64.
+    """
+
+    def __init__(self, n: int = BUSY_PROCESSES):
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 64:
+            raise ValueError(f"busy_machine: n must be an integer in 1 … 64, got {n!r}")
+        self.n = n
+        self.procs: list[subprocess.Popen] = []
+
+    def __enter__(self):
+        try:
+            for _ in range(self.n):
+                self.procs.append(subprocess.Popen([sys.executable, "-c", _SPIN, str(os.getpid())], stdin=subprocess.DEVNULL,
+                                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    @property
+    def pids(self) -> list[int]:
+        """Process ids of the spinning processes."""
+        return [p.pid for p in self.procs]
+
+    def running(self) -> int:
+        """How many of the spinning processes are still running."""
+        return sum(p.poll() is None for p in self.procs)
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(5)
+        return False
 
 
 def free_port(address: str = "127.0.0.1") -> int:
