@@ -475,8 +475,10 @@ class GapLabApp(pn.viewable.Viewer):
         # projector views stay in projector sizes)
         if on:
             self._sizes(on)
+            rows = pn.Column(pn.Row(*bar, margin=0), pn.Row(*bar2, margin=0), margin=0)
+            self._apply_big(rows, True)   # the bar's own widgets (not in the layout until now)
             self.run_box.objects = []
-            self.topbar.objects = [pn.Column(pn.Row(*bar, margin=0), pn.Row(*bar2, margin=0), margin=0)]
+            self.topbar.objects = [rows]
             self._step_tab.objects = [pn.Row(self.anatomy_p.panel, self.blocks_p.panel, sizing_mode="stretch_width")]
         else:
             self.topbar.objects = []
@@ -488,6 +490,7 @@ class GapLabApp(pn.viewable.Viewer):
         self.subtitle.visible = not on
         if hasattr(self, "_lessons"):
             self._lessons.set_width(620 if on else 480)
+        self._kkey = None   # the compile banner in this mode's wording
         self.refresh(force=True)
 
     def _sizes(self, on: bool):
@@ -938,7 +941,7 @@ class GapLabApp(pn.viewable.Viewer):
             self._show_messages()
 
     def _draw_banner(self, ks, reference=False):
-        html = startup.banner_html(ks, reference=reference)
+        html = startup.banner_html(ks, reference=reference, projector=self.projector)
         self.banner.object = html
         self.banner.visible = bool(html)
 
