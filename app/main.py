@@ -234,7 +234,7 @@ class GapLabApp(pn.viewable.Viewer):
         # the fold at 1280×720); the bars are bins of ⌈n/120⌉ blocks (max ĝ, summed P), so a
         # bar is ≥ 6 px wide for any n
         self.projector = False
-        self.anatomy_p = self.blocks_p = None   # made when projector mode is first switched on
+        self.anatomy_p = self.blocks_p = None   # made after the page loads (_projector_ahead) or at the first switch
         self._built = {0}   # tabs whose views exist (the others are built when first shown)
         # a tab is built by one thread at a time: a notebook's periodic refresh and a tab click
         # from the page may both ask for it; the second waits for the whole tab
@@ -424,27 +424,44 @@ class GapLabApp(pn.viewable.Viewer):
         for name, widget in wd.items():
             widget.visible = (s.param[name].precedence or 0) >= 0
 
-    def set_projector(self, on: bool):
-        """Projector mode: text and controls ≥ 18 px, no settings sidebar (the run buttons move
-        to a bar above the tabs), the Step tab laid out for 1280×720 with the sampling plot above
-        the fold, per-block bars binned to stay ≥ 6 px wide."""
-        on = bool(on)
-        if on == self.projector:
-            return
-        self.projector = on
-        if on and self.anatomy_p is None:
-            a = self.anatomy_p = AnatomyView(stacked=True, compact=True, on_choice=self._choose)
+    def _projector_views(self):
+        """Projector mode's Step tab views (made once, sized for projector mode, drawn with the
+        current snapshot so that they come to the page with their data: a view drawn after it
+        joins the page showed a blank anatomy and empty −1…1 plots for seconds)."""
+        if self.anatomy_p is None:
+            a = AnatomyView(stacked=True, compact=True, on_choice=self._choose)
             # the narration right under the input and the corners (above the fold at 1280×720),
             # the table of numbers after it
             a.panel.objects = [a.picker, a.word, a.sentence, a.table]
             # the bar of run buttons and the one of mid-run switches take two rows: shorter gap
             # bars keep the sampling plot above the fold at 1280×720
-            self.blocks_p = BlockGapsView(height=188, prob_height=145, name="block_gaps_projector",
-                                          max_bars=PROJECTOR_BARS)
-            self.blocks_p.info.height = 82
-            designed_for_projector(a.word, a.sentence, a.table, self.blocks_p.info)
-            for view in (a, self.blocks_p):   # sized before they are shown (see _ensure_tab)
+            blocks = BlockGapsView(height=188, prob_height=145, name="block_gaps_projector",
+                                   max_bars=PROJECTOR_BARS)
+            blocks.info.height = 82
+            designed_for_projector(a.word, a.sentence, a.table, blocks.info)
+            for view in (a, blocks):   # sized before they are shown (see _ensure_tab)
                 self._apply_big(view.panel, True)
+            self.anatomy_p, self.blocks_p = a, blocks
+        snap = self._frame.snap if self._frame.snap is not None else self.session.snapshot
+        for view in (self.anatomy_p, self.blocks_p):
+            view.update(snap, force=True)
+        return self.anatomy_p, self.blocks_p
+
+    def set_projector(self, on: bool):
+        """Projector mode: text and controls ≥ 18 px, no settings sidebar (the run buttons move
+        to a bar above the tabs), the Step tab laid out for 1280×720 with the sampling plot above
+        the fold, per-block bars binned to stay ≥ 6 px wide. One message to the page: sizes and
+        stylesheets change, views already made are reused (none is rebuilt)."""
+        on = bool(on)
+        if on == self.projector:
+            return
+        with hold():
+            self._set_projector(on)
+
+    def _set_projector(self, on: bool):
+        self.projector = on
+        if on:
+            self._projector_views()
         if self.w_projector.value != on:
             self.w_projector.value = on
         wd = self.widgets
@@ -454,25 +471,33 @@ class GapLabApp(pn.viewable.Viewer):
         # and the comparison
         bar2 = list(self.p_widgets.values()) + [pn.Column(pn.Spacer(height=20), pn.Row(
             self.b_exact_p, self.b_compare_p, margin=0), margin=0)]
+        # the normal views are sized while out of the page (sizes first, then the layout; the
+        # projector views stay in projector sizes)
         if on:
+            self._sizes(on)
+            rows = pn.Column(pn.Row(*bar, margin=0), pn.Row(*bar2, margin=0), margin=0)
+            self._apply_big(rows, True)   # the bar's own widgets (not in the layout until now)
             self.run_box.objects = []
-            self.topbar.objects = [pn.Column(pn.Row(*bar, margin=0), pn.Row(*bar2, margin=0), margin=0)]
+            self.topbar.objects = [rows]
             self._step_tab.objects = [pn.Row(self.anatomy_p.panel, self.blocks_p.panel, sizing_mode="stretch_width")]
         else:
             self.topbar.objects = []
             self.run_box.objects = self._run_rows()
             self._step_tab.objects = self._step_objects()
+            self._sizes(on)
         self.topbar.visible = on
         self.sidebar.visible = not on
         self.subtitle.visible = not on
-        self._apply_big(self._layout, on)
         if hasattr(self, "_lessons"):
             self._lessons.set_width(620 if on else 480)
-        for extra in (self.anatomy, self._blocks, self.anatomy_p, self.blocks_p, self.sidebar):
-            if extra is None:
-                continue
-            self._apply_big(extra.panel if hasattr(extra, "panel") else extra, on)
+        self._kkey = None   # the compile banner in this mode's wording
         self.refresh(force=True)
+
+    def _sizes(self, on: bool):
+        self._apply_big(self._layout, on)
+        for extra in (self.anatomy, self._blocks, self.sidebar):
+            if extra is not None:
+                self._apply_big(extra.panel if hasattr(extra, "panel") else extra, on)
 
     @staticmethod
     def _apply_big(layout, on: bool):
@@ -797,6 +822,12 @@ class GapLabApp(pn.viewable.Viewer):
         kernels.page_loaded()
         self.blocks   # noqa: B018 - made now (see __init__), inside this session's document
         self.refresh(force=True)
+        # projector mode's views made ahead (not shown): the switch then only changes sizes
+        next_tick(self._projector_ahead)
+
+    def _projector_ahead(self):
+        if not self._closed and self.anatomy_p is None:
+            self._projector_views()
 
     def _notebook_comms_open(self) -> bool:
         """False while a notebook display of the app still waits for the page to open its comm.
@@ -910,7 +941,7 @@ class GapLabApp(pn.viewable.Viewer):
             self._show_messages()
 
     def _draw_banner(self, ks, reference=False):
-        html = startup.banner_html(ks, reference=reference)
+        html = startup.banner_html(ks, reference=reference, projector=self.projector)
         self.banner.object = html
         self.banner.visible = bool(html)
 

@@ -27,16 +27,31 @@ def status_words(ks: KernelState) -> str:
     return f"compiling kernels {int(round(100 * ks.fraction))}% · {ks.elapsed_s:.0f} s"
 
 
-def banner_html(ks: KernelState, reference: bool = False) -> str:
+def banner_html(ks: KernelState, reference: bool = False, projector: bool = False) -> str:
     """The banner's HTML for ``ks`` ("" when there is nothing to say: kernels ready, or no
     background compile). Every text from the compile (function names, errors) is escaped.
     ``reference``: the Steps are being answered by the reference solver meanwhile
-    (:data:`gaplab.app.refstep.REFERENCE_NOTE`)."""
+    (:data:`gaplab.app.refstep.REFERENCE_NOTE`). ``projector``: projector mode's wording, one
+    line at 18 px in 1280 px (the whole note is the line's tooltip: one hover away)."""
     if ks.status == "background":
-        return ("<div style='color:#8a5a00;font-size:12.5px'>Solver ready. Still compiling in the "
-                f"background: {esc(ks.message)} ({100 * ks.fraction:.0f}%) — the first exact gap "
-                "check, or the first step with another step kind, the cache or the path may wait "
-                "for it.</div>")
+        full = (f"Solver ready. Still compiling in the background: {ks.message} ({100 * ks.fraction:.0f}%) "
+                "— the first exact gap check, or the first step with another step kind, the cache or "
+                "the path may wait for it.")
+        if projector:
+            return (f"<div class='gaplab-compile-short' title='{esc(full)}' style='color:#8a5a00;"
+                    f"white-space:nowrap'>Solver ready · still compiling more kernels in the background "
+                    f"({100 * ks.fraction:.0f}%) <span style='color:#888'>ⓘ</span></div>")
+        return f"<div style='color:#8a5a00;font-size:12.5px'>{esc(full)}</div>"
+    if projector and not ks.ready:
+        pct = int(round(100 * ks.fraction))
+        more = (f"{ks.message}. " + (REFERENCE_NOTE + ". " if reference else "") +
+                "Run, Step ×N and the other solver buttons wake up when the kernels of a Step are compiled.")
+        return (f"<div class='gaplab-startup' title='{esc(more)}' style='background:#fff4d6;border:1px solid "
+                f"#f0c36d;border-radius:4px;padding:2px 10px;white-space:nowrap'><b>{esc(COMPILE_NOTE)}</b> — "
+                f"<span class='gaplab-startup-fraction'>{pct}%</span> · "
+                f"<span class='gaplab-startup-seconds'>{ks.elapsed_s:.1f} s</span>"
+                + (" · <span class='gaplab-reference-note'>the reference solver answers Step</span>" if reference
+                   else "") + " <span style='color:#888'>ⓘ</span></div>")
     if ks.ready:
         return ""
     pct = int(round(100 * ks.fraction))

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 __all__ = ["CHROMIUM_ARGS", "find_chromium", "free_port", "AppServer", "JupyterLabServer", "text_layout",
-           "layout_problems", "shadow_texts_js"]
+           "layout_problems", "shadow_texts_js", "busy_machine", "BUSY_PROCESSES"]
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -28,6 +28,70 @@ def find_chromium() -> str | None:
         if cand and Path(cand).exists():
             return cand
     return None
+
+
+#: the busy laptop of a lecture (a browser, slides and a video call beside the app): this many
+#: CPU-bound processes, a load of about this much on top of whatever runs
+BUSY_PROCESSES = 2
+
+#: a CPU-bound loop that stops by itself when the process that started it is gone (its parent
+#: id is no longer the one it was given: it was re-parented, also before it started), so a killed test or benchmark leaves no spinning process
+_SPIN = ("import os, sys\nparent = int(sys.argv[1])\nx = 0\n"
+         "while os.getppid() == parent:\n    for i in range(200000):\n        x = (x * 31 + i) & 0xFFFF\n")
+
+
+class busy_machine:
+    """Context manager: ``n`` CPU-bound processes run for its duration (the busy-laptop condition
+    of the lecture targets: a load of about ``n`` on top of the app), stopped on exit (terminated,
+    killed after 5 s); a process whose parent died stops by itself within a fraction of a second.
+
+    Parameters
+    ----------
+    n : int, default BUSY_PROCESSES
+        Number of spinning processes, 1 … 64.
+
+    Raises
+    ------
+    ValueError
+        ``n`` outside 1 … 64.
+    """
+
+    def __init__(self, n: int = BUSY_PROCESSES):
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 64:
+            raise ValueError(f"busy_machine: n must be an integer in 1 … 64, got {n!r}")
+        self.n = n
+        self.procs: list[subprocess.Popen] = []
+
+    def __enter__(self):
+        try:
+            for _ in range(self.n):
+                self.procs.append(subprocess.Popen([sys.executable, "-c", _SPIN, str(os.getpid())], stdin=subprocess.DEVNULL,
+                                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    @property
+    def pids(self) -> list[int]:
+        """Process ids of the spinning processes."""
+        return [p.pid for p in self.procs]
+
+    def running(self) -> int:
+        """How many of the spinning processes are still running."""
+        return sum(p.poll() is None for p in self.procs)
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(5)
+        return False
 
 
 def free_port(address: str = "127.0.0.1") -> int:
@@ -244,12 +308,29 @@ _TEXT_LAYOUT_JS = r"""
                    tag: el.tagName, x0: b.left, y0: b.top, x1: b.right, y1: b.bottom});
     }
   };
+  // drawn boxes that are not DOM text: canvases (Bokeh plots with their axis labels),
+  // images and SVGs, each with its box in the viewport
+  const pictures = [];
+  const visitPictures = (root) => {
+    for (const el of root.querySelectorAll("*")) {
+      if (el.shadowRoot) visitPictures(el.shadowRoot);
+      if (!(el.tagName === "CANVAS" || el.tagName === "IMG" || el.tagName === "svg")) continue;
+      if (skipSel && el.closest(skipSel)) continue;
+      if (!el.checkVisibility({checkOpacity: true, checkVisibilityCSS: true})) continue;
+      const b = el.getBoundingClientRect();
+      if (b.width < 4 || b.height < 4) continue;
+      pictures.push({tag: el.tagName, x0: b.left, y0: b.top, x1: b.right, y1: b.bottom,
+                     cls: (typeof el.className === "string" ? el.className : "")});
+    }
+  };
   for (const root of (within ? document.querySelectorAll(within) : [document])) {
     visit(root);
     visitInputs(root);
+    visitPictures(root);
   }
-  return {boxes: out, inputs: inputs, vw: window.innerWidth, vh: window.innerHeight,
-          scrollW: document.documentElement.scrollWidth};
+  const se = document.scrollingElement || document.documentElement;
+  return {boxes: out, inputs: inputs, pictures: pictures, vw: window.innerWidth, vh: window.innerHeight,
+          scrollW: document.documentElement.scrollWidth, scrollH: se.scrollHeight, scrollY: window.scrollY};
 }
 """
 
@@ -270,7 +351,27 @@ def text_layout(page, skip: str | None = ".notyf, .bk-tooltip, .bk-tool-overflow
     return page.evaluate(_TEXT_LAYOUT_JS, [skip, within])
 
 
-def layout_problems(layout: dict, *, min_font: float | None = None, tol: float = 1.5) -> list[str]:
+def _fold_problems(layout: dict, tol: float) -> list[str]:
+    """What is below the fold of a page that must fit its viewport (see :func:`layout_problems`)."""
+    vh, out = layout["vh"], []
+    sh = layout.get("scrollH")
+    if sh is not None and sh > vh + tol:
+        out.append(f"the page scrolls: scrollHeight {sh:.0f} px > the viewport's {vh} px")
+    sy = layout.get("scrollY", 0)   # boxes are measured in the viewport as scrolled: from its top unscrolled
+    items = [(b, repr(b["text"])) for b in layout["boxes"]]
+    items += [(b, f"{b['tag'].lower()} value {b['text']!r}") for b in layout.get("inputs", ())]
+    items += [(b, f"a {b['tag'].lower()}" + (f".{b['cls'].split()[0]}" if b.get("cls", "").strip() else ""))
+              for b in layout.get("pictures", ())]
+    for b, what in items:
+        y0, y1 = b["y0"] + sy, b["y1"] + sy
+        if y1 > vh + tol:
+            how = "below the viewport's bottom" if y0 >= vh - tol else "cut by the viewport's bottom"
+            out.append(f"{how} ({vh} px): {what} at ({b['x0']:.0f}, {y0:.0f})–({b['x1']:.0f}, {y1:.0f})")
+    return out
+
+
+def layout_problems(layout: dict, *, min_font: float | None = None, tol: float = 1.5,
+                    fold: bool = False) -> list[str]:
     """What is wrong with a :func:`text_layout`: text fragments that overlap each other (more
     than ``tol`` px wide and 40 % of the lower one's height), text cut by a clipping ancestor
     (``overflow: hidden`` or a horizontal scroll; a line cut part-way by the edge of a vertical
@@ -280,9 +381,16 @@ def layout_problems(layout: dict, *, min_font: float | None = None, tol: float =
     covered by another element (what the browser shows at two or more of the shown part's
     centre and corners is not the text: a later sibling drawn over it), text outside the viewport's width, text smaller than ``min_font``
     px, and the value of an input box or dropdown wider than the box's inner width (cut or
-    scrolled inside it). One line per problem."""
+    scrolled inside it). One line per problem.
+
+    With ``fold`` (a page meant to fit its viewport: projector mode at 1280×720) also: a page
+    taller than the viewport (``document.scrollingElement.scrollHeight`` over ``vh``: it
+    scrolls), and every text fragment, input, canvas (a Bokeh plot with its axis labels), image
+    or SVG cut by the viewport's bottom or wholly below it."""
     boxes, vw = layout["boxes"], layout["vw"]
     out = []
+    if fold:
+        out += _fold_problems(layout, tol)
     for b in layout.get("inputs", ()):
         where = f"{b['text']!r} in a {b['tag'].lower()} at ({b['x0']:.0f}, {b['y0']:.0f})–({b['x1']:.0f}, {b['y1']:.0f})"
         if min_font is not None and b["font"] < min_font - 0.05:

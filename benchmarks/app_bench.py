@@ -21,7 +21,10 @@ Measures, on OCR-large unless noted:
 Usage::
 
     python benchmarks/app_bench.py [--only page|step|start] [--page-repeats 5] [--seconds 8]
-                                   [--steps 30] [--skip-cold] [--out bench.json]
+                                   [--steps 30] [--skip-cold] [--busy] [--out bench.json]
+
+``--busy``: the same with two CPU-bound processes running beside the app (the busy laptop of a
+lecture; ``scripts/busy.py`` gives the same condition by hand).
 
 Needs Playwright (PyPI) and a Chromium executable (Debian's chromium).
 """
@@ -304,7 +307,18 @@ def main(argv=None) -> int:
     ap.add_argument("--only", choices=("page", "step", "start"), default=None,
                     help="run one part: warm page-ready times, Step round trips and throughput, or start-up")
     ap.add_argument("--out", default=None, help="write the results as JSON here")
+    ap.add_argument("--busy", action="store_true",
+                    help="the busy-laptop condition: two CPU-bound processes beside the app throughout "
+                         "(gaplab.app.testing.busy_machine)")
     args = ap.parse_args(argv)
+    if args.busy:
+        from gaplab.app.testing import busy_machine
+        with busy_machine():
+            return _main(args)
+    return _main(args)
+
+
+def _main(args) -> int:
     (ROOT / "artifacts").mkdir(exist_ok=True)
 
     from playwright.sync_api import sync_playwright
@@ -314,7 +328,7 @@ def main(argv=None) -> int:
     if chromium is None:
         print("no Chromium executable found (apt-get install chromium)", file=sys.stderr)
         return 2
-    res = {"machine": {"cpus": os.cpu_count(), "load_avg": os.getloadavg()}}
+    res = {"machine": {"cpus": os.cpu_count(), "load_avg": os.getloadavg(), "busy": args.busy}}
     part = args.only
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)

@@ -158,7 +158,7 @@ class _ComparisonPlot(_Base):
     def _draw(self, snap):
         cur = trace_columns(snap.trace, snap.manual_checks)
         full = self._full
-        self.slots.set(0, f"current: {snap.label}" if snap.n else "", self._data(cur, snap, True), full)
+        self.slots.set(0, current_label(snap), self._data(cur, snap, True), full)
         runs = [r for r in snap.comparison if r.dataset == snap.dataset][-MAX_SLOTS:]
         for j, run in enumerate(runs, start=1):
             self.slots.set(j, run.label, self._data(self._columns(run), snap, False), full)
@@ -176,3 +176,15 @@ class _ComparisonPlot(_Base):
         """Column ``col`` of every drawn run (all sources of all slots)."""
         return [src.data.get(col, []) for slot in self.slots.slots for src in slot.values()]
 
+
+def current_label(snap) -> str:
+    """The legend entry of the current run: its settings, and for a run whose settings were
+    switched mid-run with α kept each part in order ("current: uniform sampling → gap sampling
+    (now BCFW, gap …)"): one curve drawn under several settings names them all. "" without data."""
+    if not snap.n:
+        return ""
+    marks = getattr(snap, "switches", ())
+    if not marks:
+        return f"current: {snap.label}"
+    parts = [marks[0][4]] + [m[3] for m in marks]
+    return f"current: {' → '.join(parts)} (now {snap.label})"

@@ -56,6 +56,10 @@ def test_switch_uniform_to_gap_mid_run_keeps_alpha():
         assert after.dual == before.dual
         assert len(after.trace) == len(before.trace)           # the curve continues
         assert [m[3] for m in after.switches] == ["gap sampling"]
+        # the convergence legend names both parts of the curve, not "gap" for the whole of it
+        from gaplab.app.views.base import current_label
+        assert current_label(after).startswith("current: uniform sampling → gap sampling (now ")
+        assert current_label(before) == f"current: {before.label}"
         # the anatomy still describes the last step as taken (drawn by the uniform sampler)
         assert after.last_step == before.last_step and after.last_step.sampling == "uniform"
         assert after.switches[0][0] == pytest.approx(before.effective_passes)

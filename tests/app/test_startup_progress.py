@@ -172,3 +172,19 @@ def test_compile_child_ends_when_its_parent_has_gone():
     r = subprocess.run([sys.executable, "-c", "from gaplab.app.kernels import _child_main; _child_main(1)"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and r.stdout == ""
+
+
+def test_projector_banner_is_one_short_line_with_the_whole_note_on_hover():
+    """Projector mode: the compile banner is one line (the two-line note pushed the Step tab's
+    numbers table below 720 px); the whole note, escaped, is the line's tooltip."""
+    from gaplab.app import startup
+    from gaplab.app.kernels import KernelState
+    bg = KernelState("background", 0.72, "compiling PoseModel <lsp> / fw", 51.0)
+    normal, short = startup.banner_html(bg), startup.banner_html(bg, projector=True)
+    assert "the first exact gap check" in normal and "the first exact gap check" not in short.split(">", 1)[1]
+    assert "title='Solver ready. Still compiling in the background: compiling PoseModel &lt;lsp&gt; / fw (72%)" in short
+    assert "<lsp>" not in short and "<br>" not in short and "(72%)" in short
+    cold = KernelState("compiling", 0.25, "x — now: f", 3.2)
+    short = startup.banner_html(cold, projector=True)
+    assert "<br>" not in short and ">25%<" in short and ">3.2 s<" in short and "Run, Step ×N" in short
+    assert startup.banner_html(KernelState("ready", 1.0, "ready", 50.0), projector=True) == ""

@@ -97,3 +97,45 @@ def test_text_covered_across_shadow_roots_is_a_problem(browser):
         ctx.close()
     assert len(problems) == 1 and "covered by div.narration" in problems[0] \
         and "'second row'" in problems[0], problems
+
+
+def _fold_problems(browser, html):
+    ctx = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = ctx.new_page()
+    try:
+        page.set_content(f"<body style='font: 18px sans-serif; margin: 0'>{html}</body>")
+        return layout_problems(text_layout(page), min_font=18, fold=True)
+    finally:
+        ctx.close()
+
+
+def test_a_page_that_fits_its_viewport_has_no_fold_problem(browser):
+    assert _fold_problems(browser, "<div style='height: 700px'><p>top</p><canvas width='400' height='300'>"
+                                   "</canvas></div>") == []
+
+
+def test_a_page_taller_than_its_viewport_and_what_its_bottom_cuts_are_problems(browser):
+    """Projector mode at 1280×720 scrolled to 1072 px: the anatomy's numbers table started at
+    y = 722 and the sampling plot's axis label was under the bottom edge."""
+    problems = _fold_problems(browser, """
+      <div style='height: 600px'>top</div>
+      <canvas width='400' height='200' class='plot'></canvas>
+      <p style='margin: 0'>the numbers table</p>""")
+    assert problems[0].startswith("the page scrolls: scrollHeight 82") \
+        and problems[0].endswith("px > the viewport's 720 px"), problems
+    cut = [p for p in problems if p.startswith("cut by the viewport's bottom")]
+    below = [p for p in problems if p.startswith("below the viewport's bottom")]
+    assert len(cut) == 1 and "a canvas.plot at (0, 600)–(400, 80" in cut[0], problems
+    assert len(below) == 1 and "'the numbers table'" in below[0], problems
+    assert len(problems) == 3, problems
+    # the same page without fold=True: the default check leaves what is below the fold alone
+    ctx = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = ctx.new_page()
+    try:
+        page.set_content("<body style='font: 18px sans-serif; margin: 0'><div style='height: 900px'>top</div>"
+                         "<p>under</p></body>")
+        assert layout_problems(text_layout(page), min_font=18) == []
+        page.evaluate("window.scrollTo(0, 300)")   # measured scrolled: still the page's own fold
+        assert len(layout_problems(text_layout(page), min_font=18, fold=True)) == 2
+    finally:
+        ctx.close()

@@ -1,7 +1,8 @@
 """Projector mode at 1280×720 in headless Chromium: on every tab the DOM text
 boxes neither overlap nor run out of their containers or the viewport, every text is at least
 18 px, and on the Step tab the narration of the last step (``.gaplab-narration``) is inside
-the viewport with the anatomy. Text drawn in Bokeh canvases is checked on the figure models
+the viewport with the anatomy; the Step tab does not scroll and nothing on it (text, input,
+plot canvas) is cut by the viewport's bottom. Text drawn in Bokeh canvases is checked on the figure models
 (tests/app/test_projector_layout.py).
 
 OCR-small in the default run; CoNLL-2000, horse-small and lsp-pose (the data in
@@ -17,7 +18,7 @@ import pytest
 
 from browser_env import require_browser, wait_until, warm_app_server
 from cli_runs import shared_data
-from gaplab.app.testing import layout_problems, text_layout
+from gaplab.app.testing import busy_machine, layout_problems, text_layout
 
 pytestmark = pytest.mark.browser
 
@@ -54,10 +55,11 @@ def _settled(page, timeout=60):
     return prev
 
 
-def projector_tour(browser, url, dataset, shots: Path | None = None, tabs=TABS) -> dict:
+def projector_tour(browser, url, dataset, shots: Path | None = None, tabs=TABS, fold: bool = False) -> dict:
     """Open ``dataset`` at 1280×720 in projector mode, take three steps and visit ``tabs``.
     Returns {tab: problems} (see :func:`gaplab.app.testing.layout_problems`), with the
-    narration's box on the Step tab."""
+    narration's box on the Step tab; ``fold``: the Step tab must also fit the viewport (no
+    scrolling, nothing cut by its bottom edge)."""
     ctx = browser.new_context(viewport={"width": W, "height": H})
     page = ctx.new_page()
     page.set_default_timeout(60_000)
@@ -77,7 +79,9 @@ def projector_tour(browser, url, dataset, shots: Path | None = None, tabs=TABS) 
             page.locator(".bk-tab", has_text=tab).first.click()
             page.mouse.move(3, 3)   # no tooltip
             lay = _settled(page)
-            problems = layout_problems(lay, min_font=18)
+            # the Step tab is the lecture's screen: it fits 1280×720 (no scrolling, nothing cut
+            # by the bottom edge: the anatomy's numbers table, the sampling plot's axis label)
+            problems = layout_problems(lay, min_font=18, fold=fold and tab == "Step")
             if lay["scrollW"] > W:
                 problems.append(f"the page scrolls sideways: {lay['scrollW']} px wide")
             if tab == "Step":
@@ -106,6 +110,36 @@ def test_projector_layout_step_tab_ocr_small(server, browser):
     """The Step tab (the narration above the fold) in the default run (every tab: about 45 s
     here, so in the slow sweep)."""
     _assert_clean(projector_tour(browser, server.url, "ocr-small", tabs=TABS[:1]))
+
+
+#: the Step tab does not fit 1280×720 yet: the anatomy's numbers table and the sampling plot's
+#: axis label are under the bottom edge (scrollHeight about 1012 px on OCR-small); strict, so
+#: the marker must go when the layout fits
+NOT_FIT_YET = pytest.mark.xfail(strict=True, raises=AssertionError, reason="the projector Step tab scrolls at 1280×720 (issue 33, item 2)")
+
+
+@NOT_FIT_YET
+def test_projector_step_tab_fits_the_viewport_ocr_small(server, browser):
+    """The lecture's screen fits 1280×720: the page does not scroll and nothing on the Step tab
+    (the anatomy with its numbers table, the narration, the gap bars, the sampling plot with
+    its axis labels) is cut by the viewport's bottom."""
+    _assert_clean(projector_tour(browser, server.url, "ocr-small", tabs=TABS[:1], fold=True))
+
+
+@NOT_FIT_YET
+@pytest.mark.slow
+def test_projector_step_tab_fits_the_viewport_ocr_small_busy(server, browser):
+    """The same on a busy laptop (two CPU-bound processes beside the app)."""
+    with busy_machine():
+        _assert_clean(projector_tour(browser, server.url, "ocr-small", tabs=TABS[:1], fold=True))
+
+
+@NOT_FIT_YET
+@pytest.mark.slow
+@pytest.mark.skipif(DATA is None, reason="no data directory ($GAPLAB_DATA) with CoNLL, horse, LSP")
+@pytest.mark.parametrize("dataset", ["conll2000", "horse-small", "lsp-pose"])
+def test_projector_step_tab_fits_the_viewport_other_datasets(server, browser, dataset):
+    _assert_clean(projector_tour(browser, server.url, dataset, tabs=TABS[:1], fold=True))
 
 
 @pytest.mark.slow
