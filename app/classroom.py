@@ -359,6 +359,8 @@ def guard_session(session, limits: SessionLimits) -> None:
     ``limits`` and, for a student, low-priority worker threads."""
     session.dataset_guard = limits.dataset_refusal if limits.student else None
     session.on_worker_start = lower_thread_priority if limits.student else None
+    if limits.student:   # the folders the typed-path check of the session's tabs allows
+        session.typed_path_roots = limits.path_roots
 
 
 def restrict_dataset_widget(widget, limits: SessionLimits) -> None:

@@ -4,7 +4,7 @@ Each browser session gets its own app (``pn.serve`` with the factory :func:`buil
 tabs never share a solver; a session's worker and solver are released when Bokeh destroys the
 session (``pn.state.on_session_destroyed``), and so is its Bokeh document (:func:`_release_views`).
 A session that never connects its websocket (a plain page load) is destroyed after
-``unused_session_lifetime_ms`` (3 s; a page that connects later gets a new session). With
+``unused_session_lifetime_ms`` (5 s; a page that connects later gets a new session). With
 ``classroom=True`` (``gaplab app --classroom``) the server binds the network address and applies
 the limits of :mod:`gaplab.app.classroom` to the students' sessions.
 
@@ -94,7 +94,7 @@ def _release_views(doc) -> None:
 
 
 def serve(port: int = 5006, address: str | None = None, show: bool = False, *,
-          unused_session_lifetime_ms: int = 3_000, check_unused_sessions_ms: int = 1_000,
+          unused_session_lifetime_ms: int = 5_000, check_unused_sessions_ms: int = 1_000,
           warmup: bool = True, classroom: bool = False, allow_origins=(), allow_heavy: bool = False,
           path_roots=(), max_sessions: int | None = None, max_sessions_per_client: int | None = None,
           max_steps_per_request: int | None = None) -> int:
