@@ -175,6 +175,7 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=20, help="lecturer's Step clicks per N")
     ap.add_argument("--per-context", type=int, default=2, help="student pages per browser context (computer)")
     ap.add_argument("--settle", type=float, default=5.0, help="seconds the students work before timing")
+    ap.add_argument("--no-page-loads", action="store_true", help="no plain page loads meanwhile")
     ap.add_argument("--no-wait-kernels", action="store_true",
                     help="start once the lecturer's page is ready, while other model kinds still compile")
     ap.add_argument("--out", default=None, help="write the results as JSON here (again after each N)")
@@ -205,7 +206,8 @@ def main(argv=None) -> int:
         if not args.no_wait_kernels:
             kernels.wait(900)
         loads = PageLoads(srv.url)
-        loads.thread.start()
+        if not args.no_page_loads:
+            loads.thread.start()
         students, hostile = [], 0
         for n in counts:
             t_open = time.perf_counter()
