@@ -7,7 +7,8 @@ worker thread, snapshots) imports no Panel and can be driven headless.
 What lives where:
 
 - ``main``: the app object (tabs, buttons, refresh); ``panel_app``: the ``panel serve`` entry;
-  ``serve``: the server behind ``gaplab app``; ``settings``: the ``param`` parameters made from
+  ``serve``: the server behind ``gaplab app``; ``classroom``: serving a class (the policy
+  applied to students' sessions, the session caps, the students' URL and its QR code); ``settings``: the ``param`` parameters made from
   the settings schema; ``styles``: the stylesheets and projector mode's sizes.
 - ``session/``: the headless session (settings, solver, run loop, snapshots); ``views/``: the
   Step, Convergence and Cache tabs' views, each drawing one snapshot.

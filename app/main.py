@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 
 import collections
+import math
 import io
 import threading
 import time
@@ -20,7 +21,7 @@ import panel as pn
 import param
 from panel.io import hold
 
-from . import kernels, startup
+from . import classroom, kernels, startup
 from .animate import MAX_FRAMES, last_steps_gif
 from .export import figure_export_buttons, trace_csv, trace_json
 from .keys import KEY_HELP, KeyboardShortcuts
@@ -189,8 +190,12 @@ class GapLabApp(pn.viewable.Viewer):
     """
 
     def __init__(self, session: Session | None = None, *, periodic: bool = True, warm: bool = False,
-                 url: urlstate.UrlRequest | None = None, **params):
+                 url: urlstate.UrlRequest | None = None, limits: classroom.SessionLimits | None = None,
+                 student_url: str | None = None, **params):
         super().__init__(**params)
+        # what the server lets this session do (gaplab.app.classroom; default: everything)
+        self.limits = limits if limits is not None else classroom.ClassroomPolicy().limits(None)
+        self._student_url = student_url if self.limits.lecturer else None
         # a bookmarked state (gaplab.app.urlstate): applied once the dataset is loaded; until then
         # the page's URL is left as opened
         self._url_pending = url if url is not None and not (url.empty and not url.notices) else None
@@ -211,6 +216,7 @@ class GapLabApp(pn.viewable.Viewer):
         self._loop, self._loop_thread = (None, None) if _served() else _running_loop()
         self._t_made = time.perf_counter()
         self.session = session if session is not None else Session()
+        classroom.guard_session(self.session, self.limits)
         self.toy = ToyLab()
         self._msg_seen = 0
         self._closed = False
@@ -243,7 +249,7 @@ class GapLabApp(pn.viewable.Viewer):
         self._apply_url()
         self.refresh(force=True)
         if periodic:
-            self._cb = pn.state.add_periodic_callback(self._tick, period=REFRESH_MS)
+            self._cb = pn.state.add_periodic_callback(self._tick, period=self.limits.refresh_ms or REFRESH_MS)
         doc = pn.state.curdoc
         self._page_loaded = True
         if doc is not None and getattr(doc, "session_context", None) is not None:
@@ -278,7 +284,9 @@ class GapLabApp(pn.viewable.Viewer):
         if key == "toy":
             return _ToyAdapter(ToyView(self.toy, self.session, compact=True))
         if key == "path":
-            return PathView(self.session.path, self.session, compact=True, name="lesson_path")
+            view = PathView(self.session.path, self.session, compact=True, name="lesson_path")
+            self._guard_paths(view, "open_store", "Open path store")
+            return view
         if key == "simplex":   # a block's simplex (its own three-label problem)
             from .simplex import SimplexView
             return SimplexView(height=330)
@@ -322,6 +330,7 @@ class GapLabApp(pn.viewable.Viewer):
                 wdg.description = (f"{text} — explained in the Lessons tab, page {page}: "
                                    f"“{LESSON_TITLES[page - 1]}”.").lstrip(" —")
         wd = self.widgets
+        classroom.restrict_dataset_widget(wd["dataset"], self.limits)
         _explain_invalid_lam(wd["lam"], s)
         bw = 86
         self.widgets["speed"] = w("speed", pn.widgets.Select, width=W)
@@ -521,7 +530,12 @@ class GapLabApp(pn.viewable.Viewer):
         self.keys.param.watch(lambda e: self.on_key(KeyboardShortcuts.action_of(e.new)), "press")
         # a narrow output area (JupyterLab with its file browser open): the subtitle wraps, the
         # header's items go onto a second row rather than past the right edge
-        header = pn.Row(title, self.subtitle, self.w_projector, self.keys,
+        extra = []
+        self.qr_pane = None
+        if self._student_url:   # classroom mode, the lecturer's page: the students' URL and QR code
+            qr_toggle, self.qr_pane = classroom.qr_panel(self._student_url)
+            extra = [qr_toggle]
+        header = pn.Row(title, self.subtitle, *extra, self.w_projector, self.keys,
                         styles={"background": "#1f3b57", "border-radius": "4px"},
                         sizing_mode="stretch_width", margin=(5, 10), stylesheets=[WRAP_CSS])
         self.topbar = pn.Row(visible=False, sizing_mode="stretch_width", css_classes=["gaplab-topbar"])
@@ -535,7 +549,8 @@ class GapLabApp(pn.viewable.Viewer):
         self.tabs.param.watch(handler(self._on_tab), "active")
         self.banner = pn.pane.HTML("", visible=False, sizing_mode="stretch_width", margin=(0, 10),
                                    css_classes=["gaplab-compiling"])
-        main = pn.Column(self.banner, self.topbar, self.status.panel, self.tabs, sizing_mode="stretch_width",
+        main = pn.Column(*([self.qr_pane] if self.qr_pane is not None else []), self.banner, self.topbar,
+                         self.status.panel, self.tabs, sizing_mode="stretch_width",
                          min_width=MAIN_MIN_WIDTH)
         self.sidebar = self._controls()
         # narrower than the sidebar and MAIN_MIN_WIDTH: the tabs go below the settings
@@ -612,6 +627,7 @@ class GapLabApp(pn.viewable.Viewer):
             objs = [self._cache.panel]
         elif tab == PATH:
             self._path_view = PathView(self.session.path, self.session, name="path")
+            self._guard_paths(self._path_view, "open_store", "Open path store")
             objs = [self._path_view.panel]
         elif tab == TOY:
             self._toy_view = ToyView(self.toy, self.session)
@@ -622,6 +638,7 @@ class GapLabApp(pn.viewable.Viewer):
         elif tab == SWEEPS:  # a stored sweep's figures (gaplab.app.sweeps_tab)
             from .sweeps_tab import SweepsView
             self._sweeps_view = SweepsView()
+            self._guard_paths(self._sweeps_view, "load", "Load store")
             objs = [self._sweeps_view.panel]
         elif tab == RACE:  # uniform vs gap sampling in lockstep (gaplab.app.race)
             from .race import RaceView
@@ -685,12 +702,32 @@ class GapLabApp(pn.viewable.Viewer):
         self.refresh()
 
     def on_step_n(self):
-        self.session.step_n()
+        n = self._budget(int(self.session.n_steps), "Step ×N")
+        self.session.step_n(n)
         self.refresh()
 
     def on_run(self):
-        self.session.toggle_run()
+        s = self.session
+        if self.limits.student and not s.running and s.solver is not None:
+            # a student's Run takes at most the server's steps per request (then pauses)
+            left = int(math.floor(s.max_passes * s.solver.n - s.solver.oracle_calls))
+            if left > self.limits.steps(left):
+                s.step_n(self._budget(left, "Run"))
+                self.refresh()
+                return
+        s.toggle_run()
         self.refresh()
+
+    def _budget(self, n: int, what: str) -> int:
+        """``n`` block steps cut to this session's budget per request (told when cut)."""
+        m = self.limits.steps(n)
+        if m < n:
+            self.session.notify(f"{what}: this server takes at most {m:,} block steps per request "
+                                f"from a student's page; taking {m:,}.", "info")
+        return m
+
+    def _guard_paths(self, view, method: str, what: str) -> None:
+        classroom.guard_store_paths(view, self.limits, self.session.notify, method=method, what=what)
 
     def on_stop(self):
         self.session.stop()
@@ -724,7 +761,8 @@ class GapLabApp(pn.viewable.Viewer):
         if req is None or self.session.status == "loading" or self.session.running:
             return
         self._url_pending = None
-        urlstate.restore(self.session, urlstate.UrlRequest(settings=req.settings, steps=req.steps))
+        steps = self._budget(req.steps, "URL steps") if req.steps else req.steps
+        urlstate.restore(self.session, urlstate.UrlRequest(settings=req.settings, steps=steps))
         tab = req.tab if req.tab is not None else (LESSONS if req.lesson is not None else None)
         if tab is not None:
             self.tabs.active = tab
@@ -1035,9 +1073,16 @@ def build_app(**session_params) -> GapLabApp:
     background first (buttons disabled meanwhile). Other keywords are :class:`Session` settings."""
     periodic = session_params.pop("periodic", True)
     warm = session_params.pop("warm", False)   # the served entry points pass True
+    limits = session_params.pop("limits", None)   # gaplab.app.classroom (the server's policy)
+    student_url = session_params.pop("student_url", None)
     url = None
     loc = pn.state.location if _served() else None
     if loc is not None and loc.search:   # a bookmarked state: its settings make the session
         url = urlstate.parse_query(loc.search, Session)
+        refusal = limits.dataset_refusal(url.settings.get("dataset", "")) if limits is not None else None
+        if refusal:
+            url.settings.pop("dataset")
+            url.notices.append(refusal)
         session_params = {**{k: v for k, v in url.settings.items() if k != "lam"}, **session_params}
-    return GapLabApp(Session(**session_params), periodic=periodic, warm=warm, url=url)
+    return GapLabApp(Session(**session_params), periodic=periodic, warm=warm, url=url, limits=limits,
+                     student_url=student_url)

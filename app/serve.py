@@ -4,7 +4,9 @@ Each browser session gets its own app (``pn.serve`` with the factory :func:`buil
 tabs never share a solver; a session's worker and solver are released when Bokeh destroys the
 session (``pn.state.on_session_destroyed``), and so is its Bokeh document (:func:`_release_views`).
 A session that never connects its websocket (a plain page load) is destroyed after
-``unused_session_lifetime_ms``.
+``unused_session_lifetime_ms`` (5 s; a page that connects later gets a new session). With
+``classroom=True`` (``gaplab app --classroom``) the server binds the network address and applies
+the limits of :mod:`gaplab.app.classroom` to the students' sessions.
 
 Shared by all sessions of the process, loaded once: the compiled solver kernels
 (:mod:`gaplab.app.kernels`) and the data sets with their read-only models
@@ -14,26 +16,61 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["serve", "app_factory"]
+__all__ = ["serve", "app_factory", "make_app_factory"]
 
 
 def app_factory():
-    """Called by the server once per browser session."""
-    import panel as pn
+    """Called by the server once per browser session (every session is the lecturer's: the
+    factory of ``gaplab app`` without ``--classroom``)."""
+    from .classroom import ClassroomPolicy, SessionGate
+    policy = ClassroomPolicy()
+    return make_app_factory(policy, SessionGate(policy))()
 
-    from .main import build_app
-    app = build_app(warm=True)
-    sid = app.session.session_id
-    print(f"gaplab app: session {sid} opened", file=sys.stderr, flush=True)
 
-    def closed(session_context):
-        app.close()  # idempotent; also registered by the app itself
-        _release_views(session_context._document)
-        print(f"gaplab app: session {sid} closed (worker stopped, solver released: "
-              f"{app.session.closed})", file=sys.stderr, flush=True)
+def make_app_factory(policy, gate, *, student_url: str | None = None, client_of=None):
+    """The per-session factory of a server with ``policy`` (a
+    :class:`gaplab.app.classroom.ClassroomPolicy`) and ``gate`` (its
+    :class:`~gaplab.app.classroom.SessionGate`).
 
-    pn.state.on_session_destroyed(closed)
-    return app
+    Each session's client address (``client_of(doc)``, default: the HTTP request's remote
+    address) decides whether it is the lecturer's; a session the gate does not admit gets a
+    short page saying why instead of the app, and every admitted one is released from the gate
+    when Bokeh destroys it. ``student_url``: the URL shown (with its QR code) in the lecturer's
+    page."""
+    from .classroom import client_address_of, full_page_html
+    client_of = client_of or client_address_of
+
+    def factory():
+        import panel as pn
+
+        from .main import build_app
+        doc = pn.state.curdoc
+        client = client_of(doc)
+        refusal = gate.admit(client)
+        if refusal is not None:
+            print(f"gaplab app: refused a session from {client}: {refusal}", file=sys.stderr, flush=True)
+            return pn.pane.HTML(full_page_html(refusal), sizing_mode="stretch_width",
+                                css_classes=["gaplab-refused"])
+        try:
+            app = build_app(warm=True, limits=policy.limits(client), student_url=student_url)
+        except BaseException:
+            gate.release(client)
+            raise
+        sid = app.session.session_id
+        who = "lecturer" if app.limits.lecturer else "student"
+        print(f"gaplab app: session {sid} opened ({who}, {client})", file=sys.stderr, flush=True)
+
+        def closed(session_context):
+            gate.release(client)
+            app.close()  # idempotent; also registered by the app itself
+            _release_views(session_context._document)
+            print(f"gaplab app: session {sid} closed (worker stopped, solver released: "
+                  f"{app.session.closed})", file=sys.stderr, flush=True)
+
+        pn.state.on_session_destroyed(closed)
+        return app
+
+    return factory
 
 
 def _release_views(doc) -> None:
@@ -56,38 +93,70 @@ def _release_views(doc) -> None:
         state._views.pop(ref, None)
 
 
-def serve(port: int = 5006, address: str = "127.0.0.1", show: bool = False, *,
-          unused_session_lifetime_ms: int = 15_000, check_unused_sessions_ms: int = 5_000,
-          warmup: bool = True) -> int:
+def serve(port: int = 5006, address: str | None = None, show: bool = False, *,
+          unused_session_lifetime_ms: int = 5_000, check_unused_sessions_ms: int = 1_000,
+          warmup: bool = True, classroom: bool = False, allow_origins=(), allow_heavy: bool = False,
+          path_roots=(), max_sessions: int | None = None, max_sessions_per_client: int | None = None,
+          max_steps_per_request: int | None = None) -> int:
     """Serve the app on http://address:port/ until interrupted. Returns a process exit code.
 
     Parameters
     ----------
     port : int
         TCP port (0: any free port; the chosen one is printed).
-    address : str
-        Interface to bind (default 127.0.0.1: this machine only).
+    address : str, optional
+        Interface to bind (default 127.0.0.1: this machine only; in classroom mode the
+        machine's network address, :func:`gaplab.app.classroom.network_address`).
     show : bool
         Open a browser tab.
+    unused_session_lifetime_ms, check_unused_sessions_ms : int
+        A session whose page never connects (a plain page load) is released this long after it
+        was made, checked this often (a page that connects later gets a new session).
     warmup : bool
         Compile (or load from the numba cache) every solver kernel and load the default
         dataset in a background thread while the server already accepts sessions.
+    classroom : bool
+        Serve a class: bind the network address, allow its origin, print the URL students
+        type (the lecturer's page shows it with a QR code) and apply the limits of
+        :class:`gaplab.app.classroom.ClassroomPolicy` to every session not on this machine.
+    allow_origins : iterable of str
+        More origins (``HOST[:PORT]``, no port: ``port``) whose pages may connect.
+    allow_heavy : bool
+        Classroom mode: students may open CoNLL-2000, horse-small and lsp-pose.
+    path_roots : iterable of path
+        Classroom mode: folders under which students may type store paths (none: off).
+    max_sessions, max_sessions_per_client, max_steps_per_request : int, optional
+        Classroom mode: the caps of the policy (defaults: those of ``ClassroomPolicy``).
 
     Raises
     ------
     ValueError
-        ``port`` outside [0, 65535], or ``address:port`` cannot be listened on (in use, no
-        permission, unknown address); one line, for ``gaplab app`` to print.
+        ``port`` outside [0, 65535], a bad origin, path root or cap, or ``address:port``
+        cannot be listened on (in use, no permission, unknown address); one line, for
+        ``gaplab app`` to print.
     """
+    from . import classroom as cl
     port = check_port(port)
+    extra = [cl.check_origin(o) for o in allow_origins or ()]
+    if address is None:
+        address = cl.network_address() if classroom else "127.0.0.1"
+    if classroom:
+        caps = {k: v for k, v in dict(max_sessions=max_sessions, max_sessions_per_client=max_sessions_per_client,
+                                      max_steps_per_request=max_steps_per_request).items() if v is not None}
+        policy = cl.ClassroomPolicy.for_classroom(allow_heavy=allow_heavy, path_roots=cl.path_root_dirs(path_roots),
+                                                  own_addresses={address}, **caps)
+    else:
+        policy = cl.ClassroomPolicy()
     import panel as pn
 
     try:   # binds the port (the server starts below)
         if not port:
             port = _free_port(address)
-        origins = [f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
+        url = cl.student_url(address, port)
+        origins = _origins(address, port, extra)
+        factory = make_app_factory(policy, cl.SessionGate(policy), student_url=url if classroom else None)
         server = pn.serve(
-            {"/": app_factory}, port=port, address=address, show=show, start=False,
+            {"/": factory}, port=port, address=address, show=show, start=False,
             websocket_origin=origins, title="gaplab · Minding the gaps",
             unused_session_lifetime_milliseconds=unused_session_lifetime_ms,
             check_unused_sessions_milliseconds=check_unused_sessions_ms,
@@ -96,7 +165,11 @@ def serve(port: int = 5006, address: str = "127.0.0.1", show: bool = False, *,
         raise ValueError(_bind_error(address, port, exc)) from None
     if warmup:   # after the port is ours: a refused port costs no compile
         _warm()
-    print(f"gaplab app: serving on http://{address}:{port}/ (Ctrl+C to stop)", file=sys.stderr, flush=True)
+    host = f"[{address}]" if ":" in address else address
+    print(f"gaplab app: serving on http://{host}:{port}/ (Ctrl+C to stop)", file=sys.stderr, flush=True)
+    if classroom:
+        print(f"gaplab app: classroom mode: students open {url}", flush=True)
+        print(f"gaplab app: classroom limits: {_describe(policy)}", file=sys.stderr, flush=True)
     try:
         server.start()
         if show:
@@ -110,6 +183,28 @@ def serve(port: int = 5006, address: str = "127.0.0.1", show: bool = False, *,
         except Exception:
             pass
     return 0
+
+
+def _origins(address: str, port: int, extra) -> list:
+    """Bokeh's ``allow_websocket_origin``: this server's own addresses and ``extra`` (a host
+    without a port: this server's port)."""
+    import socket
+    out = [f"localhost:{port}", f"127.0.0.1:{port}"]
+    if address in ("0.0.0.0", "::"):   # every interface: pages may come by the host name
+        out.append(f"{socket.gethostname()}:{port}")
+    elif address not in ("127.0.0.1", "localhost"):
+        out.append(f"{address}:{port}" if ":" not in address else f"[{address}]:{port}")
+    for o in extra:
+        has_port = o.rsplit(":", 1)[-1].isdigit() and (not o.startswith("[") or "]:" in o)
+        out.append(o if has_port else f"{o}:{port}")
+    return list(dict.fromkeys(out))
+
+
+def _describe(policy) -> str:
+    roots = ", ".join(str(p) for p in policy.path_roots) if policy.path_roots else "off"
+    return (f"heavy datasets {'allowed' if policy.allow_heavy else 'refused'} for students; typed paths: "
+            f"{roots}; at most {policy.max_sessions} student sessions, {policy.max_sessions_per_client} per "
+            f"computer; at most {policy.max_steps_per_request:,} block steps per request")
 
 
 def check_port(port) -> int:

@@ -22,7 +22,54 @@ def cmd_warmup(args) -> int:
 
 def cmd_app(args) -> int:
     from gaplab.app.serve import serve
-    return serve(port=args.port, address=args.address, show=args.show)
+    if not args.classroom:
+        for opt, given in (("--allow-heavy", args.allow_heavy), ("--path-root", args.path_root),
+                           ("--max-sessions", args.max_sessions is not None),
+                           ("--max-sessions-per-client", args.max_sessions_per_client is not None),
+                           ("--max-steps", args.max_steps is not None)):
+            if given:
+                raise ValueError(f"{opt} applies to classroom mode only: add --classroom")
+    return serve(port=args.port, address=args.address, show=args.show, classroom=args.classroom,
+                 allow_origins=args.allow_origin, allow_heavy=args.allow_heavy, path_roots=args.path_root,
+                 max_sessions=args.max_sessions, max_sessions_per_client=args.max_sessions_per_client,
+                 max_steps_per_request=args.max_steps)
+
+
+def _count(text: str) -> int:
+    """An argparse type: an integer >= 1."""
+    try:
+        v = int(text)
+    except ValueError:
+        v = 0
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1; got {text!r}")
+    return v
+
+
+def _add_app_command(sub) -> None:
+    p = sub.add_parser("app", help="serve the Panel app (--classroom: to a class on the network)")
+    p.add_argument("--port", type=int, default=5006)
+    p.add_argument("--address", default=None,
+                   help="interface to bind (default 127.0.0.1; with --classroom the machine's network address)")
+    p.add_argument("--show", action="store_true", help="open a browser")
+    p.add_argument("--classroom", action="store_true",
+                   help="serve a class: bind the network address, print the URL students type (the page "
+                        "shows it with a QR code) and limit the students' sessions")
+    p.add_argument("--allow-origin", action="append", default=[], metavar="HOST[:PORT]",
+                   help="also accept pages served under this host name or address (repeatable)")
+    p.add_argument("--allow-heavy", action="store_true",
+                   help="classroom: students may open conll2000, horse-small and lsp-pose")
+    p.add_argument("--path-root", action="append", default=[], metavar="DIR",
+                   help="classroom: students may type store paths under DIR (repeatable; default: none)")
+    p.add_argument("--max-sessions", type=_count, default=None, metavar="N",
+                   help="classroom: student sessions open at once (default 40)")
+    p.add_argument("--max-sessions-per-client", type=_count, default=None, metavar="N",
+                   help="classroom: sessions per student computer (default 4)")
+    p.add_argument("--max-steps", type=_count, default=None, metavar="N",
+                   help="classroom: block steps one click or URL of a student may take (default 20,000)")
+    from .options import add_import_argument
+    add_import_argument(p)
+    p.set_defaults(func=cmd_app)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,13 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .options import add_import_argument
     add_import_argument(p)
     p.set_defaults(func=cmd_warmup)
-    p = sub.add_parser("app", help="serve the Panel app")
-    p.add_argument("--port", type=int, default=5006)
-    p.add_argument("--address", default="127.0.0.1")
-    p.add_argument("--show", action="store_true", help="open a browser")
-    from .options import add_import_argument
-    add_import_argument(p)
-    p.set_defaults(func=cmd_app)
+    _add_app_command(sub)
     add_path_commands(sub)  # gaplab path / gaplab grid
     add_sweep_commands(sub)  # gaplab sweep / gaplab figure
     return parser

@@ -108,6 +108,12 @@ class Session(SessionRunLoop, SessionPublisher, SessionSettings):
         self._history = History()   # checkpoints for Back (gaplab.app.history)
         self._switches: list = []   # settings switched with α kept (see Snapshot.switches)
         self._snapshot = _empty_snapshot(self.session_id, self.dataset, "loading", 0, {})
+        #: the server's say on a dataset (gaplab.app.classroom): ``guard(name)`` is None when this
+        #: session may open it, else the reason shown (a refused choice is reverted)
+        self.dataset_guard = None
+        #: called in each worker thread as it starts (the classroom server lowers a student
+        #: session's worker priority there)
+        self.on_worker_start = None
         from ..pathlab import PathLab
         self.path = PathLab(self)   # the regularization path of this session (own worker)
         self._update_precedence()
@@ -188,6 +194,11 @@ class Session(SessionRunLoop, SessionPublisher, SessionSettings):
             return
         names = {e.name for e in events}
         data_change = "dataset" in names or bool(names & set(self._options_of(self.dataset)))
+        refusal = self.dataset_guard(self.dataset) if "dataset" in names and self.dataset_guard else None
+        if refusal:
+            self.notify(refusal, "warning")
+            self._revert({"dataset": self._applied.get("dataset", self.param.dataset.default)})
+            return
         settings = sorted(names & set(self.SOLVER_SETTINGS))
         if data_change:
             self.path.reset()  # a path belongs to its dataset's model

@@ -217,7 +217,16 @@ class SessionRunLoop:
     def _start_thread(self, target, name):
         self._join()
         self._stop_evt.clear()
-        t = threading.Thread(target=target, name=f"gaplab-session-{self.session_id}-{name}", daemon=True)
+        hook = getattr(self, "on_worker_start", None)
+
+        def run():
+            if hook is not None:
+                try:
+                    hook()
+                except Exception:  # pragma: no cover - a priority the OS refuses: run as is
+                    pass
+            target()
+        t = threading.Thread(target=run, name=f"gaplab-session-{self.session_id}-{name}", daemon=True)
         self._thread = t
         t.start()
 

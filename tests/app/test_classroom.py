@@ -1,0 +1,314 @@
+"""Serving a class (``gaplab app --classroom``): who is the lecturer, what a student session may
+do, how many sessions the server admits, which page origins may connect, the students' URL
+and its QR code, and that page loads that never connect leave no live sessions.
+
+Every server here binds 127.0.0.1. Student sessions are made by a factory whose client address
+comes from a test-only request header (the real server reads the TCP peer address).
+"""
+from __future__ import annotations
+
+import asyncio
+import re
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from gaplab.app import classroom as cl
+
+pn = pytest.importorskip("panel")
+
+
+# ----------------------------------------------------------------------------- the policy
+def test_lecturer_is_this_machine_only_in_classroom_mode():
+    p = cl.ClassroomPolicy.for_classroom(own_addresses={"192.0.2.7"})
+    assert p.is_lecturer("127.0.0.1") and p.is_lecturer("127.0.0.5") and p.is_lecturer("::1")
+    assert p.is_lecturer("::ffff:127.0.0.1") and p.is_lecturer("192.0.2.7")
+    assert not p.is_lecturer("192.0.2.8") and not p.is_lecturer(None) and not p.is_lecturer("not an ip")
+    # outside classroom mode every session is the lecturer's (gaplab app on 127.0.0.1)
+    assert cl.ClassroomPolicy().is_lecturer("192.0.2.8")
+
+
+def test_student_limits_heavy_datasets_paths_and_steps():
+    p = cl.ClassroomPolicy.for_classroom(max_steps_per_request=500)
+    student, lecturer = p.limits("192.0.2.8"), p.limits("127.0.0.1")
+    for name in ("conll2000", "horse-small", "lsp-pose"):
+        assert "not offered to students" in student.dataset_refusal(name)
+        assert lecturer.dataset_refusal(name) is None
+    assert student.dataset_refusal("ocr-small") is None
+    assert student.datasets(["ocr-small", "conll2000", "toy"]) == ["ocr-small", "toy"]
+    assert student.steps(200_000) == 500 and student.steps(20) == 20 and lecturer.steps(200_000) == 200_000
+    assert not student.typed_paths and lecturer.typed_paths and lecturer.path_roots is None
+    with pytest.raises(ValueError, match="typed paths are off"):
+        student.check_path("/etc/passwd")
+    heavy_ok = cl.ClassroomPolicy.for_classroom(allow_heavy=True).limits("192.0.2.8")
+    assert heavy_ok.dataset_refusal("conll2000") is None
+
+
+def test_student_paths_go_through_the_typed_path_check_with_the_roots(tmp_path, monkeypatch):
+    """With --path-root, a student's typed path is checked by
+    gaplab.app.typed_paths.check_typed_path(text, roots=the lecturer's folders)."""
+    import types
+    calls = []
+
+    def check_typed_path(text, roots=None):   # a stand-in recording the call
+        calls.append((text, roots))
+        return tmp_path
+    monkeypatch.setitem(sys.modules, "gaplab.app.typed_paths",
+                        types.SimpleNamespace(check_typed_path=check_typed_path))
+    p = cl.ClassroomPolicy.for_classroom(path_roots=[tmp_path])
+    assert p.limits("192.0.2.8").check_path("x") == tmp_path
+    assert calls == [("x", (tmp_path.resolve(),))]
+
+
+def test_policy_refuses_bad_caps():
+    for kw in (dict(max_sessions=0), dict(max_sessions_per_client=-1), dict(max_steps_per_request=True),
+               dict(student_refresh_ms=5)):
+        with pytest.raises(ValueError, match=next(iter(kw))):
+            cl.ClassroomPolicy(**kw)
+
+
+def test_gate_caps_per_client_and_in_total():
+    p = cl.ClassroomPolicy.for_classroom(max_sessions_per_client=2, max_sessions=3)
+    g = cl.SessionGate(p)
+    assert g.admit("192.0.2.1") is None and g.admit("192.0.2.1") is None
+    assert "2 open sessions from your computer" in g.admit("192.0.2.1")
+    assert g.admit("192.0.2.2") is None
+    assert "server is full" in g.admit("192.0.2.3")
+    for _ in range(5):   # the lecturer is never refused nor counted with the students
+        assert g.admit("127.0.0.1") is None
+    assert g.counts() == {"lecturer": 5, "students": 3, "clients": {"192.0.2.1": 2, "192.0.2.2": 1}}
+    g.release("192.0.2.1")
+    assert g.admit("192.0.2.3") is None
+    assert "server is full" in g.admit("192.0.2.1")
+
+
+def test_origins_and_urls():
+    assert cl.check_origin("http://192.168.1.20:5006/") == "192.168.1.20:5006"
+    assert cl.check_origin("lab-pc.local") == "lab-pc.local"
+    assert cl.check_origin("[fe80::1]:5006") == "[fe80::1]:5006"
+    for bad in ("a b", "host:0", "host:99999", "user@host", "host/x", ""):
+        with pytest.raises(ValueError, match="--allow-origin"):
+            cl.check_origin(bad)
+    from gaplab.app.serve import _origins
+    got = _origins("192.0.2.7", 5006, ["lab-pc.local", "10.1.2.3:8080"])
+    assert got == ["localhost:5006", "127.0.0.1:5006", "192.0.2.7:5006", "lab-pc.local:5006", "10.1.2.3:8080"]
+    assert cl.student_url("192.0.2.7", 5006) == "http://192.0.2.7:5006/"
+    assert cl.student_url("fe80::1", 80) == "http://[fe80::1]:80/"
+
+
+def test_network_address_is_an_address_of_this_machine_or_every_interface():
+    import ipaddress
+    addr = cl.network_address()
+    assert addr == "0.0.0.0" or not ipaddress.ip_address(addr).is_loopback
+
+
+def test_qr_code_is_an_svg_of_the_url_with_an_escaped_title():
+    import segno
+    url = "http://192.0.2.7:5006/?a=<b>"
+    svg = cl.qr_svg(url, scale=4)
+    root = ET.fromstring(svg)
+    assert root.tag.endswith("svg")
+    side = segno.make(url, error="m").symbol_size(scale=4, border=2)[0]
+    assert int(root.get("width")) == side
+    assert "<b>" not in svg and "&lt;b&gt;" in svg
+    assert "<script" not in svg.lower()
+
+
+# ----------------------------------------------------------------------------- a served app
+class _Served:
+    """A server of make_app_factory on 127.0.0.1 in this process (its own event loop); the
+    client address of a session is the request's X-Test-Client header (test only)."""
+
+    def __init__(self, policy, lifetime_ms=500):
+        from gaplab.app.serve import make_app_factory
+        from gaplab.app.testing import free_port
+        self.gate = cl.SessionGate(policy)
+        self.made = []
+        self.most_students = 0
+
+        def client_of(doc):
+            return doc.session_context.request.headers.get("X-Test-Client", "127.0.0.1")
+        inner = make_app_factory(policy, self.gate, student_url="http://192.0.2.7:5006/", client_of=client_of)
+
+        def factory():
+            obj = inner()
+            self.made.append(obj)
+            self.most_students = max(self.most_students, self.gate.counts()["students"])
+            return obj
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/"
+        self.server = pn.serve({"/": factory}, port=self.port, address="127.0.0.1", start=False, show=False,
+                               websocket_origin=[f"127.0.0.1:{self.port}"],
+                               unused_session_lifetime_milliseconds=lifetime_ms,
+                               check_unused_sessions_milliseconds=max(100, lifetime_ms // 2))
+        self.server.start()
+
+    def run(self, coro):
+        return self.server.io_loop.asyncio_loop.run_until_complete(coro)
+
+    async def get(self, path="", client=None):
+        from tornado.httpclient import AsyncHTTPClient
+        headers = {"X-Test-Client": client} if client else {}
+        return await AsyncHTTPClient().fetch(self.url + path, headers=headers, request_timeout=300)
+
+    async def wait_sessions(self, n, timeout=60):
+        deadline = time.time() + timeout
+        while time.time() < deadline and len(self.server.get_sessions("/")) > n:
+            await asyncio.sleep(0.1)
+        return len(self.server.get_sessions("/"))
+
+    def close(self):
+        for obj in self.made:
+            if hasattr(obj, "close"):
+                obj.close()
+        self.server.stop()
+
+
+@pytest.fixture
+def served():
+    made = []
+
+    def make(policy, **kw):
+        s = _Served(policy, **kw)
+        made.append(s)
+        return s
+    yield make
+    for s in made:
+        s.close()
+
+
+def test_polling_the_page_leaves_no_live_sessions(served):
+    """A client polling the page (plain loads, no websocket) makes sessions that are released
+    within the unused-session lifetime: N polls do not leave N live sessions, and the gate's
+    counts return to zero."""
+    srv = served(cl.ClassroomPolicy.for_classroom(max_sessions_per_client=3, max_sessions=5))
+
+    async def poll():
+        for _ in range(12):
+            await srv.get(client="192.0.2.9")
+        for _ in range(4):
+            await srv.get()   # the lecturer
+        return await srv.wait_sessions(0)
+
+    assert srv.run(poll()) == 0
+    assert len(srv.made) == 16
+    assert srv.gate.counts() == {"lecturer": 0, "students": 0, "clients": {}}
+    # at most 3 of the student's polls were apps at any time (the others got the busy page)
+    assert srv.most_students <= 3
+    apps = [m for m in srv.made if hasattr(m, "session")]
+    assert apps and all(m.session.closed for m in apps)
+
+
+def test_caps_refuse_the_extra_session_with_a_page_saying_why(served):
+    srv = served(cl.ClassroomPolicy.for_classroom(max_sessions_per_client=2, max_sessions=3), lifetime_ms=60_000)
+
+    async def visit():
+        for c in ("192.0.2.1", "192.0.2.1", "192.0.2.1", "192.0.2.2", "192.0.2.3", "127.0.0.1"):
+            r = await srv.get(client=c)
+            assert r.code == 200
+    srv.run(visit())
+    kinds = [type(m).__name__ for m in srv.made]
+    assert kinds == ["GapLabApp", "GapLabApp", "HTML", "GapLabApp", "HTML", "GapLabApp"], kinds
+    texts = [m.object for m in srv.made if type(m).__name__ == "HTML"]
+    assert "2 open sessions from your computer" in texts[0] and "server is full" in texts[1]
+    assert srv.gate.counts()["students"] == 3
+    lecturer = srv.made[-1]
+    assert lecturer.limits.lecturer and lecturer.qr_pane is not None
+    assert "192.0.2.7:5006" in lecturer.qr_pane.object and "<svg" in lecturer.qr_pane.object
+    assert srv.made[0].limits.student and srv.made[0].qr_pane is None
+
+
+def test_heavy_dataset_names_are_registered_problems():
+    from gaplab.core.problems import problem_names
+    assert cl.HEAVY_DATASETS <= set(problem_names())
+
+
+def test_heavy_dataset_is_refused_to_a_student_and_not_to_the_lecturer(served):
+    """A heavy dataset (here seg-tiny, declared heavy: the data of the real ones may not be
+    installed) is refused in a student's URL and picker, and offered to the lecturer."""
+    policy = cl.ClassroomPolicy.for_classroom(max_steps_per_request=50, heavy={"seg-tiny"})
+    srv = served(policy, lifetime_ms=60_000)
+
+    async def visit():
+        await srv.get("?dataset=seg-tiny&steps=7", client="192.0.2.4")
+        await srv.get("?dataset=toy", client="192.0.2.4")
+        await srv.get("?dataset=toy")   # the lecturer
+    srv.run(visit())
+    url_student, student, lecturer = srv.made
+    assert url_student.session.dataset == "ocr-small"   # the URL's dataset was refused, with a notice
+    pending = url_student._url_pending
+    notices = [t for _lvl, t in url_student.session.messages()] + (pending.notices if pending else [])
+    assert any("seg-tiny is not offered to students" in t for t in notices), notices
+
+    def offered(app):
+        opts = app.widgets["dataset"].options
+        return list(opts.values()) if isinstance(opts, dict) else list(opts)
+    # the picker offers no heavy dataset; a value sent anyway is refused and reverted
+    assert "seg-tiny" not in offered(student) and "toy" in offered(student)
+    assert "seg-tiny" in offered(lecturer)
+    assert student.session.wait_idle(120)
+    student.session.dataset = "seg-tiny"
+    assert student.session.dataset == "toy" and student.session.status != "loading"
+    assert any("seg-tiny is not offered to students" in t for _lvl, t in student.session.messages())
+    assert lecturer.session.wait_idle(120)
+    lecturer.session.dataset = "seg-tiny"
+    assert lecturer.session.wait_idle(120) and lecturer.session.dataset == "seg-tiny"
+    assert lecturer.session.problem is not None and lecturer.session.problem.name == "seg-tiny"
+
+
+def test_student_step_budget_cuts_step_n_and_run(served):
+    srv = served(cl.ClassroomPolicy.for_classroom(max_steps_per_request=30), lifetime_ms=60_000)
+    srv.run(srv.get("?dataset=toy", client="192.0.2.5"))
+    app = srv.made[0]
+    s = app.session
+    assert s.wait_idle(120)
+    s.n_steps = 1000
+    app.on_step_n()
+    assert s.wait_idle(120)
+    assert s.solver.iteration == 30
+    assert any("at most 30 block steps per request" in t for _lvl, t in s.messages())
+    app.on_run()
+    assert s.wait_idle(120)
+    assert s.solver.iteration == 60
+
+
+def test_printed_url_and_origins_of_the_cli(tmp_path):
+    """``gaplab app --classroom --address 127.0.0.1`` prints the URL students type; a
+    websocket from an origin given with --allow-origin is accepted, any other refused (403)."""
+    from gaplab.app.testing import free_port
+    port = free_port()
+    log = tmp_path / "server.log"
+    out = tmp_path / "server.out"
+    cmd = [sys.executable, "-m", "gaplab", "app", "--classroom", "--address", "127.0.0.1", "--port", str(port),
+           "--allow-origin", "lab-pc.invalid"]
+    with open(out, "w") as fo, open(log, "w") as fe:
+        proc = subprocess.Popen(cmd, stdout=fo, stderr=fe)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and "serving on" not in log.read_text():
+            assert proc.poll() is None, log.read_text()
+            time.sleep(0.2)
+        assert f"students open http://127.0.0.1:{port}/" in out.read_text()
+        assert asyncio.run(_ws_status(port, f"http://lab-pc.invalid:{port}")) == 101
+        assert asyncio.run(_ws_status(port, f"http://elsewhere.invalid:{port}")) == 403
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+async def _ws_status(port, origin):
+    """The HTTP status of a websocket upgrade to the server's page session with ``origin``."""
+    from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
+    from tornado.websocket import websocket_connect
+    page = await AsyncHTTPClient().fetch(f"http://127.0.0.1:{port}/", request_timeout=300)
+    token = re.search(r'"token":\s*"([^"]+)"', page.body.decode()).group(1)
+    req = HTTPRequest(f"ws://127.0.0.1:{port}/ws", headers={"Origin": origin}, request_timeout=120)
+    try:
+        conn = await websocket_connect(req, subprotocols=["bokeh", token])
+    except HTTPClientError as exc:
+        return exc.code
+    conn.close()
+    return 101
