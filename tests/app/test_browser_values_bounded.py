@@ -110,13 +110,14 @@ def test_back_past_the_history_gives_one_notice(toy_app):
     assert s.snapshot.iteration == 0
     refused = [t for _lvl, t in s.messages(before) if "not reachable" in t]
     assert len(refused) == 1
-    # one merged message of many presses also goes as far as it can, with one notice
-    toy_app.keys.counts = "step:5"
+    # many presses in one message also go as far as the history reaches, with one notice
+    toy_app.on_key("step", 5)
     assert s.wait_idle(120) and s.snapshot.iteration == 5
     before = len(s.messages())
-    toy_app.keys.counts = "back:200,step:5"
-    assert s.wait_idle(120)
-    assert [t for _lvl, t in s.messages(before) if "not reachable" in t].__len__() == 1
+    toy_app.on_key("back", 200)
+    toy_app.on_key("back", 200)
+    assert s.wait_idle(120) and s.snapshot.iteration == 0
+    assert len([t for _lvl, t in s.messages(before) if "not reachable" in t]) == 1
 
 
 def test_run_key_answers_while_key_steps_wait(toy_app):
@@ -150,13 +151,14 @@ def test_a_widget_value_its_setting_refuses_is_said_and_reverted(toy_app, pname,
     before = getattr(s, pname)
     try:
         w.value = bad                     # what a page can send to the widget's model
-    except Exception:   # noqa: BLE001 - the widget's own type check may refuse it first: fine
-        pass
+        reached_the_link = True
+    except Exception:   # noqa: BLE001 - the widget's own type check refused it first: fine
+        reached_the_link = False
     assert getattr(s, pname) == before
-    if w.value != before:
-        pytest.fail(f"the widget still shows the refused value {w.value!r}")
-    texts = [t for _lvl, t in s.messages()]
-    assert any("must be" in t and "Kept" in t for t in texts) or getattr(s, pname) == before
+    assert w.value == before, f"the widget still shows the refused value {w.value!r}"
+    if reached_the_link:
+        texts = [t for _lvl, t in s.messages()]
+        assert any("must be" in t and "Kept" in t for t in texts), texts[-3:]
 
 
 def test_race_refuses_a_huge_toy_and_keeps_its_race():
@@ -167,9 +169,12 @@ def test_race_refuses_a_huge_toy_and_keeps_its_race():
         Race("toy", n=10, K=10 ** 9)
     v = RaceView(Race("toy", n=10, K=3))
     old = v.race
-    v.w_n.value = 10 ** 9                  # a page's value beyond the widget's end
+    try:
+        v.w_n.value = 10 ** 9              # a page's value beyond the widget's end
+        assert "Race not changed" in v.readout.object
+    except ValueError:                     # the widget's own check refused it first: fine
+        pass
     assert v.race is old and v.w_n.value == 10
-    assert "Race not changed" in v.readout.object
 
 
 # ----------------------------------------------------------------------------- URL replay
@@ -180,21 +185,38 @@ def test_url_restore_returns_at_once_and_replays_in_the_worker():
     s = Session(dataset="ocr-small")
     try:
         assert s.wait_idle(300)
+        caller = threading.current_thread()
+        chunks = []
+        orig = type(s)._replay_fast
+
+        def spy(self, left):
+            chunks.append((threading.current_thread(), left))
+            return orig(self, left)
+        s._replay_fast = spy.__get__(s)
         done, _ = _in_thread(lambda: restore(s, req, wait=False), 30)
         assert done
-        assert s.running and s.status == "loading" and "replaying" in s.snapshot.note
         assert s.wait_idle(600) and s.snapshot.iteration == 3000 and s.status == "paused"
+        assert chunks and all(t is not caller for t, _ in chunks)
+        assert chunks[-1][1] == 1           # the last step taken as a single Step
         assert s.snapshot.last_step is not None and s.snapshot.last_step.iteration == 2999
+        assert s.snapshot.note == ""         # no "replaying" left in the status line
+        ref = Session(dataset="ocr-small")   # the same state as 3000 steps taken at once
+        try:
+            assert ref.wait_idle(300)
+            ref.solver.steps(3000)
+            assert (ref.solver.w == s.solver.w).all()
+        finally:
+            ref.close()
     finally:
         s.close()
 
 
-def test_a_replay_stops_when_the_session_closes():
+def test_a_replay_says_what_it_does_and_stops_when_the_session_closes():
     from gaplab.app.session import Session
     s = Session(dataset="ocr-small")
     assert s.wait_idle(300)
-    s.speed = 1.0   # (the replay ignores the speed: it takes its steps at once, in chunks)
     assert s.replay(200_000)
+    assert s.status == "loading" and "replaying the URL's steps" in s.snapshot.note
     s.close()
     assert s.wait_idle(30), "the replay went on after the session closed"
 
