@@ -82,7 +82,7 @@ def _guarded(link, obj, pname, widget, notify):
             return link(*args, **kwargs)
         except (ValueError, TypeError, OverflowError):
             cur = getattr(obj, pname)
-            label = p.label or pname
+            label = (p.label or pname).split(" (")[0]   # "λ (regularization)" -> "λ"
             notify(f"{label} must be {expected_text(p)}; got {_shown(new)}. Kept {label} = {cur!r}.", "error")
             try:
                 if widget.value != cur:

@@ -30,10 +30,7 @@ _WAIT_S = 0.25      # while the kernels compile, a replay checks this often whet
 class SessionJobs:
     """Key Steps, key jumps back and URL replays in the worker (a part of :class:`Session`)."""
 
-    _jobs_lock = threading.Lock()   # replaced per session in _jobs_init (class default: never shared in use)
-    _key_queue: list | None = None
-    _key_job = False
-    _back_refused = None     # (solver id, iteration, earliest) of the last "not reachable" notice
+    _back_refused = None     # (earliest, iteration) at the last "not reachable" notice
 
     def _jobs_init(self):
         self._jobs_lock = threading.Lock()
