@@ -116,7 +116,7 @@ def run(args) -> dict:
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS)
         for scenario in args.scenarios:
-            with AppServer(log, session_lifetime_ms=1000, timeout=1200, wait_warm=True) as srv:
+            with AppServer(log, session_lifetime_ms=60_000, timeout=1200, wait_warm=True) as srv:
                 if scenario == "baseline":
                     res = [measure_other(browser, srv.url, args.timeout) for _ in range(args.repeats)]
                     out["baseline"] = {"runs": res, "load_median_s": _median([r["load_s"] for r in res]),
