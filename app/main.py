@@ -278,13 +278,19 @@ class GapLabApp(pn.viewable.Viewer):
         if key == "cache":
             return CacheView(height=210, stacked=True)
         if key == "toy":
-            return _ToyAdapter(ToyView(self.toy, self.session, compact=True))
+            return _ToyAdapter(self._guarded(self.toy, ToyView(self.toy, self.session, compact=True)))
         if key == "path":
-            return PathView(self.session.path, self.session, compact=True, name="lesson_path")
+            return self._guarded(self.session.path, PathView(self.session.path, self.session, compact=True,
+                                                             name="lesson_path"))
         if key == "simplex":   # a block's simplex (its own three-label problem)
             from .simplex import SimplexView
             return SimplexView(height=330)
         raise KeyError(key)
+
+    def _guarded(self, lab, view):
+        """``view`` with its settings' widgets guarded (a refused value is said; widget_guard)."""
+        guard_links(lab, getattr(view, "widgets", {}), self.session.notify)
+        return view
 
     def _lesson_page(self):
         if hasattr(self, "_lessons"):
@@ -592,10 +598,10 @@ class GapLabApp(pn.viewable.Viewer):
             self._cache = CacheView(height=290)
             objs = [self._cache.panel]
         elif tab == PATH:
-            self._path_view = PathView(self.session.path, self.session, name="path")
+            self._path_view = self._guarded(self.session.path, PathView(self.session.path, self.session, name="path"))
             objs = [self._path_view.panel]
         elif tab == TOY:
-            self._toy_view = ToyView(self.toy, self.session)
+            self._toy_view = self._guarded(self.toy, ToyView(self.toy, self.session))
             objs = [self._toy_view.panel]
         elif tab == LESSONS:
             self._lessons = LessonPanel(self.session, self._lesson_view, on_page=self._lesson_page)

@@ -329,3 +329,16 @@ def test_reads_are_size_limited(tmp_path):
     os.mkfifo(fifo)
     done, res = _in_thread(lambda: read_limited(fifo, 10), 30)
     assert done and isinstance(res, TypedPathError)
+
+
+def test_the_toy_and_path_tabs_refuse_values_beyond_their_settings(toy_app):
+    from gaplab.app.main import PATH, TOY
+    toy_app._ensure_tab(TOY)
+    toy_app._ensure_tab(PATH)
+    for lab, view, name, bad in ((toy_app.toy, toy_app._toy_view, "n", 10 ** 9),
+                                 (toy_app.session.path, toy_app._path_view, "eps", 1e9)):
+        before = getattr(lab, name)
+        view.widgets[name].value = bad
+        assert getattr(lab, name) == before and view.widgets[name].value == before
+        level, text = toy_app.session.messages()[-1]
+        assert level == "error" and "must be" in text and f"Kept {name if name == 'n' else 'ε'}" in text
