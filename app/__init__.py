@@ -26,7 +26,10 @@ What lives where:
 - Presenter tools: ``switch`` (keep α when a setting changes), ``history`` (go back),
   ``keys`` (keyboard shortcuts), ``urlstate`` (bookmarkable states), ``export`` (CSV/JSON and
   PNG/SVG) and ``animate`` (a GIF of the last steps).
-- ``safe_html``: escaping of every text that reaches the page; ``ticks``: event handlers under
+- ``safe_html``: escaping of every text that reaches the page; ``typed_paths``: which typed
+  paths may be opened (regular files and folders, under the lecturer's roots) and reads with
+  a size limit; ``widget_guard``: a widget's value refused by its setting is said, not a
+  traceback; ``ticks``: event handlers under
   the document's lock (at once, or in its next tick); ``testing``: helpers for driving the
   served app from tests.
 """

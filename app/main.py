@@ -25,6 +25,7 @@ from . import classroom, kernels, startup
 from .animate import MAX_FRAMES, last_steps_gif
 from .export import figure_export_buttons, trace_csv, trace_json
 from .keys import KEY_HELP, KeyboardShortcuts
+from .widget_guard import guard_links
 from . import urlstate
 from .lessons import LESSONS as LESSON_PAGES, LessonPanel
 from .path_tab import PathView
@@ -219,6 +220,7 @@ class GapLabApp(pn.viewable.Viewer):
         classroom.guard_session(self.session, self.limits)
         self.toy = ToyLab()
         self._msg_seen = 0
+        self._persistent = set()   # message texts whose toast stays until dismissed (refused URL values)
         self._closed = False
         self.action_ms = collections.deque(maxlen=200)
         self._cb = None
@@ -282,15 +284,21 @@ class GapLabApp(pn.viewable.Viewer):
         if key == "cache":
             return CacheView(height=210, stacked=True)
         if key == "toy":
-            return _ToyAdapter(ToyView(self.toy, self.session, compact=True))
+            return _ToyAdapter(self._guarded(self.toy, ToyView(self.toy, self.session, compact=True)))
         if key == "path":
-            view = PathView(self.session.path, self.session, compact=True, name="lesson_path")
+            view = self._guarded(self.session.path, PathView(self.session.path, self.session, compact=True,
+                                                             name="lesson_path"))
             self._guard_paths(view, "open_store", "Open path store")
             return view
         if key == "simplex":   # a block's simplex (its own three-label problem)
             from .simplex import SimplexView
             return SimplexView(height=330)
         raise KeyError(key)
+
+    def _guarded(self, lab, view):
+        """``view`` with its settings' widgets guarded (a refused value is said; widget_guard)."""
+        guard_links(lab, getattr(view, "widgets", {}), self.session.notify)
+        return view
 
     def _lesson_page(self):
         if hasattr(self, "_lessons"):
@@ -331,7 +339,6 @@ class GapLabApp(pn.viewable.Viewer):
                                    f"“{LESSON_TITLES[page - 1]}”.").lstrip(" —")
         wd = self.widgets
         classroom.restrict_dataset_widget(wd["dataset"], self.limits)
-        _explain_invalid_lam(wd["lam"], s)
         bw = 86
         self.widgets["speed"] = w("speed", pn.widgets.Select, width=W)
         B = pn.widgets.Button
@@ -368,6 +375,9 @@ class GapLabApp(pn.viewable.Viewer):
         # there), exact gaps and the comparison, so the lecture never leaves projector mode
         self.p_widgets = {pname: w(pname, pn.widgets.Select, width=150, css_classes=[f"gaplab-p-{pname}"])
                           for pname in ("sampling", "step_kind") if pname in s.param}
+        # a page can send any value to a widget: each setting's own bounds and choices hold on the
+        # server, a refused value is said and the widget shows the value in force (widget_guard)
+        guard_links(s, {**self.widgets, **self.p_widgets}, s.notify)
         self.b_exact_p = B(label="Exact gaps", width=130, description=TOOLTIPS["exact"],
                            css_classes=["gaplab-p-exact"])
         self.b_compare_p = B(label="Add to comparison", width=190, description=TOOLTIPS["compare"],
@@ -527,7 +537,9 @@ class GapLabApp(pn.viewable.Viewer):
         title = pn.pane.HTML("<span style='font-size:20px;font-weight:600;color:white'>gaplab · Minding the gaps</span>",
                              margin=(8, 14))
         self.keys = KeyboardShortcuts(width=0, height=0, margin=0)
-        self.keys.param.watch(lambda e: self.on_key(KeyboardShortcuts.action_of(e.new)), "press")
+        self.keys.param.watch(lambda e: self.on_key(KeyboardShortcuts.action_of(e.new),
+                                                    KeyboardShortcuts.count_of(e.new)), "press")
+        self.keys.on_dropped = self._keys_dropped
         # a narrow output area (JupyterLab with its file browser open): the subtitle wraps, the
         # header's items go onto a second row rather than past the right edge
         extra = []
@@ -626,18 +638,18 @@ class GapLabApp(pn.viewable.Viewer):
             self._cache = CacheView(height=290)
             objs = [self._cache.panel]
         elif tab == PATH:
-            self._path_view = PathView(self.session.path, self.session, name="path")
+            self._path_view = self._guarded(self.session.path, PathView(self.session.path, self.session, name="path"))
             self._guard_paths(self._path_view, "open_store", "Open path store")
             objs = [self._path_view.panel]
         elif tab == TOY:
-            self._toy_view = ToyView(self.toy, self.session)
+            self._toy_view = self._guarded(self.toy, ToyView(self.toy, self.session))
             objs = [self._toy_view.panel]
         elif tab == LESSONS:
             self._lessons = LessonPanel(self.session, self._lesson_view, on_page=self._lesson_page)
             objs = [self._lessons.panel]
         elif tab == SWEEPS:  # a stored sweep's figures (gaplab.app.sweeps_tab)
             from .sweeps_tab import SweepsView
-            self._sweeps_view = SweepsView()
+            self._sweeps_view = SweepsView(roots=self.session.typed_path_roots)
             self._guard_paths(self._sweeps_view, "load", "Load store")
             objs = [self._sweeps_view.panel]
         elif tab == RACE:  # uniform vs gap sampling in lockstep (gaplab.app.race)
@@ -741,7 +753,8 @@ class GapLabApp(pn.viewable.Viewer):
     def open_url(self, query) -> urlstate.UrlRequest:
         """Show the state a URL query describes (``"?dataset=toy&steps=20&tab=lessons&lesson=3"``):
         settings, seed, step count, tab and lesson page; bad values are ignored with an escaped
-        notice. Blocks until the dataset is loaded and the steps are taken."""
+        notice. Blocks until the dataset is loaded and the steps are taken (a notebook's or a
+        test's call; a served page's URL is restored in the session's worker)."""
         req = urlstate.parse_query(query, self.session)
         settings = {k: v for k, v in req.settings.items() if k != "lam" and getattr(self.session, k) != v}
         if settings:
@@ -751,6 +764,7 @@ class GapLabApp(pn.viewable.Viewer):
             self.session.reset()   # a URL describes a run from α⁰ (not the current α continued)
         self._url_pending = req if not (req.empty and not req.notices) else None
         self._apply_url()
+        self.session.wait_idle(600)
         self.refresh(force=True)
         return req
 
@@ -761,8 +775,9 @@ class GapLabApp(pn.viewable.Viewer):
         if req is None or self.session.status == "loading" or self.session.running:
             return
         self._url_pending = None
+        # the steps are taken in the session's worker (the page shows "replaying step k of N")
         steps = self._budget(req.steps, "URL steps") if req.steps else req.steps
-        urlstate.restore(self.session, urlstate.UrlRequest(settings=req.settings, steps=steps))
+        urlstate.restore(self.session, urlstate.UrlRequest(settings=req.settings, steps=steps), wait=False)
         tab = req.tab if req.tab is not None else (LESSONS if req.lesson is not None else None)
         if tab is not None:
             self.tabs.active = tab
@@ -770,7 +785,8 @@ class GapLabApp(pn.viewable.Viewer):
             self.lessons.go(req.lesson - 1)
         if req.race:
             self.race_view.configure(**req.race)
-        for text in req.notices:
+        for text in req.notices:   # a refused URL value: its toast stays until dismissed
+            self._persistent.add(text)
             self.session.notify(text, "warning")
 
     def url_query(self) -> dict:
@@ -804,18 +820,37 @@ class GapLabApp(pn.viewable.Viewer):
         self.session.back()
         self.refresh()
 
-    def on_key(self, action: str | None):
-        """A presenter key (gaplab.app.keys): the same as its button; solver keys do nothing
-        while their buttons are disabled (loading, compiling)."""
+    def on_key(self, action: str | None, count: int = 1):
+        """``count`` presses of a presenter key (gaplab.app.keys, capped there): the same as its
+        button; Steps and ← go to the session's worker (queued, ← presses as one jump back), so
+        the server's event loop never steps. Solver keys do nothing while their buttons are
+        disabled (loading, compiling)."""
         if action == "projector":
             self.set_projector(not self.projector)
             return
-        fn = {"step": self.on_step, "step_n": self.on_step_n, "back": self.on_back, "run": self.on_run}.get(action)
-        if fn is None or self.session.status == "loading":
+        if action not in ("step", "step_n", "back", "run") or self.session.status == "loading":
             return
         if not kernels.state().ready and not (action == "step" and self.session.reference_can_step()):
             return
-        self._timed(fn)
+        t0 = time.perf_counter()
+        if action in ("step", "back"):
+            took = self.session.key_action(action, max(1, int(count)))
+            if took < count:
+                self._keys_dropped(count - took)
+        elif action == "step_n":
+            self.on_step_n()
+        else:
+            self.on_run()
+        self.action_ms.append((f"key {action}", 1e3 * (time.perf_counter() - t0)))
+
+    def _keys_dropped(self, n: int):
+        """Say (at most once every few seconds) that key presses beyond the caps were dropped."""
+        now = time.perf_counter()
+        if now - getattr(self, "_dropped_said", -1e9) < 5.0:
+            return
+        self._dropped_said = now
+        self.session.notify(f"Keys: {n:,} presses dropped (more than a person can press at once; "
+                            "Steps wait in a short queue).", "warning")
 
     def on_exact(self):
         self.session.compute_exact_gaps()
@@ -999,7 +1034,7 @@ class GapLabApp(pn.viewable.Viewer):
             for level, text in msgs:
                 try:
                     getattr(notes, level if level in ("info", "success", "warning", "error") else "info")(
-                        esc(text), duration=4000 if level != "error" else 8000)
+                        esc(text), duration=0 if text in self._persistent else 4000 if level != "error" else 8000)
                 except Exception:  # pragma: no cover - no notification area in this context
                     break
 
@@ -1043,26 +1078,6 @@ def _running_loop():
         return asyncio.get_running_loop(), threading.get_ident()
     except RuntimeError:
         return None, None
-
-
-def _explain_invalid_lam(widget, session) -> None:
-    """Say why a λ typed into the box is refused. The widget's link to the session raises on a
-    value outside the parameter's bounds and the box reverts silently; the link is wrapped so that
-    the refusal is reported as an error message (the box still reverts)."""
-    lo, hi = session.param["lam"].bounds
-    links = [wt for wt in widget.param.watchers.get("value", {}).get("value", [])
-             if getattr(wt.fn, "__name__", "") == "link_widget"]  # panel's widget -> parameter link
-    for wt in links:
-        def safe(*args, _fn=wt.fn, **kwargs):
-            try:
-                return _fn(*args, **kwargs)
-            except (ValueError, TypeError):
-                v = args[0].new if args else None
-                session.notify(f"λ must be a number in [{lo:g}, {hi:g}]; got {v!r}. Kept λ = {session.lam:g}.",
-                               "error")
-        widget.param.unwatch(wt)
-        widget.param.watch(safe, wt.parameter_names, onlychanged=wt.onlychanged, queued=wt.queued,
-                           precedence=max(wt.precedence, 0))
 
 
 def build_app(**session_params) -> GapLabApp:

@@ -69,8 +69,12 @@ class PathPicker:
         if s.closed or problem is None:
             s.notify("Open path store: no dataset is loaded yet.", "warning")
             return False
+        from .typed_paths import check_typed_path
         try:
-            path = RegPath.open(str(directory).strip(), model=problem.model)
+            # a typed path is client input: a regular file or a folder (never a FIFO or a device),
+            # under the session's roots when it has any (classroom mode)
+            where = check_typed_path(str(directory), getattr(s, "typed_path_roots", None))
+            path = RegPath.open(where, model=problem.model)
             if path.kind == "grid":
                 raise PathStoreError(f"path store {str(directory)!r} holds a grid search, not a path")
             if not len(path):

@@ -46,6 +46,10 @@ SPEEDS = {"0.05 pass / tick": 0.05, "0.2 pass / tick": 0.2, "0.5 pass / tick": 0
 COLORS = {"uniform": "#7570b3", "gap": "#d95f02"}
 
 
+#: the toy's sizes and the seeds a race takes (the URL's race_n, race_k and race_seed agree)
+TOY_N, TOY_K, MAX_SEED = (2, 400), (1, 1000), 2 ** 31 - 1
+
+
 def _problem(problem, n, K):
     if problem == "toy":
         from gaplab.toy_examples.hard_easy import make_hard_easy
@@ -94,8 +98,12 @@ class Race:
                  gap_check: float = 10, passes_per_tick: float = 0.2, eps: float = 1e-4,
                  max_passes: float = 200, model=None):
         from gaplab.core import Solver
-        if not (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0):
-            raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+        if not (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and 0 <= seed <= MAX_SEED):
+            raise ValueError(f"seed must be an int in [0, {MAX_SEED}], got {seed!r}")
+        if problem == "toy" and model is None:   # the toy's arrays grow with n and K: bounded
+            for name, v, (lo, hi) in (("n", n, TOY_N), ("K", K, TOY_K)):
+                if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
+                    raise ValueError(f"{name} must be an int in [{lo}, {hi}] for the toy, got {v!r}")
         if not (isinstance(eps, (int, float)) and eps > 0):
             raise ValueError(f"eps must be a number > 0, got {eps!r}")
         if not (isinstance(max_passes, (int, float)) and not isinstance(max_passes, bool)
@@ -373,7 +381,26 @@ class RaceView:
         self.size_note.visible = not toy
 
     def _speed(self, passes):
-        self.race.set_speed(float(passes))
+        try:
+            self.race.set_speed(passes)
+        except (ValueError, TypeError) as exc:
+            self.readout.object = f"<b style='color:#d7191c'>Speed not changed:</b> {esc(exc)}"
+
+    def _revert_controls(self):
+        """Show the current race's problem, n, K and seed in the controls (no new race)."""
+        r = self.race
+        self._configuring = True
+        try:
+            for w, v in ((self.w_problem, r.problem if r.problem in RACE_PROBLEMS else self.w_problem.value),
+                         (self.w_n, r.n if r.problem == "toy" else self.w_n.value),
+                         (self.w_K, r.K if r.K is not None else self.w_K.value), (self.w_seed, r.seed)):
+                try:
+                    if w.value != v:
+                        w.value = v
+                except (ValueError, TypeError):
+                    pass
+        finally:
+            self._configuring = False
 
     def settings(self) -> dict:
         """The race's settings that make it (deterministic): problem, n, K, seed."""
@@ -401,10 +428,18 @@ class RaceView:
             self.new_race()
 
     def new_race(self):
-        """A new race (paused) with the controls' problem, n, K, seed and speed."""
+        """A new race (paused) with the controls' problem, n, K, seed and speed. A value the
+        race refuses (a page can send any value to a widget) keeps the current race, says why in
+        the readout and shows the race's own values in the controls again."""
         self.set_running(False)
-        self.race = Race(self.w_problem.value, n=int(self.w_n.value), K=int(self.w_K.value),
-                         seed=int(self.w_seed.value), passes_per_tick=float(self.w_speed.value))
+        try:
+            race = Race(self.w_problem.value, n=self.w_n.value, K=self.w_K.value,
+                        seed=self.w_seed.value, passes_per_tick=self.w_speed.value)
+        except (ValueError, TypeError) as exc:
+            self._revert_controls()
+            self.readout.object = f"<b style='color:#d7191c'>Race not changed:</b> {esc(exc)}"
+            return
+        self.race = race
         self._sync_size_inputs()
         self.draw()
 

@@ -44,11 +44,15 @@ class SweepsView:
     ----------
     store : str or Path, optional
         A store directory to open at once (default: ``$GAPLAB_SWEEP_STORE`` if set).
+    roots : sequence of str, optional
+        Folders a typed store path must resolve under (classroom mode); None: any folder but
+        the system ones (:func:`gaplab.app.typed_paths.check_typed_path`).
     """
 
-    def __init__(self, store=None, name: str = "sweeps"):
+    def __init__(self, store=None, name: str = "sweeps", roots=None):
         self.name = name
         self.store = None
+        self.roots = roots   # folders a typed store path must be under (None: any but system folders)
         start = store if store is not None else os.environ.get(STORE_ENV, "")
         self.path_input = pn.widgets.TextInput(label="Store directory", value=str(start or ""),
                                                placeholder="directory written by gaplab sweep",
@@ -92,8 +96,11 @@ class SweepsView:
     def load(self, path) -> bool:
         """Open a store; False (and a message in the tab) if it cannot be read."""
         from gaplab.core.sweep import Store
+
+        from .typed_paths import check_typed_path
         try:
-            st = Store(Path(str(path).strip()).expanduser())
+            # a typed path is client input: a folder (never a FIFO or a device), under the roots
+            st = Store(check_typed_path(str(path), self.roots, kind="dir"))
         except (ValueError, OSError) as exc:
             self.store = None
             self.info.object = f"<span style='color:#d7191c'>{esc(exc)}</span>"

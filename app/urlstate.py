@@ -33,7 +33,8 @@ RACE_KEYS = {
     "race_k": ("K", int, lambda v: 1 <= v <= 1000, "an integer in [1, 1000]"),
     "race_seed": ("seed", int, lambda v: 0 <= v <= 2 ** 31 - 1, "an integer >= 0"),
 }
-#: the most block steps a URL may ask for (replayed when the page opens)
+#: the most block steps a URL may ask for (replayed in the session's worker when the page opens,
+#: in chunks: seconds of one worker's time on CoNLL, never the server's event loop)
 MAX_URL_STEPS = 200_000
 _MAX_LEN = 64          # longer query values are refused unread
 _INT = re.compile(r"^[+-]?\d{1,12}$")
@@ -190,7 +191,8 @@ def parse_query(query, session) -> UrlRequest:
 def session_from_query(query, **params):
     """A :class:`~gaplab.app.session.Session` in the state a URL query describes (settings,
     seed, steps; tab and lesson are the app's), and the parsed request (its notices were sent to
-    the session). Blocks until the dataset is loaded and the steps are taken."""
+    the session). Blocks until the dataset is loaded and the steps are taken (not for a served
+    page: the app restores a URL with ``restore(..., wait=False)``)."""
     from .session import Session
     req = parse_query(query, Session)
     s = Session(**{**{k: v for k, v in req.settings.items() if k != "lam"}, **params})
@@ -242,16 +244,26 @@ def query_string(query: dict) -> str:
     return "?" + urlencode(query) if query else ""
 
 
-def restore(session, req: UrlRequest, *, timeout: float = 120.0) -> None:
-    """Finish what a URL asks of a session made with ``Session(**settings without lam)``: wait for
-    its dataset, set λ, then take ``steps`` block steps from α⁰ (the last one as a single Step,
-    so the anatomy shows it as after a Step). Notices go to ``session.notify``."""
+def restore(session, req: UrlRequest, *, timeout: float = 120.0, wait: bool = True) -> None:
+    """Finish what a URL asks of a session made with ``Session(**settings without lam)``: set λ,
+    then take ``steps`` block steps from α⁰ in the session's worker, in chunks
+    (:meth:`~gaplab.app.session.Session.replay`: the last one as a single Step, so the anatomy
+    shows it as after a Step; the status line says "replaying step k of N"; it stops when the
+    session closes). Notices go to ``session.notify``.
+
+    ``wait`` True (a notebook, a test): wait up to ``timeout`` seconds for the dataset, and then
+    for the steps. False (the served page, on the server's event loop): return at once; the
+    dataset must be loaded (else only the notices are sent)."""
     for text in req.notices:
         session.notify(text, "warning")
-    if not session.wait_idle(timeout) or session.solver is None:
+    if wait and not session.wait_idle(timeout):
+        return
+    if session.status == "loading" or session.solver is None:
         return
     lam = req.settings.get("lam")
     if lam is not None and lam != session.lam:
         session.lam = lam
     if req.steps:
-        session.go_to(int(req.steps))
+        session.replay(min(int(req.steps), MAX_URL_STEPS))
+        if wait:
+            session.wait_idle(timeout)

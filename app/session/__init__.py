@@ -23,6 +23,8 @@ Modules, one concern each:
 * :mod:`~gaplab.app.session.control` — :class:`Session`: settings, loading, (re)building the
   solver, keeping α across a switch, going back, loading a model from the path;
 * :mod:`~gaplab.app.session.runloop` — Step, Step ×N, Run, Pause, Stop and the worker thread;
+* :mod:`~gaplab.app.session.jobs` — what a browser asks of the worker in bounded pieces: key
+  Steps (queued, capped), jumps back by keys, a URL's steps replayed in chunks with progress;
 * :mod:`~gaplab.app.session.publish` — the snapshots a session publishes;
 * :mod:`~gaplab.app.session.snapshot` — :class:`Snapshot`, :class:`StepInfo`, :class:`RunRecord`,
   :class:`~gaplab.app.session.snapshot.StepRate` (the steps/s of a run);

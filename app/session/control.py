@@ -18,6 +18,7 @@ from gaplab.core.problems import Problem, get_problem
 
 from ..history import History
 from ..settings import app_settings, dataset_parameter, option_parameters, solver_parameters, sync_registry
+from .jobs import SessionJobs
 from .problems import load_problem
 from .publish import SessionPublisher
 from .runloop import SPEED_CHOICES, SessionRunLoop
@@ -37,7 +38,7 @@ SessionSettings = type("SessionSettings", (param.Parameterized,), {
 
 
 
-class Session(SessionRunLoop, SessionPublisher, SessionSettings):
+class Session(SessionJobs, SessionRunLoop, SessionPublisher, SessionSettings):
     """Settings, solver and worker of one app session (one browser tab or one notebook).
 
     Changing a solver setting stops a run and rebuilds the solver with the new settings (the
@@ -67,6 +68,11 @@ class Session(SessionRunLoop, SessionPublisher, SessionSettings):
                                    "Off: every change restarts from α⁰. Reset restarts from α⁰.")
     clear_action = param.Action(lambda self: self.clear_comparison(), label="Clear comparison")
 
+    #: folders a path typed into the page (a path store, a sweep store) must resolve under
+    #: (classroom mode sets them per session); None: any folder but the system ones
+    #: (:func:`gaplab.app.typed_paths.check_typed_path`). Not a parameter: no widget sets it.
+    typed_path_roots = None
+
     #: settings whose change rebuilds the solver (λ and the method settings; not the pass budget)
     SOLVER_SETTINGS = tuple(s.app for s in app_settings(("lam", "method")))
 
@@ -78,6 +84,7 @@ class Session(SessionRunLoop, SessionPublisher, SessionSettings):
         super().__init__(**params)
         self.session_id = next(_session_ids)
         self._lock = threading.RLock()
+        self._jobs_init()
         self._msg_lock = threading.Lock()
         self._stop_evt = threading.Event()
         self._thread: threading.Thread | None = None
@@ -422,16 +429,14 @@ class Session(SessionRunLoop, SessionPublisher, SessionSettings):
             raise TypeError(f"iteration must be an int, got {type(iteration).__name__}")
         if not self._ready("Back"):
             return self._snapshot
-        if self.running:
+        if self.running and self._thread is not threading.current_thread():   # (a key job goes on)
             self._halt("paused")
         iteration = int(iteration)
         with self._lock:
             s = self._solver
             first = self._history.earliest
             if iteration < 0 or first is None or iteration < first:
-                self.notify(f"Back: step {iteration} is not reachable (the history starts at step "
-                            f"{0 if first is None else first}: the last reset or setting switch, "
-                            f"at most {self._history.depth} steps are kept).", "warning")
+                self._notify_back_refused(iteration, first)
                 return self._snapshot
             if iteration == s.iteration:
                 return self._snapshot

@@ -93,7 +93,13 @@ class SessionRunLoop:
         if self.running:
             self._halt("paused")
         self._restart_if_stopped()
+        self._single_step()
+        return self._snapshot
+
+    def _single_step(self) -> None:
+        """One block step as Step takes it (the anatomy records its draw), in the caller's thread."""
         with self._lock:
+            self._back_refused = None   # a new state: a Back refused again is said again
             s = self._step_solver()
             if not isinstance(s, ReferenceStepper):
                 self._history.note(s)
@@ -103,14 +109,16 @@ class SessionRunLoop:
             if self._status in ("idle", "stopped", "budget"):
                 self._set_status("paused" if self._solver.iteration else "idle")
             self._publish()
-        return self._snapshot
 
     def step_n(self, n: int | None = None) -> None:
         """N block steps in the worker thread (``n`` defaults to the ``n_steps`` setting)."""
-        n = int(self.n_steps if n is None else n)
-        if n < 1:
-            self.notify("N must be at least 1.", "warning")
+        n = self.n_steps if n is None else n
+        lo, hi = type(self).param.n_steps.bounds
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not lo <= n <= hi:
+            # the parameter's bounds hold for the setting; a value from elsewhere is checked here
+            self.notify(f"Step ×N: N must be an integer in [{lo:,}, {hi:,}], got {n!r}.", "warning")
             return
+        n = int(n)
         if not self._ready("Step ×N"):
             return
         if self.running:
@@ -123,7 +131,9 @@ class SessionRunLoop:
         if not self._ready("Run"):
             return
         if self.running:
-            return
+            if self._status == "running":
+                return
+            self._halt("paused")   # key Steps in the worker: Run takes over
         self._restart_if_stopped()
         if self._solver.effective_passes >= self.max_passes:
             self.set_status_budget()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 import zipfile
 import zlib
 from pathlib import Path
@@ -178,6 +179,9 @@ def open_path(cls, path, *, model=None, dataset: str | None = None):
     p = Path(os.fspath(path))
     if not p.exists():
         raise FileNotFoundError(f"{str(p)!r} does not exist (expected a path store directory or a path .npz file)")
+    _check_kind(p, PathFileError, "a path store directory or a path .npz file")
+    if p.is_dir():
+        _check_kind(p / pst.MANIFEST, PathStoreError, "a path store's manifest (a regular file)", missing_ok=True)
     out = _open_store(cls, p) if p.is_dir() else cls.load(path)
     name = f"path store {str(p)!r}" if p.is_dir() else str(p)
     err = PathStoreError if p.is_dir() else PathFileError
@@ -189,6 +193,21 @@ def open_path(cls, path, *, model=None, dataset: str | None = None):
             raise err(f"{name} was computed on a model with n = {out.meta.get('n')}, d = {out.meta.get('d')}; "
                       f"this model has n = {n}, d = {d} (another dataset?)")
     return out
+
+
+def _check_kind(p: Path, err, expected: str, missing_ok: bool = False) -> None:
+    """``err`` unless ``p`` is a regular file or a directory (checked with ``os.stat``, before
+    any open: an open of a FIFO blocks until a writer comes, a device such as /dev/zero reads
+    without end)."""
+    try:
+        mode = os.stat(p).st_mode
+    except FileNotFoundError:
+        if missing_ok:
+            return
+        raise
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise err(f"{str(p)!r} is not a regular file or a directory (expected {expected}; a FIFO, socket "
+                  "or device is not opened)")
 
 
 def _store_row(root: Path, j: int, r) -> dict:

@@ -301,12 +301,12 @@ def test_keys_drive_the_buttons(app):
     s = app.session
     s.param.update(speed=math.inf, sampling="gap", step_kind="fw", cache=False, n_steps=7)
     s.reset()
-    app.keys.press = "step:1"
-    assert s.snapshot.iteration == 1
+    app.keys.press = "step:1"            # Steps and ← go to the session's worker
+    assert s.wait_idle(60) and s.snapshot.iteration == 1
     app.keys.press = "step:2"
-    assert s.snapshot.iteration == 2
+    assert s.wait_idle(60) and s.snapshot.iteration == 2
     app.keys.press = "back:3"
-    assert s.snapshot.iteration == 1
+    assert s.wait_idle(60) and s.snapshot.iteration == 1
     app.keys.press = "step_n:4"
     assert s.wait_idle(60) and s.snapshot.iteration == 8
     app.keys.press = "projector:5"
