@@ -56,6 +56,31 @@ def _release_views(doc) -> None:
         state._views.pop(ref, None)
 
 
+def _ignore_messages_of_closed_pages() -> None:
+    """Drop a page's queued messages once its websocket has closed (once per process).
+
+    Tornado hands a websocket's messages to Bokeh one at a time; a message waits while the
+    session's document lock is held (a refresh, a Step). When the tab closes meanwhile, Bokeh
+    detaches the connection from its session, and each message still queued behind raised
+    ``AssertionError`` in ``ServerConnection.session``, logged with a traceback as "error
+    handling message ... PATCH-DOC" (dozens per closed tab of a large dataset, whose page sends
+    many layout patches). A closed page wants no answer: its messages are dropped."""
+    from bokeh.server.session import ServerSession
+    if getattr(ServerSession, "_gaplab_drops_closed", False):
+        return
+    for name in ("patch", "push", "pull"):
+        def guarded(cls, message, connection, _orig=getattr(ServerSession, name)):
+            if getattr(connection, "_session", True) is None:   # the page has gone
+                return _nothing()
+            return _orig(message, connection)
+        setattr(ServerSession, name, classmethod(guarded))
+    ServerSession._gaplab_drops_closed = True
+
+
+async def _nothing():
+    return None
+
+
 def serve(port: int = 5006, address: str = "127.0.0.1", show: bool = False, *,
           unused_session_lifetime_ms: int = 15_000, check_unused_sessions_ms: int = 5_000,
           warmup: bool = True) -> int:
@@ -81,6 +106,8 @@ def serve(port: int = 5006, address: str = "127.0.0.1", show: bool = False, *,
     """
     port = check_port(port)
     import panel as pn
+
+    _ignore_messages_of_closed_pages()
 
     try:   # binds the port (the server starts below)
         if not port:
