@@ -286,7 +286,7 @@ class Session(SessionRunLoop, SessionPublisher, SessionSettings):
         self._start_thread(job, "load")
 
     def _load_progress(self, stage: str, done: int, total: int, seconds: float):
-        """A dataset load in progress (told about once a second from the load job): the status
+        """A dataset load in progress (told twice a second from the load job): the status
         note says what it does, images done / total and the seconds so far."""
         with self._lock:
             if self._status != "loading" or self._closed:

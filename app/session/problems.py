@@ -3,7 +3,7 @@ loaded once (read-only arrays) and kept for every session, the ``PROBLEM_CACHE_S
 recently used of them (:class:`ProblemCache`; the server log names them whenever they change).
 
 A load runs in a thread of its own: every session that asks for the same data set meanwhile
-waits for that one load and is told its progress (stage, images done / total, seconds) once a
+waits for that one load and is told its progress (stage, images done / total, seconds) twice a
 second, and may stop waiting (its session switched dataset or closed) without stopping the load.
 """
 from __future__ import annotations
