@@ -29,6 +29,7 @@ def app_factory():
     def closed(session_context):
         app.close()  # idempotent; also registered by the app itself
         _release_views(session_context._document)
+        _return_freed_memory()
         print(f"gaplab app: session {sid} closed (worker stopped, solver released: "
               f"{app.session.closed})", file=sys.stderr, flush=True)
 
@@ -79,6 +80,23 @@ def _ignore_messages_of_closed_pages() -> None:
 
 async def _nothing():
     return None
+
+
+def _return_freed_memory() -> None:
+    """Collect the closed page's reference cycles (its document, views and solver, freed from
+    Panel's registry just before) and hand the C heap's free pages back to the system.
+
+    A page's Bokeh document and models are millions of small allocations; once freed, glibc keeps
+    their pages in its heap arenas (fragmented between what later pages allocate), so the
+    server's RSS grew by about 0.5 MB per page load while no Python object was left behind.
+    ``malloc_trim(0)`` returns the free pages (glibc only; elsewhere nothing is done)."""
+    import gc
+    gc.collect()
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):   # not glibc
+        pass
 
 
 def serve(port: int = 5006, address: str = "127.0.0.1", show: bool = False, *,
