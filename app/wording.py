@@ -98,7 +98,7 @@ def load_words(stage: str, done: int, total: int, seconds: float) -> str:
     secs = f"{seconds:.0f} s"
     if not stage:
         return f"reading the data and building the model · {secs}…"
-    what = _LOAD_STAGES.get(stage, stage)
+    what = _LOAD_STAGES.get(stage, "building the features" if stage == "features" else stage)
     if stage in _LOAD_STAGES and total > 1:
         return f"{what}, {count(done)} / {count(total)} images · {secs} (cached for later loads)…"
     if stage in _LOAD_STAGES:
