@@ -17,12 +17,15 @@ import numpy as np
 
 from .wording import ROUND_OFF, count, gamma_words, gap_words
 
-__all__ = ["StepFrame", "replay_frames", "render_gif", "last_steps_gif", "MAX_FRAMES", "FRAME_BARS"]
+__all__ = ["StepFrame", "replay_frames", "render_gif", "last_steps_gif", "gif_span", "MAX_FRAMES",
+           "FRAME_BARS"]
 
 #: the most steps one GIF shows (the history keeps at least this many steps back)
 MAX_FRAMES = 200
-#: more blocks than this are drawn in bins (the largest ĝᵢ, the mean staleness of each bin)
-FRAME_BARS = 160
+#: more blocks than this are drawn in bins of ⌈n / FRAME_BARS⌉ (the largest ĝᵢ, the mean
+#: staleness of each bin): the Step tab's bars (``BlockGapsView.MAX_BARS``), so a GIF bins as
+#: the page does (the app passes the projector's count in projector mode)
+FRAME_BARS = 140
 
 
 @dataclass(frozen=True)
@@ -75,8 +78,7 @@ def replay_frames(solver, steps: int) -> list[StepFrame]:
     ValueError
         If ``steps`` is not an int in [1, MAX_FRAMES].
     """
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or not 1 <= steps <= MAX_FRAMES:
-        raise ValueError(f"steps must be an int in [1, {MAX_FRAMES}] (block steps), got {steps!r}")
+    steps = _check_steps(steps)
     s = solver.copy()
     model = s.model
     data = getattr(model, "data", None)
@@ -223,22 +225,56 @@ def render_gif(frames, *, title: str = "", fps: float = 4.0, size=(9.6, 6.0), dp
     return out.getvalue()
 
 
-def last_steps_gif(session, steps: int = 30, fps: float = 4.0) -> io.BytesIO:
+def _check_steps(steps) -> int:
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or not 1 <= steps <= MAX_FRAMES:
+        raise ValueError(f"steps must be an int in [1, {MAX_FRAMES}] (block steps), got {steps!r}")
+    return int(steps)
+
+
+def gif_span(snap, steps: int) -> tuple:
+    """(first, why): a GIF of the last ``steps`` block steps of the run in ``snap`` (a session's
+    Snapshot) shows the steps after iteration ``first``; ``why`` says why that is fewer than
+    ``steps`` ("" when it is not). Steps before the last reset or setting switch, or further
+    back than the session's history keeps, ran under other settings or are no longer kept, and
+    cannot be replayed.
+
+    Raises
+    ------
+    ValueError
+        If ``steps`` is not an int in [1, MAX_FRAMES], or the run has no step to show.
+    """
+    steps = _check_steps(steps)
+    first = max(snap.iteration - steps, snap.history_from)
+    if not snap.n or snap.history_from < 0 or snap.iteration <= first:
+        raise ValueError("no block step to show yet: take a few steps first")
+    if first == snap.iteration - steps:
+        return first, ""
+    switch = next((m for m in reversed(snap.switches) if m[2] == first), None)
+    if switch is not None:
+        why = (f"the run switched settings at step {count(first)} ({switch[3]}); the steps before it "
+               "ran under the old settings and are not replayed. Take more steps to get all frames")
+    elif first == 0:
+        why = f"the run has taken only {count(snap.iteration)} steps since α⁰"
+    else:
+        why = (f"the history starts at step {count(first)} (the last reset, setting switch or the "
+               "oldest step kept)")
+    return first, why
+
+
+def last_steps_gif(session, steps: int = 30, fps: float = 4.0, max_bars: int = FRAME_BARS) -> io.BytesIO:
     """A GIF of the last ``steps`` block steps of ``session``'s run (fewer when the run has
-    fewer steps since its last reset or setting switch), for a download button.
+    fewer steps since its last reset or setting switch: :func:`gif_span` says why), for a
+    download button; blocks in bins of ⌈n / max_bars⌉ as the page draws them. Takes seconds
+    (matplotlib draws every frame): call it off a server's event loop.
 
     Raises
     ------
     ValueError
         If the run has no step to show, or ``steps`` is not an int in [1, MAX_FRAMES].
     """
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or not 1 <= steps <= MAX_FRAMES:
-        raise ValueError(f"steps must be an int in [1, {MAX_FRAMES}] (block steps), got {steps!r}")
     snap = session.snapshot
-    first = max(snap.iteration - int(steps), snap.history_from)
-    if not snap.n or snap.history_from < 0 or snap.iteration <= first:
-        raise ValueError("no block step to show yet: take a few steps first")
+    first, _why = gif_span(snap, steps)
     start = session.solver_at(first)
     frames = replay_frames(start, snap.iteration - first)
     title = f"gaplab · {snap.dataset} (n = {count(snap.n)}) · {snap.label}"
-    return io.BytesIO(render_gif(frames, title=title, fps=fps))
+    return io.BytesIO(render_gif(frames, title=title, fps=fps, max_bars=max_bars))

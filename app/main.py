@@ -22,7 +22,7 @@ import param
 from panel.io import hold
 
 from . import classroom, kernels, startup
-from .animate import MAX_FRAMES, last_steps_gif
+from .animate import MAX_FRAMES, gif_span, last_steps_gif
 from .export import figure_export_buttons, trace_csv, trace_json
 from .keys import KEY_HELP, KeyboardShortcuts
 from .widget_guard import guard_links
@@ -362,6 +362,7 @@ class GapLabApp(pn.viewable.Viewer):
                                               color="light", css_classes=["gaplab-export-json"],
                                               description="Download the current run (config, seed, trace, "
                                                           "manual gap checks, comparison runs) as JSON.")
+        self._gif_busy = False
         self.gif_steps = pn.widgets.IntInput(value=20, start=2, end=MAX_FRAMES, width=70, margin=(5, 5),
                                              css_classes=["gaplab-gif-steps"],
                                              description="How many of the last block steps the GIF shows.")
@@ -429,14 +430,33 @@ class GapLabApp(pn.viewable.Viewer):
     def s(self):
         return self.session
 
-    def _gif(self):
-        """The GIF of the last N steps (gaplab.app.animate); an empty file and a warning when
-        there is no step to show."""
+    async def _gif(self):
+        """The GIF of the last N steps (gaplab.app.animate), drawn in a worker thread (seconds of
+        matplotlib: the server's event loop keeps answering), bins as the page shows them; a
+        notice says why it has fewer frames than N. An empty file and a warning when there is no
+        step to show or N (a value from the browser) is out of range, or a GIF is being made."""
+        import asyncio
+        steps, snap = self.gif_steps.value, self.session.snapshot
         try:
-            return last_steps_gif(self.session, steps=int(self.gif_steps.value or 20))
+            first, why = gif_span(snap, steps)
         except ValueError as exc:
             self.session.notify(f"GIF: {exc}", "warning")
             return io.BytesIO(b"")
+        if self._gif_busy:
+            self.session.notify("GIF: one is being made already; click again when it has downloaded.", "warning")
+            return io.BytesIO(b"")
+        bars = PROJECTOR_BARS if self.projector else BlockGapsView.MAX_BARS
+        self._gif_busy = True
+        try:
+            data = await asyncio.to_thread(last_steps_gif, self.session, steps, max_bars=bars)
+        except ValueError as exc:   # the run changed meanwhile (a reset): nothing to show
+            self.session.notify(f"GIF: {exc}", "warning")
+            return io.BytesIO(b"")
+        finally:
+            self._gif_busy = False
+        if why:
+            self.session.notify(f"GIF: {snap.iteration - first} frames, not {steps}: {why}.", "info")
+        return data
 
     def _sync_visibility(self):
         s, wd = self.session, self.widgets

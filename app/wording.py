@@ -1,5 +1,6 @@
-"""How the app writes its numbers in words: one formatter for counts (thousands separators) and
-one round-off rule for every gap and step size γ it narrates (no Panel import).
+"""How the app writes its numbers in words: one formatter for counts (thousands separators), the
+progress of a dataset load (:func:`load_words`) and one round-off rule for every gap and step
+size γ it narrates (no Panel import).
 
 The round-off rule: a quantity that is >= 0 in exact arithmetic and lies within
 ``ROUND_OFF`` × (its scale) of 0 is narrated as "0 (round-off)". A block gap g_i (Paper:
@@ -13,7 +14,7 @@ from __future__ import annotations
 import math
 
 __all__ = ["ROUND_OFF", "count", "objective_scale", "block_gap_tol", "gap_tol", "is_round_off",
-           "gap_words", "gamma_words"]
+           "gap_words", "gamma_words", "load_words"]
 
 #: the one relative threshold: |x| <= ROUND_OFF · scale is round-off (a double has ~16 digits;
 #: sums of scores lose a few, so 1e-12 leaves margin and is far below any gap a run aims at)
@@ -75,3 +76,33 @@ def gap_words(v, tol: float, spec: str = ".2g") -> str:
 def gamma_words(g, spec: str = ".2g") -> str:
     """A step size γ in plain text with the same rule (scale 1)."""
     return gap_words(g, ROUND_OFF, spec)
+
+
+#: what a loader's stage means to a reader (the horse loader's stages; others are shown as told)
+_LOAD_STAGES = {
+    "superpixels": "first load: computing superpixels",
+    "vocabularies": "first load: fitting the colour and texture vocabularies",
+    "word histograms": "first load: computing the features",
+}
+
+
+def load_words(stage: str, done: int, total: int, seconds: float) -> str:
+    """The status note of a dataset load in progress: what it does, images done / total when
+    the loader counts them, and the seconds so far (never a promise of how long it takes).
+
+    >>> load_words("superpixels", 120, 328, 45.2)
+    'first load: computing superpixels, 120 / 328 images · 45 s (cached for later loads)…'
+    >>> load_words("", 0, 0, 3.0)
+    'reading the data and building the model · 3 s…'
+    """
+    secs = f"{seconds:.0f} s"
+    if not stage:
+        return f"reading the data and building the model · {secs}…"
+    what = _LOAD_STAGES.get(stage, "building the features" if stage == "features" else stage)
+    if stage in _LOAD_STAGES and total > 1:
+        return f"{what}, {count(done)} / {count(total)} images · {secs} (cached for later loads)…"
+    if stage in _LOAD_STAGES:
+        return f"{what} · {secs} (cached for later loads)…"
+    if total > 1 and done:
+        return f"{what}, {count(done)} / {count(total)} · {secs}…"
+    return f"{what} · {secs}…"

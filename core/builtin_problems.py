@@ -142,9 +142,11 @@ def _seg_tiny_warmup():
                                                          name="warmup"))
 
 
-def _horse_loader(data_home=None, verify=True):
+def _horse_loader(data_home=None, verify=True, progress=True):
+    """horse-small; a first load computes the superpixels and features of every image (minutes;
+    ``progress``: tqdm bars, or a callable told each image done) and caches them."""
     from .datasets.horse import load_weizmann_horses
-    return load_weizmann_horses(data_home, verify=verify, progress=False)
+    return load_weizmann_horses(data_home, verify=verify, progress=progress)
 
 
 def _horse_check(data_home=None):

@@ -152,7 +152,7 @@ class ProblemSpec:
             return str(exc)
         return ""
 
-    def load(self, data_home=None, *, verify: bool = True, **options) -> "Problem":
+    def load(self, data_home=None, *, verify: bool = True, progress=None, **options) -> "Problem":
         """Load the data and build the model.
 
         Parameters
@@ -162,6 +162,10 @@ class ProblemSpec:
         verify : bool
             Check the known checksums of the data files (loaders that read files not bundled
             take ``verify``; False accepts modified copies).
+        progress : bool or callable, optional
+            Passed on to a loader that takes ``progress`` (the horse loader: True draws tqdm bars,
+            a callable ``progress(stage, done, total)`` is told each image done); None: the
+            loader's default.
         **options
             Loader options (see :attr:`options`).
 
@@ -176,10 +180,13 @@ class ProblemSpec:
         """
         opts = self.parse_options(options)
         extra = {}  # loader arguments that are not problem options (not in lam(), not stored)
-        if not verify:
+        if not verify or progress is not None:
             import inspect
-            if "verify" in inspect.signature(self.loader).parameters:
+            takes = inspect.signature(self.loader).parameters
+            if not verify and "verify" in takes:
                 extra["verify"] = False
+            if progress is not None and "progress" in takes:
+                extra["progress"] = progress
         out = self.loader(data_home=data_home, **opts, **extra)
         if not isinstance(out, tuple) or len(out) not in (2, 3):
             raise TypeError(f"problem {self.name!r}: the loader must return (train, test) or "
@@ -257,8 +264,8 @@ _REGISTRY: dict[str, ProblemSpec] = {}
 
 
 def _check_loader_signature(name: str, loader: Callable, options: dict) -> None:
-    """The loader is called as ``loader(data_home=..., **options)`` (and ``verify=False`` when it
-    takes ``verify``): it must accept those keywords and need nothing else. Checked when the
+    """The loader is called as ``loader(data_home=..., **options)`` (and ``verify=False`` or
+    ``progress=...`` when it takes them): it must accept those keywords and need nothing else. Checked when the
     problem is registered, not at its first load. Callables without an inspectable signature
     (some builtins) are not checked."""
     import inspect

@@ -40,8 +40,8 @@ from __future__ import annotations
 # the tests import them from here)
 from .control import Session, SessionSettings, _session_ids
 from .pictures import ROLE_COLORS, display_items, role_panels, takes_keyword
-from .problems import (DATASETS, GAP_CHECK_CHOICES, PROBLEM_CACHE_SIZE, Problem, _load_problem_cached,
-                       load_problem)
+from .problems import (DATASETS, GAP_CHECK_CHOICES, PROBLEM_CACHE_SIZE, PROBLEMS, LoadStopped, Problem,
+                       ProblemCache, load_problem)
 from .runloop import CHUNK_TARGET_S, MAX_COMPARISON_RUNS, PASS_FRAME_S, SNAPSHOT_PERIOD_S, SPEED_CHOICES
 from .snapshot import (RECENT_STEPS, STATUS_LABELS, RunRecord, Snapshot, StepInfo, _empty_snapshot, _frozen,
                        nonuniformity)

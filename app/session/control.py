@@ -18,8 +18,9 @@ from gaplab.core.problems import Problem, get_problem
 
 from ..history import History
 from ..settings import app_settings, dataset_parameter, option_parameters, solver_parameters, sync_registry
+from ..wording import load_words
 from .jobs import SessionJobs
-from .problems import load_problem
+from .problems import LoadStopped, load_problem
 from .publish import SessionPublisher
 from .runloop import SPEED_CHOICES, SessionRunLoop
 from .snapshot import RunRecord, Snapshot, StepInfo, StepRate, _empty_snapshot
@@ -285,13 +286,16 @@ class Session(SessionJobs, SessionRunLoop, SessionPublisher, SessionSettings):
             self._solver = None
             self._problem = None
             self._last_step = None
-            self._note = "reading the data and building the model (a few seconds)…"
+            self._note = load_words("", 0, 0, 0.0)
             self._set_status("loading")
             self._publish()
 
         def job():
             try:
-                problem = load_problem(name, **options)
+                problem = load_problem(name, progress=self._load_progress,
+                                       should_stop=lambda: self._stop_evt.is_set() or self._closed, **options)
+            except LoadStopped:   # another dataset was chosen, or the session closed
+                return
             except Exception as exc:  # shown to the user, never a server traceback
                 self._load_failed(name, exc)
                 return
@@ -299,6 +303,15 @@ class Session(SessionJobs, SessionRunLoop, SessionPublisher, SessionSettings):
                 self._install(problem, cfg)
 
         self._start_thread(job, "load")
+
+    def _load_progress(self, stage: str, done: int, total: int, seconds: float):
+        """A dataset load in progress (told twice a second from the load job): the status
+        note says what it does, images done / total and the seconds so far."""
+        with self._lock:
+            if self._status != "loading" or self._closed:
+                return
+            self._note = load_words(stage, done, total, seconds)
+            self._publish()
 
     def _load_failed(self, name, exc):
         self.notify(f"Could not load dataset {name!r}: {exc}. Choose another dataset.", "error")

@@ -249,8 +249,13 @@ def load_weizmann_horses(data_home: Any = None, *, params: HorseFeatureParams | 
         (:func:`official_file_sha256`; a subset of the database passes). A cut, edited or foreign
         file is refused with a message naming it, instead of being turned into features.
         ``verify=False`` (``--no-verify`` on the command line) loads other or modified images.
-    progress : bool, default True
-        tqdm progress bars.
+    progress : bool or callable, default True
+        True: tqdm progress bars; False: none; a callable ``progress(stage, done, total)`` is
+        told instead, from the loading thread: "checking the image files" (0 of the images),
+        "reading the cached superpixels" (0 of 1) or, on a first load, each image done in
+        "superpixels" and "word histograms" (see
+        :func:`~gaplab.core.datasets.horse_features.extract_superpixel_counts`), then
+        "features" (0 of 1).
 
     Returns
     -------
@@ -274,12 +279,15 @@ def load_weizmann_horses(data_home: Any = None, *, params: HorseFeatureParams | 
     root = _locate(data_home)
     pairs = find_image_pairs(root)
     stems = [p[0] for p in pairs]
+    tell = progress if callable(progress) else (lambda stage, done, total: None)
+    tell("checking the image files", 0, len(pairs))
     sha = _files_sha256(pairs, root, verify=verify)
     train_idx = _split(stems, n_train)
     key = _cache_key(sha, stems, train_idx, prm)
     cdir = Path(cache_dir) if cache_dir is not None else Path(platformdirs.user_cache_dir("gaplab")) / "features"
     cpath = cdir / f"weizmann_horse-{key}.npz"
     counts = _cached_counts(cpath, use_cache, pairs, train_idx, prm, progress)
+    tell("features", 0, 1)
     test_idx = np.setdiff1d(np.arange(len(pairs)), train_idx)
     extras = {"sha256": sha, "verified": sha == HORSE_SHA256, "params": prm,
               "layout": prm.layout(), "colour_vocab": counts["colour_vocab"],
@@ -310,6 +318,8 @@ def _cached_counts(cpath: Path, use_cache: bool, pairs: list, train_idx, prm: Ho
     else extracted (:func:`extract_superpixel_counts`) and, with ``use_cache``, written to it."""
     counts = None
     if use_cache and cpath.is_file():
+        if callable(progress):
+            progress("reading the cached superpixels", 0, 1)
         try:
             with np.load(cpath, allow_pickle=False) as z:
                 counts = {k: z[k] for k in z.files}

@@ -31,7 +31,7 @@ import numpy as np
 from numba import njit
 
 __all__ = ["HorseFeatureParams", "read_photo", "read_mask", "extract_superpixel_counts",
-           "features_from_counts"]
+           "features_from_counts", "progress_steps"]
 
 _SCALE_TOL = 0.02  # the two axes' photo/mask scale factors may differ by 2% (rounding)
 
@@ -171,6 +171,24 @@ def read_photo(path: Any, shape: tuple) -> np.ndarray:
     return np.clip(np.rint(im), 0, 255).astype(np.uint8)
 
 
+# --------------------------------------------------------------------------- progress
+def progress_steps(items, stage: str, progress):
+    """Iterate over ``items`` (a sized sequence) reporting each item done.
+
+    ``progress`` is a bool (True: a tqdm bar named ``"horse: " + stage``) or a callable
+    ``progress(stage, done, total)``, called before the first item (``done = 0``) and after each
+    one, from the iterating thread (a server shows it as "stage: done / total")."""
+    total = len(items)
+    if callable(progress):
+        progress(stage, 0, total)
+        for k, item in enumerate(items):
+            yield item
+            progress(stage, k + 1, total)
+        return
+    from tqdm.auto import tqdm
+    yield from tqdm(items, desc=f"horse: {stage}", disable=not progress)
+
+
 # --------------------------------------------------------------------------- superpixels and words
 def _daisy(grey: np.ndarray, prm: HorseFeatureParams):
     """Dense DAISY descriptors, float32 (P, Q, D), and whether the image was padded."""
@@ -227,8 +245,10 @@ def extract_superpixel_counts(pairs: list, train_idx, prm: HorseFeatureParams,
     train_idx : array of int
         The training images: the vocabularies are fitted on samples of these images only.
     prm : HorseFeatureParams
-    progress : bool
-        Show tqdm progress bars.
+    progress : bool or callable
+        True: tqdm progress bars; a callable ``progress(stage, done, total)`` is told each image
+        done instead (:func:`progress_steps`; stages "superpixels" and "word histograms", each
+        over every image, and "vocabularies" (the k-means fits, told once as 0 of 1)).
 
     Returns
     -------
@@ -239,17 +259,17 @@ def extract_superpixel_counts(pairs: list, train_idx, prm: HorseFeatureParams,
         (int32) sparse count triplets (superpixel, bin, pixels), ``colour_vocab`` (k, 3),
         ``texture_vocab`` (k, D) float32.
     """
-    from tqdm.auto import tqdm
-
     train_idx = np.asarray(train_idx, dtype=np.int64)
     is_train = np.zeros(len(pairs), dtype=bool)
     is_train[train_idx] = True
     photos, masks, segs, col_samples, tex_samples = _superpixels(pairs, is_train, prm, progress)
+    if callable(progress):
+        progress("vocabularies", 0, 1)
     km_col = _kmeans(np.concatenate(col_samples), prm.n_colour_words, prm.seed)
     km_tex = _kmeans(np.concatenate(tex_samples), prm.n_texture_words, prm.seed)
     out = {k: [] for k in ("area", "fg_area", "edges", "loc", "col", "tex")}
     nV, nE = [], []
-    for i in tqdm(range(len(pairs)), desc="horse: words and histograms", disable=not progress):
+    for i in progress_steps(range(len(pairs)), "word histograms", progress):
         V, n_edges = _count_words(photos[i], masks[i], segs[i], km_col, km_tex, prm, sum(nV), out)
         nV.append(V)
         nE.append(n_edges)
@@ -278,11 +298,10 @@ def _superpixels(pairs: list, is_train, prm: HorseFeatureParams, progress: bool)
     texture samples), lists."""
     from skimage.color import rgb2gray
     from skimage.segmentation import relabel_sequential, slic
-    from tqdm.auto import tqdm
 
     photos, masks, segs = [], [], []
     col_samples, tex_samples = [], []
-    for i, (stem, ppath, mpath) in enumerate(tqdm(pairs, desc="horse: superpixels", disable=not progress)):
+    for i, (stem, ppath, mpath) in enumerate(progress_steps(pairs, "superpixels", progress)):
         mask = read_mask(mpath)
         photo = read_photo(ppath, mask.shape)
         seg = slic(photo, n_segments=prm.n_segments, compactness=prm.compactness,

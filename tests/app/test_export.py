@@ -128,6 +128,8 @@ def test_gif_asks_for_steps_in_range_and_stops_at_the_run_start(stepped):
 
 def test_app_gif_button_downloads_the_last_steps():
     pytest.importorskip("panel")
+    import asyncio
+
     from PIL import Image
 
     from gaplab.app.main import build_app
@@ -138,11 +140,47 @@ def test_app_gif_button_downloads_the_last_steps():
         for _ in range(5):
             app.session.step()
         app.gif_steps.value = 3
-        im = Image.open(app.d_gif.callback())
+        im = Image.open(asyncio.run(app.d_gif.callback()))   # made in a worker thread
         assert im.format == "GIF" and im.n_frames == 3
         assert "gaplab-export-gif" in app.d_gif.css_classes
+        # a value the browser sends is bounded on the server: no GIF, a warning naming the range
+        seen = len(app.session.messages())
+        for bad in (10**9, 0, None):
+            app.gif_steps.value = bad
+            assert asyncio.run(app.d_gif.callback()).getvalue() == b""
+        warnings = app.session.messages(seen)
+        assert len(warnings) == 3 and all(lv == "warning" and "steps must be an int in [1, 200]" in t
+                                          for lv, t in warnings), warnings
+        # fewer frames than asked: the page says why (a setting switch with α kept)
+        app.session.sampling = "uniform"
+        for _ in range(4):
+            app.session.step()
+        app.gif_steps.value = 20
+        seen = len(app.session.messages())
+        im = Image.open(asyncio.run(app.d_gif.callback()))
+        assert im.n_frames == 4
+        notes = [t for _lv, t in app.session.messages(seen)]
+        assert any("4 frames, not 20" in t and "switched settings at step 5" in t for t in notes), notes
     finally:
         app.close()
+
+
+def test_gif_bins_blocks_as_the_page_does(stepped):
+    """OCR-small's 626 blocks: the Step tab draws bins of 5 (⌈626/140⌉), and so does the GIF."""
+    import math
+
+    from gaplab.app import animate
+    from gaplab.app.views import BlockGapsView
+
+    assert animate.FRAME_BARS == BlockGapsView.MAX_BARS
+    n = stepped.snapshot.n
+    page = math.ceil(n / BlockGapsView.MAX_BARS)
+    assert animate._bins(n, animate.FRAME_BARS)[0] == page == 5
+    frames = animate.replay_frames(stepped.solver_at(10), 1)
+    from matplotlib.figure import Figure
+    fig = Figure()
+    animate._draw(fig, frames[0], "t", (1e-6, 1.0), 1.0, animate.FRAME_BARS)
+    assert any("bins of 5 blocks" in ax.get_xlabel() for ax in fig.axes)
 
 
 def test_every_figure_of_every_tab_has_png_and_svg_buttons():

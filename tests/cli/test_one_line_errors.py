@@ -227,3 +227,17 @@ def test_a_store_folder_that_cannot_be_written_names_the_users_store(tmp_path, m
         assert rc == 2 and f"--store {str(target)!r}" in line and "Read-only file system" in line, line
         assert ".gaplab-store-check" not in line and "gaplab path: " in line
     assert list(store.iterdir()) == []
+
+
+def test_warmup_of_a_dataset_whose_files_are_missing_says_so_before_compiling(tmp_path, capsys, monkeypatch):
+    """``gaplab warmup --dataset horse-small`` prepares a lecture: a data folder without the
+    images is said at once (exit 2, where it looked), not after minutes of compiling."""
+    import gaplab.core.warmup as wu
+
+    def no_compile(*a, **k):
+        raise AssertionError("compiled before checking the data folder")
+    monkeypatch.setattr(wu, "warmup", no_compile)
+    rc = main(["warmup", "--dataset", "horse-small", "--data-home", str(tmp_path / "nowhere")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Weizmann Horse Database not found" in err and str(tmp_path / "nowhere") in err
+    assert "Traceback" not in err

@@ -420,6 +420,26 @@ def test_cache_is_reused(tiny, monkeypatch):
                              cache_dir=cache, verify=False, progress=False)
 
 
+def test_first_load_tells_each_image_done_and_a_cached_load_computes_none(tiny, tmp_path):
+    """A callable ``progress`` hears every image of both passes of a first load (what the app's
+    status line shows as "images done / total"), in order; a load from the cache reads it
+    instead (no image counted)."""
+    root, cache, train, _ = tiny
+    heard = []
+    tr, _ = load_weizmann_horses(root, params=TINY, cache_dir=tmp_path, verify=False,
+                                 progress=lambda *a: heard.append(a))
+    for stage in ("superpixels", "word histograms"):
+        assert [d for s, d, t in heard if s == stage] == list(range(7)), heard
+        assert {t for s, d, t in heard if s == stage} == {6}
+    stages = list(dict.fromkeys(s for s, _, _ in heard))
+    assert stages == ["checking the image files", "superpixels", "vocabularies", "word histograms",
+                      "features"], stages
+    np.testing.assert_array_equal(tr.xu, train.xu)
+    heard.clear()
+    load_weizmann_horses(root, params=TINY, cache_dir=tmp_path, verify=False, progress=lambda *a: heard.append(a))
+    assert [s for s, _, _ in heard] == ["checking the image files", "reading the cached superpixels", "features"]
+
+
 def test_broken_cache_file_is_recomputed(tiny, tmp_path):
     root, cache, train, _ = tiny
     (path,) = cache.glob("weizmann_horse-*.npz")

@@ -1,0 +1,45 @@
+"""horse-small load times: a first load (superpixels and features of the 328 images computed and
+cached) and a cached load (the cache read, the features rebuilt), wall and CPU seconds, with the
+load average. ``--cache-dir`` empty forces a first load; without it the user cache is used
+(a first load only if it holds no entry yet).
+
+    python benchmarks/horse_load_time.py --data-home ../shared/data --out benchmarks/results/horse_load_time.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def timed(fn):
+    w0, c0, l0 = time.perf_counter(), time.process_time(), os.getloadavg()
+    fn()
+    return {"wall_s": time.perf_counter() - w0, "cpu_s": time.process_time() - c0,
+            "load_average_before": l0, "load_average_after": os.getloadavg()}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data-home", default=None)
+    ap.add_argument("--cache-dir", default=None)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    from gaplab.core.datasets.horse import load_weizmann_horses
+
+    def load():
+        load_weizmann_horses(args.data_home, cache_dir=args.cache_dir, progress=True)
+
+    res = {"first_or_cached": timed(load), "cached": timed(load)}
+    text = json.dumps(res, indent=1)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
