@@ -183,13 +183,9 @@ def serve(port: int = 5006, address: str | None = None, show: bool = False, *,
     extra = [cl.check_origin(o) for o in allow_origins or ()]
     if address is None:
         address = cl.network_address() if classroom else "127.0.0.1"
-    if classroom:
-        caps = {k: v for k, v in dict(max_sessions=max_sessions, max_sessions_per_client=max_sessions_per_client,
-                                      max_steps_per_request=max_steps_per_request).items() if v is not None}
-        policy = cl.ClassroomPolicy.for_classroom(allow_heavy=allow_heavy, path_roots=cl.path_root_dirs(path_roots),
-                                                  own_addresses={address}, **caps)
-    else:
-        policy = cl.ClassroomPolicy()
+    policy = _policy(classroom, address, allow_heavy=allow_heavy, path_roots=path_roots,
+                     max_sessions=max_sessions, max_sessions_per_client=max_sessions_per_client,
+                     max_steps_per_request=max_steps_per_request)
     import panel as pn
 
     _ignore_messages_of_closed_pages()
@@ -215,6 +211,24 @@ def serve(port: int = 5006, address: str | None = None, show: bool = False, *,
     if classroom:
         print(f"gaplab app: classroom mode: students open {url}", flush=True)
         print(f"gaplab app: classroom limits: {_describe(policy)}", file=sys.stderr, flush=True)
+    _run(server, show)
+    return 0
+
+
+def _policy(classroom: bool, address: str, *, allow_heavy: bool, path_roots, **caps):
+    """The server's :class:`gaplab.app.classroom.ClassroomPolicy`: every session the lecturer's
+    without ``classroom``; otherwise the classroom limits (``caps`` given as None keep the
+    policy's defaults). Raises ValueError for a bad path root or cap."""
+    from . import classroom as cl
+    if not classroom:
+        return cl.ClassroomPolicy()
+    caps = {k: v for k, v in caps.items() if v is not None}
+    return cl.ClassroomPolicy.for_classroom(allow_heavy=allow_heavy, path_roots=cl.path_root_dirs(path_roots),
+                                            own_addresses={address}, **caps)
+
+
+def _run(server, show: bool) -> None:
+    """Start ``server`` and run its event loop until Ctrl-C; the server is stopped either way."""
     try:
         server.start()
         if show:
@@ -227,7 +241,6 @@ def serve(port: int = 5006, address: str | None = None, show: bool = False, *,
             server.stop()
         except Exception:
             pass
-    return 0
 
 
 def _origins(address: str, port: int, extra) -> list:
