@@ -40,7 +40,7 @@ class SessionJobs:
     # ------------------------------------------------------------------ presenter keys
     def key_action(self, action: str, count: int) -> int:
         """Queue ``count`` presses of ``action`` ("step" or "back") for the worker; returns how
-        many were accepted (Steps beyond :data:`MAX_KEY_STEPS` waiting are dropped; the caller
+        many were accepted (Steps beyond :data:`~gaplab.app.session.jobs.MAX_KEY_STEPS` waiting are dropped; the caller
         says so). ← presses in a row become one jump back. Never blocks on the solver."""
         if action not in ("step", "back"):
             raise ValueError(f"action must be 'step' or 'back', got {action!r}")
@@ -148,7 +148,7 @@ class SessionJobs:
         Raises
         ------
         ValueError
-            If ``steps`` is not an int in [0, :data:`MAX_REPLAY_STEPS`]."""
+            If ``steps`` is not an int in [0, :data:`~gaplab.app.session.jobs.MAX_REPLAY_STEPS`]."""
         if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) \
                 or not 0 <= steps <= MAX_REPLAY_STEPS:
             raise ValueError(f"steps must be an int in [0, {MAX_REPLAY_STEPS:,}] (block steps from α⁰), "
