@@ -5,6 +5,11 @@ Layout (made for a 1400×900 projector): a header with the run's status line, a 
 the settings (widgets generated from the Session's param parameters) and the buttons, and tabs:
 Step (anatomy of the last step, per-block gaps), Convergence, Cache & active sets, Regularization
 path, Toy example and Lessons.
+
+This module holds the app object with its tabs, header and projector mode; the app's other
+concerns are mixins of :class:`GapLabApp` in their own modules: ``controls`` (the sidebar and the
+buttons' actions), ``page_url`` (a page's URL state) and ``refresh`` (the periodic tick, drawing
+the snapshot, messages, a notebook page's messages). Their names stay importable from here.
 """
 from __future__ import annotations
 
