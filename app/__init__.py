@@ -6,7 +6,11 @@ worker thread, snapshots) imports no Panel and can be driven headless.
 
 What lives where:
 
-- ``main``: the app object (tabs, buttons, refresh); ``panel_app``: the ``panel serve`` entry;
+- ``main``: the app object (its tabs, header and projector mode), made of ``controls`` (the
+  sidebar: the settings' widgets, the buttons and their actions), ``page_url`` (a page's URL
+  state: opening a bookmarked state, keeping the URL on the state shown) and ``refresh`` (the
+  periodic tick, drawing the snapshot, the banner and messages, a notebook page's messages);
+  ``tabs``: the tabs' indices; ``panel_app``: the ``panel serve`` entry;
   ``serve``: the server behind ``gaplab app``; ``classroom``: serving a class (the policy
   applied to students' sessions, the session caps, the students' URL and its QR code); ``settings``: the ``param`` parameters made from
   the settings schema; ``styles``: the stylesheets and projector mode's sizes.

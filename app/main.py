@@ -5,64 +5,55 @@ Layout (made for a 1400×900 projector): a header with the run's status line, a 
 the settings (widgets generated from the Session's param parameters) and the buttons, and tabs:
 Step (anatomy of the last step, per-block gaps), Convergence, Cache & active sets, Regularization
 path, Toy example and Lessons.
+
+This module holds the app object with its tabs, header and projector mode; the app's other
+concerns are mixins of :class:`GapLabApp` in their own modules: ``controls`` (the sidebar and the
+buttons' actions), ``page_url`` (a page's URL state) and ``refresh`` (the periodic tick, drawing
+the snapshot, messages, a notebook page's messages). Their names stay importable from here.
 """
 from __future__ import annotations
 
 import gc
 
 import collections
-import math
 import io
 import threading
 import time
-from urllib.parse import urlsplit
 
 import panel as pn
-import param
 from panel.io import hold
 
-from . import classroom, kernels, startup
-from .animate import MAX_FRAMES, gif_span, last_steps_gif
-from .export import figure_export_buttons, trace_csv, trace_json
-from .keys import KEY_HELP, KeyboardShortcuts
+from . import classroom, kernels
+from .animate import gif_span, last_steps_gif
+from .export import figure_export_buttons
+from .keys import KeyboardShortcuts
 from .widget_guard import guard_links
 from . import urlstate
-from .lessons import LESSONS as LESSON_PAGES, LessonPanel
+from .lessons import LESSONS as LESSON_PAGES, LessonPanel  # noqa: F401 (LESSON_PAGES: importable from here)
 from .path_tab import PathView
-from .safe_html import esc, md_esc
-from .ticks import handler, locked, next_tick
+from .ticks import handler, next_tick
 from .session import Session
-from .settings import missing_problems
 from .toy_tab import ToyLab, ToyView
 from .views import fig_fonts
 from .views.frame import Frame
 from .styles import TABS_CSS, WRAP_CSS, designed_for_projector, projector_sizes
 from .views import (AnatomyView, BlockGapsView, CacheView, GapView, PrimalDualView, StatusView,
                     TestErrorView)
+# the app's concerns (each a mixin of GapLabApp) and the names they define, kept importable
+# from here
+from .controls import (_LAYOUT, _WIDGET_CLASS, _WIDGET_KW, LESSON_OF, LESSON_TITLES,  # noqa: F401
+                       SETTING_NOTES, TOOLTIPS, ControlsMixin, _missing_html)  # noqa: F401
+from .page_url import UrlMixin
+from .refresh import (RefreshMixin, _extension, _notifications, _pin_local_resources,  # noqa: F401
+                      _running_loop, _served)  # noqa: F401
+from .tabs import CACHE, CONVERGENCE, LESSONS, PATH, RACE, STEP, SWEEPS, TOY
 
 __all__ = ["GapLabApp", "build_app", "REFRESH_MS"]
 
-# tab indices (in TAB_NAMES order)
-STEP, CONVERGENCE, CACHE, PATH, TOY, LESSONS, SWEEPS, RACE = range(8)
 
 REFRESH_MS = 100   # the UI pulls a snapshot at most 10 times per second; while a run goes, a
 #                    frame (every visible view and the status line drawing one snapshot) comes at
 #                    the pace of the slowest visible view (its RUNNING_MIN_INTERVAL_S; views/frame.py)
-
-#: widget class of a parameter type (the session's parameters are generated from the schema)
-_WIDGET_CLASS = {param.Selector: pn.widgets.Select, param.Boolean: pn.widgets.Checkbox,
-                 param.Integer: pn.widgets.IntInput, param.Number: pn.widgets.FloatInput}
-
-#: looks of particular widgets (number formats, the checkbox's alignment with its neighbour)
-_WIDGET_KW = {"lam": dict(format="0.[000000]"), "cache": dict(margin=(28, 10, 5, 10)),
-              "cache_nu": dict(step=0.005, format="0.[00000]"),
-              # "every 10 passes" in a notebook's UI font needs about 110 px inside the box
-              "gap_check": dict(width=150)}
-
-#: sidebar rows of the known settings (pairs); problem options follow the first row, settings
-#: not listed here get rows of their own after them
-_LAYOUT = (("dataset", "lam"), ("sampling", "gap_power"), ("step_kind", "gap_check"),
-           ("cache", "cache_size"), ("cache_factor", "cache_nu"), ("seed", "max_passes"))
 
 
 PROJECTOR_BARS = 120
@@ -77,98 +68,8 @@ ANATOMY_INPUT_MIN_WIDTH = 360   # px: the anatomy's input and corners; the table
 
 BLOCKS_HEIGHT = 560   # px taken by the Step tab's per-block gap plots (their place while unmade)
 
-LESSON_TITLES = [lesson.title.split("·", 1)[-1].strip() for lesson in LESSON_PAGES]
 
-#: the lesson page (1-based) that explains a setting (named in the setting's tooltip)
-LESSON_OF = {"dataset": 1, "lam": 1, "sampling": 4, "gap_power": 4, "gap_check": 4, "step_kind": 5,
-             "cache": 6, "cache_factor": 6, "cache_nu": 6, "cache_size": 6}
-
-#: what a setting's tooltip adds about the paper (before the lesson page it names)
-SETTING_NOTES = {
-    "gap_power": "The paper uses p = 1 only (Alg. 2: P(i) ∝ ĝᵢ), and Theorem 2 covers p = 1 with exact "
-                 "gaps; p ≠ 1 is an experiment of this app, with no guarantee.",
-}
-
-#: tooltips of the buttons (what each does; Pause vs Stop)
-TOOLTIPS = {
-    "step": "One block step: draw a block with the chosen sampler, call its max oracle (or use the "
-            "cache), then take the chosen step kind: a FW step moves the block towards the FW corner, "
-            "a pairwise step moves mass from the away corner to it, an away step moves mass away "
-            "from the away corner (γ = 0: nothing moves). Pauses a run. (Lessons, pages 2 and 5)",
-    "step_n": "N block steps at the chosen speed, then pause.",
-    "run": "Run until the pass budget at the chosen speed. While running this button is Pause: "
-           "the run stops but stays resumable (Run continues it).",
-    "stop": "End the run. It stays on screen, but the next Run, Step or Step ×N starts a new run "
-            "from α⁰ with the current settings (Add run to comparison first to keep its curves).",
-    "reset": "Restart from α⁰ now, same settings and seed: the same run again.",
-    "back": "Back one block step (←): the state after the previous step, exactly (replayed "
-            "from a checkpoint; the last 200 steps since the last reset or setting switch). "
-            + KEY_HELP,
-    "exact": "One exact gap pass: n counted oracle calls give the duality gap, the primal and "
-             "every block gap g_i (red dashes on the Step tab). (Lessons, page 3)",
-    "compare": "Freeze the current run's curves (labelled with its settings and seed) on the "
-               "Convergence and Cache plots.",
-}
-
-
-def _missing_html() -> str:
-    """A short note on the registered problems whose data is not installed (not offered in the
-    picker), with where the loader looked and how to get the data on hover."""
-    miss = missing_problems()
-    if not miss:
-        return ""
-    items = "; ".join(f"<span title='{esc(hint)}' style='text-decoration:underline dotted'>"
-                      f"{esc(name)}</span>" for name, hint in miss.items())
-    return (f"Not installed, so not offered: {items}. Hover the name for where the loader looked "
-            "and how to get the files (e.g. $GAPLAB_DATA, or a checksummed download from Python), "
-            "then restart the app.")
-
-
-def _served() -> bool:
-    """True inside a Bokeh server session (``gaplab app``, ``panel serve``), False in a notebook
-    or a plain Python process."""
-    doc = pn.state.curdoc
-    return doc is not None and getattr(doc, "session_context", None) is not None
-
-
-def _notifications():
-    """Panel's toast area of this document when served (see :func:`_extension`), else None."""
-    return pn.state.notifications if _served() else None
-
-
-def _extension():
-    """Load Panel's extensions for this document (called by every app).
-
-    Served: MathJax and the toast notifications. In a notebook only MathJax, and only when the
-    notebook has not loaded it already (``pn.extension("mathjax")`` in an earlier line): a second
-    call writes all of Panel's JavaScript into the cell's output again, and the toasts' library
-    (notyf) comes from a CDN there (offline: "Notyf is not defined" at the first toast); the
-    sidebar's alert shows the same messages."""
-    if _served():
-        pn.extension("mathjax", notifications=True)
-    elif not (pn.extension._loaded and "mathjax" in pn.extension._loaded_extensions):
-        pn.extension("mathjax")
-
-
-def _pin_local_resources() -> None:
-    """Make this served document resolve Panel's stylesheets to the app's own server.
-
-    Panel sets the document's ``dist_url`` only when it renders the HTML page; a component whose
-    Bokeh model is made before that (the periodic refresh can fire between session creation and
-    the page render) or outside the page's roots gets ``cdn.holoviz.org`` URLs instead. In a
-    classroom without internet those requests fail (CI saw 52 "Failed to load resource" errors
-    in one page). Setting the same value Panel would set, before any component is built, keeps
-    every stylesheet local. No effect in a notebook or when Panel is told to use its CDN.
-    """
-    from panel.io.resources import LOCAL_DIST, use_cdn
-    if not _served() or use_cdn():
-        return
-    rel = pn.state.rel_path
-    # the same value panel.io.server.server_html_page_for_session computes for resources="server"
-    pn.state.curdoc._template_variables.setdefault("dist_url", f"{rel}/{LOCAL_DIST}" if rel else LOCAL_DIST)
-
-
-class GapLabApp(pn.viewable.Viewer):
+class GapLabApp(ControlsMixin, UrlMixin, RefreshMixin, pn.viewable.Viewer):
     """One app instance = one session. ``close()`` stops the worker and frees the solver.
 
     Parameters
@@ -307,128 +208,6 @@ class GapLabApp(pn.viewable.Viewer):
             self._apply_big(self._boxes[LESSONS], True)
         if LESSONS in self._built and hasattr(self, "_lessons") and self.tabs.active == LESSONS:
             next_tick(self.refresh, force=True)   # a lesson button's handler
-
-    def _controls(self):
-        s = self.session
-        W = 138
-
-        def w(pname, cls, **kw):
-            kw.setdefault("width", W)
-            kw.setdefault("css_classes", [f"gaplab-w-{pname}"])  # stable hooks for browser tests
-            return cls.from_param(s.param[pname], **kw)
-
-        # one widget per parameter of the session's settings (generated from SolverConfig and
-        # the problem registry): a new setting or problem option gets a widget without an edit here
-        self.widgets = {}
-        for pname in ("dataset",) + s.CONFIG_SETTINGS + tuple(s._options_of()):
-            if pname not in s.param:
-                continue
-            p = s.param[pname]
-            cls = _WIDGET_CLASS.get(type(p), pn.widgets.FloatInput)
-            kw = dict(_WIDGET_KW.get(pname, {}))
-            if getattr(p, "step", None) is not None and cls is pn.widgets.FloatInput:
-                kw.setdefault("step", p.step)
-            self.widgets[pname] = w(pname, cls, **kw)
-        self.widgets["n_steps"] = w("n_steps", pn.widgets.IntInput, width=80, label="N")
-        for pname, page in LESSON_OF.items():   # tooltips say where the lessons explain a setting
-            wdg = self.widgets.get(pname)
-            if wdg is not None and "description" in wdg.param:
-                base = (wdg.description or "").rstrip(" .")
-                text = " ".join(t for t in (base + "." if base else "", SETTING_NOTES.get(pname, "")) if t)
-                wdg.description = (f"{text} — explained in the Lessons tab, page {page}: "
-                                   f"“{LESSON_TITLES[page - 1]}”.").lstrip(" —")
-        wd = self.widgets
-        classroom.restrict_dataset_widget(wd["dataset"], self.limits)
-        bw = 86
-        self.widgets["speed"] = w("speed", pn.widgets.Select, width=W)
-        B = pn.widgets.Button
-        self.b_step = B(label="Step", color="primary", width=bw, description=TOOLTIPS["step"])
-        self.b_step_n = B(label="Step ×N", color="primary", width=bw, description=TOOLTIPS["step_n"])
-        self.b_run = B(label="▶ Run", color="success", width=bw, description=TOOLTIPS["run"])
-        self.b_stop = B(label="■ Stop", color="danger", width=bw, description=TOOLTIPS["stop"])
-        self.b_reset = B(label="↺ Reset", color="warning", width=bw, description=TOOLTIPS["reset"])
-        self.b_back = B(label="◀ Back", width=bw, description=TOOLTIPS["back"], css_classes=["gaplab-back"])
-        self.widgets["keep_alpha"] = w("keep_alpha", pn.widgets.Checkbox, width=200, margin=(12, 10, 5, 10))
-        self.b_exact = B(label="Compute exact gaps (n oracle calls)", width=290, description=TOOLTIPS["exact"])
-        self.b_compare = B(label="Add run to comparison", width=190, description=TOOLTIPS["compare"])
-        self.b_clear = B(label="Clear", width=90, description="Remove every comparison run.")
-        self.d_csv = pn.widgets.FileDownload(callback=lambda: trace_csv(self.session.snapshot),
-                                             filename="gaplab_trace.csv", label="Trace CSV", width=140,
-                                             color="light", css_classes=["gaplab-export-csv"],
-                                             description="Download the current run's trace (one row per "
-                                                         "pass and per gap check) with its config and seed.")
-        self.d_json = pn.widgets.FileDownload(callback=lambda: trace_json(self.session.snapshot),
-                                              filename="gaplab_trace.json", label="Trace JSON", width=140,
-                                              color="light", css_classes=["gaplab-export-json"],
-                                              description="Download the current run (config, seed, trace, "
-                                                          "manual gap checks, comparison runs) as JSON.")
-        self._gif_busy = False
-        self.gif_steps = pn.widgets.IntInput(value=20, start=2, end=MAX_FRAMES, width=70, margin=(5, 5),
-                                             css_classes=["gaplab-gif-steps"],
-                                             description="How many of the last block steps the GIF shows.")
-        self.d_gif = pn.widgets.FileDownload(callback=self._gif, filename="gaplab_last_steps.gif",
-                                             label="GIF of the last N steps", width=210, color="light",
-                                             css_classes=["gaplab-export-gif"],
-                                             description="Download an animation of the last N block steps "
-                                                         "(anatomy and per-block gap bars), made on the server.")
-        # projector bar's own copies (a widget is shown in one place): the sampler and the step kind
-        # (bound to the same session parameters as the sidebar's: switching keeps α as set
-        # there), exact gaps and the comparison, so the lecture never leaves projector mode
-        self.p_widgets = {pname: w(pname, pn.widgets.Select, width=150, css_classes=[f"gaplab-p-{pname}"])
-                          for pname in ("sampling", "step_kind") if pname in s.param}
-        # a page can send any value to a widget: each setting's own bounds and choices hold on the
-        # server, a refused value is said and the widget shows the value in force (widget_guard)
-        guard_links(s, {**self.widgets, **self.p_widgets}, s.notify)
-        self.b_exact_p = B(label="Exact gaps", width=130, description=TOOLTIPS["exact"],
-                           css_classes=["gaplab-p-exact"])
-        self.b_compare_p = B(label="Add to comparison", width=190, description=TOOLTIPS["compare"],
-                             css_classes=["gaplab-p-compare"])
-        for b, fn in [(self.b_step, self.on_step), (self.b_step_n, self.on_step_n),
-                      (self.b_run, self.on_run), (self.b_stop, self.on_stop), (self.b_reset, self.on_reset),
-                      (self.b_back, self.on_back),
-                      (self.b_exact, self.on_exact), (self.b_compare, self.on_compare),
-                      (self.b_exact_p, self.on_exact), (self.b_compare_p, self.on_compare),
-                      (self.b_clear, self.on_clear)]:
-            b.on_click(lambda e, fn=fn: locked(self._timed, fn))   # with the document's lock (ticks.py)
-        self.alert = pn.pane.Alert("", alert_type="info", visible=False, width=290, margin=(5, 10),
-                                   styles={"overflow-wrap": "anywhere", "word-break": "break-word"})
-        self.missing = pn.pane.HTML(_missing_html(), width=300, margin=(0, 10),
-                                    css_classes=["gaplab-missing"], visible=bool(missing_problems()),
-                                    styles={"font-size": "12px", "color": "#666", "overflow-wrap": "anywhere"})
-        self.s.param.watch(lambda e: self._sync_visibility(), ["sampling", "cache", "dataset"])
-        self._sync_visibility()
-        placed = [n for row in _LAYOUT for n in row]
-        rest = [n for n in wd if n not in placed and n not in ("n_steps", "speed", "keep_alpha")]   # problem options, new settings
-        rows = [pn.Row(*(wd[n] for n in row if n in wd)) for row in _LAYOUT[:1]] + [self.missing]
-        rows += [pn.Row(*(wd[n] for n in rest[k:k + 2])) for k in range(0, len(rest), 2)]
-        rows += [pn.Row(*(wd[n] for n in row if n in wd)) for row in _LAYOUT[1:]]
-        self.settings_box = pn.Column(pn.pane.HTML("<b>Settings</b>", margin=(5, 10, 0, 10)), *rows,
-                                      # an <hr> pane, not pn.layout.Divider: Divider's model skips Panel's
-                                      # stylesheet patching, and in a session the server re-creates
-                                      # (page slower to connect than the unused-session lifetime) its
-                                      # CSS link stays on cdn.holoviz.org (fails offline)
-                                      pn.pane.HTML("<hr style='border:0;border-top:1px solid #ddd;margin:0'>",
-                                                   sizing_mode="stretch_width", margin=(5, 10)))
-        self._speed_note = pn.pane.HTML(
-            "<span style='font-size:11.5px;color:#666'>Pause keeps the run; Stop ends it "
-            "(the next Run starts anew)</span>", width=150, margin=(18, 5, 0, 0))
-        self.run_box = pn.Column(*self._run_rows())
-        return pn.Column(self.settings_box, self.run_box, self.alert, width=330)
-
-    def _run_rows(self):
-        wd = self.widgets
-        return [pn.Row(self.b_step, self.b_step_n, wd["n_steps"]),
-                pn.Row(self.b_run, self.b_stop, self.b_reset),
-                pn.Row(self.b_back, wd["keep_alpha"]),
-                pn.Row(wd["speed"], self._speed_note),
-                pn.Row(self.b_exact),
-                pn.Row(self.b_compare, self.b_clear),
-                pn.Row(self.d_csv, self.d_json),
-                pn.Row(self.d_gif, self.gif_steps)]
-
-    @property
-    def s(self):
-        return self.session
 
     async def _gif(self):
         """The GIF of the last N steps (gaplab.app.animate), drawn in a worker thread (seconds of
@@ -713,177 +492,6 @@ class GapLabApp(pn.viewable.Viewer):
     sweeps_view = property(lambda self: self._tab_attr(SWEEPS, "_sweeps_view"))
     race_view = property(lambda self: self._tab_attr(RACE, "_race_view"))
 
-    # ------------------------------------------------------------------ actions (buttons)
-    def _timed(self, fn):
-        """Run a button's action and record its server-side time (action + snapshot + view
-        updates + Bokeh patch), kept in ``action_ms`` for diagnostics and benchmarks."""
-        t0 = time.perf_counter()
-        fn()
-        self.action_ms.append((fn.__name__, 1e3 * (time.perf_counter() - t0)))
-
-    def _choose(self, name: str, value: int):
-        """The anatomy's picker (a model's choice about its pictures, e.g. a pose part)."""
-        try:
-            self.session.set_display_option(name, value)
-        except ValueError as exc:
-            self.session.notify(str(exc), "warning")
-        next_tick(self.refresh)   # the picker's handler
-
-    def on_step(self):
-        self.session.step()
-        self.refresh()
-
-    def on_step_n(self):
-        n = self._budget(int(self.session.n_steps), "Step ×N")
-        self.session.step_n(n)
-        self.refresh()
-
-    def on_run(self):
-        s = self.session
-        if self.limits.student and not s.running and s.solver is not None:
-            # a student's Run takes at most the server's steps per request (then pauses)
-            left = int(math.floor(s.max_passes * s.solver.n - s.solver.oracle_calls))
-            if left > self.limits.steps(left):
-                s.step_n(self._budget(left, "Run"))
-                self.refresh()
-                return
-        s.toggle_run()
-        self.refresh()
-
-    def _budget(self, n: int, what: str) -> int:
-        """``n`` block steps cut to this session's budget per request (told when cut)."""
-        m = self.limits.steps(n)
-        if m < n:
-            self.session.notify(f"{what}: this server takes at most {m:,} block steps per request "
-                                f"from a student's page; taking {m:,}.", "info")
-        return m
-
-    def _guard_paths(self, view, method: str, what: str) -> None:
-        classroom.guard_store_paths(view, self.limits, self.session.notify, method=method, what=what)
-
-    def on_stop(self):
-        self.session.stop()
-        self.refresh()
-
-    def on_reset(self):
-        self.session.reset()
-        self.refresh()
-
-    # ------------------------------------------------------------------ bookmarkable states
-    def open_url(self, query) -> urlstate.UrlRequest:
-        """Show the state a URL query describes (``"?dataset=toy&steps=20&tab=lessons&lesson=3"``):
-        settings, seed, step count, tab and lesson page; bad values are ignored with an escaped
-        notice. Blocks until the dataset is loaded and the steps are taken (a notebook's or a
-        test's call; a served page's URL is restored in the session's worker)."""
-        req = urlstate.parse_query(query, self.session)
-        settings = {k: v for k, v in req.settings.items() if k != "lam" and getattr(self.session, k) != v}
-        if settings:
-            self.session.param.update(**settings)
-        self.session.wait_idle(120)
-        if self.session.solver is not None:
-            self.session.reset()   # a URL describes a run from α⁰ (not the current α continued)
-        self._url_pending = req if not (req.empty and not req.notices) else None
-        self._apply_url()
-        self.session.wait_idle(600)
-        self.refresh(force=True)
-        return req
-
-    def _apply_url(self):
-        """Apply a pending URL request once the session's dataset is loaded (λ, steps, tab,
-        lesson page), then show its notices (escaped by urlstate) after what the steps said."""
-        req = self._url_pending
-        if req is None or self.session.status == "loading" or self.session.running:
-            return
-        self._url_pending = None
-        # the steps are taken in the session's worker (the page shows "replaying step k of N")
-        steps = self._budget(req.steps, "URL steps") if req.steps else req.steps
-        urlstate.restore(self.session, urlstate.UrlRequest(settings=req.settings, steps=steps), wait=False)
-        tab = req.tab if req.tab is not None else (LESSONS if req.lesson is not None else None)
-        if tab is not None:
-            self.tabs.active = tab
-        if req.lesson is not None:
-            self.lessons.go(req.lesson - 1)
-        if req.race:
-            self.race_view.configure(**req.race)
-        for text in req.notices:   # a refused URL value: its toast stays until dismissed
-            self._persistent.add(text)
-            self.session.notify(text, "warning")
-
-    def url_query(self) -> dict:
-        """The URL query of what the page shows now (:func:`gaplab.app.urlstate.query_of`)."""
-        lesson = self._lessons.page + 1 if LESSONS in self._built and hasattr(self, "_lessons") else None
-        race = self._race_view.settings() if RACE in self._built and hasattr(self, "_race_view") else None
-        return urlstate.query_of(self.session, tab=self.tabs.active, lesson=lesson, race=race)
-
-    def _write_url(self):
-        """Served: keep the page's URL (``pn.state.location``) on the state shown, at most once a
-        second and never while a run goes (each change is a browser history entry). The
-        browser reports the URL it shows (``href``); a write made before the page was listening
-        is made again until the two agree."""
-        loc = self._loc
-        if self._url_pending is not None or loc is None or self.session.running:
-            return
-        now = time.perf_counter()
-        if now - self._url_written[1] < 1.0:
-            return
-        q = urlstate.query_string(self.url_query())
-        shown = urlsplit(loc.href or "").query
-        if ("?" + shown if shown else "") == q:
-            return
-        self._url_written = (q, now)
-        if loc.search != q:
-            loc.search = q
-        else:
-            loc.param.trigger("search")
-
-    def on_back(self):
-        self.session.back()
-        self.refresh()
-
-    def on_key(self, action: str | None, count: int = 1):
-        """``count`` presses of a presenter key (gaplab.app.keys, capped there): the same as its
-        button; Steps and ← go to the session's worker (queued, ← presses as one jump back), so
-        the server's event loop never steps. Solver keys do nothing while their buttons are
-        disabled (loading, compiling)."""
-        if action == "projector":
-            self.set_projector(not self.projector)
-            return
-        if action not in ("step", "step_n", "back", "run") or self.session.status == "loading":
-            return
-        if not kernels.state().ready and not (action == "step" and self.session.reference_can_step()):
-            return
-        t0 = time.perf_counter()
-        if action in ("step", "back"):
-            took = self.session.key_action(action, max(1, int(count)))
-            if took < count:
-                self._keys_dropped(count - took)
-        elif action == "step_n":
-            self.on_step_n()
-        else:
-            self.on_run()
-        self.action_ms.append((f"key {action}", 1e3 * (time.perf_counter() - t0)))
-
-    def _keys_dropped(self, n: int):
-        """Say (at most once every few seconds) that key presses beyond the caps were dropped."""
-        now = time.perf_counter()
-        if now - getattr(self, "_dropped_said", -1e9) < 5.0:
-            return
-        self._dropped_said = now
-        self.session.notify(f"Keys: {n:,} presses dropped (more than a person can press at once; "
-                            "Steps wait in a short queue).", "warning")
-
-    def on_exact(self):
-        self.session.compute_exact_gaps()
-        self.refresh()
-
-    def on_compare(self):
-        self.session.add_to_comparison()
-        self.refresh()
-
-    def on_clear(self):
-        self.session.clear_comparison()
-        self.refresh()
-
     # ------------------------------------------------------------------ refresh
     def visible_views(self):
         """The views drawn in the active tab (others are brought up to date when shown)."""
@@ -922,142 +530,6 @@ class GapLabApp(pn.viewable.Viewer):
         if not self._closed and self.anatomy_p is None:
             self._projector_views()
 
-    def _notebook_comms_open(self) -> bool:
-        """False while a notebook display of the app still waits for the page to open its comm.
-
-        In Jupyter, Panel sends model changes over a comm that the page opens once it has
-        rendered the cell's output; changes made before that are queued, each retried on its
-        own timer, and so may reach the page out of order: a patch that names a stylesheet or
-        a glyph defined in a later patch fails in BokehJS ("reference ... isn't known") and the
-        page never shows the change (the app stayed on "loading"). So the app changes nothing
-        until every display's comm is open. Served pages have no comm: always True."""
-        from panel.io.state import state
-        for ref in list(self._layout._models):
-            view = state._views.get(ref)
-            comm = view[3] if view is not None else None
-            if comm is not None and getattr(comm, "_comm", True) is None:
-                return False
-        return True
-
-    def _route_page_messages(self) -> None:
-        """In a notebook, handle the page's messages to this app (clicks, values, tab changes)
-        in the thread of the kernel's event loop, where the periodic refresh runs.
-
-        JupyterLab 4 with ipykernel 7 delivers comm messages in a subshell thread, so a Step's
-        handler drew the views there while the periodic refresh drew them in the main thread.
-        Each Bokeh message goes over the comm as several comm messages (header, metadata,
-        content, then each buffer); sent from two threads at once their parts interleaved, and
-        BokehJS dropped the patches it could not assemble ("Expected text fragment but received
-        binary fragment", "buffer for id=... not found"): the page kept the status line or the
-        anatomy of the step before, and a paused solver sends nothing newer. With every change
-        of the app's models made in one thread the parts stay in order. A message that arrives
-        while a cell runs is handled after the cell, as the periodic refresh is."""
-        if self._loop is None:
-            return
-        # each display of the layout: (the comm Panel sends on, the comm the page sends on)
-        for _send, comm in list(getattr(self._layout, "_comms", {}).values()):
-            inner = getattr(comm, "_on_msg", None)
-            if inner is None or getattr(inner, "_gaplab_routed", False):
-                continue
-
-            def on_msg(msg, _inner=inner, _loop=self._loop, _thread=self._loop_thread):
-                if threading.get_ident() == _thread or _loop.is_closed():
-                    _inner(msg)
-                else:
-                    _loop.call_soon_threadsafe(_inner, msg)
-            on_msg._gaplab_routed = True
-            comm._on_msg = on_msg
-
-    def _tick(self):
-        if self._closed:
-            return
-        self._route_page_messages()
-        if not self._notebook_comms_open():
-            self._comm_waited = True
-            return
-        force = False
-        if self._comm_waited:   # the page has just connected: send the state it has not seen
-            self._comm_waited = False
-            force = True
-        if not self._page_loaded:
-            # Served: until the page says it has loaded, resend everything once a second
-            # (changes made before its websocket connected may be lost).
-            now = time.perf_counter()
-            if now - self._unloaded_force < 1.0:
-                return
-            self._unloaded_force = now
-            force = True
-            if self._blocks is None and now - self._t_made > 5.0:   # no onload: make them anyway
-                self.blocks  # noqa: B018
-        try:
-            self._apply_url()
-            self.refresh(force=force)
-            self._write_url()
-        except Exception as exc:  # a drawing bug must not kill the periodic callback
-            self.session.notify(f"Display error: {type(exc).__name__}: {exc}", "error")
-
-    def refresh(self, force: bool = False):
-        """Pull the latest snapshot and update the visible views in place."""
-        if self._closed:
-            return
-        snap = self.session.snapshot
-        running = snap.status == "running"
-        label = "❚❚ Pause" if running else "▶ Run"
-        if self.b_run.label != label:
-            self.b_run.label = label
-        ks = kernels.state()
-        if ks.ready and self.session.reference_stepping:
-            self.session.hand_over()   # the kernels are ready: the fast solver replays the Steps
-            snap = self.session.snapshot
-        busy = snap.status == "loading" or not ks.ready
-        # while the kernels compile, a Step may be answered by the reference solver (refstep)
-        step_ok = snap.status != "loading" and (ks.ready or self.session.reference_can_step())
-        for b in (self.b_step, self.b_step_n, self.b_run, self.b_exact, self.b_reset, self.b_back):
-            off = (not step_ok) if b is self.b_step else (
-                busy or (b is self.b_exact and not ks.exact_gaps_ready))   # (runs in this thread)
-            if b.disabled != off:
-                b.disabled = off
-        reference = self.session.reference_stepping
-        kkey = startup.progress_key(ks) + (reference,)
-        if kkey != self._kkey:
-            self._kkey = kkey
-            self.status.compiling = None if ks.ready else ks
-            self._draw_banner(ks, reference)
-            force_status = True
-        else:
-            force_status = False
-        with hold():  # one websocket message per refresh: all views change together
-            # one frame: every visible view and the status line draw the same snapshot (while a
-            # run goes, at the pace of the slowest visible view: one set of numbers on screen)
-            self._frame.draw(snap, self.visible_views(), self.status, running=running,
-                             force=force, force_status=force_status)
-            self._show_messages()
-
-    def _draw_banner(self, ks, reference=False):
-        html = startup.banner_html(ks, reference=reference, projector=self.projector)
-        self.banner.object = html
-        self.banner.visible = bool(html)
-
-    def _show_messages(self):
-        msgs = self.session.messages(self._msg_seen)
-        if not msgs:
-            return
-        self._msg_seen += len(msgs)
-        level, text = msgs[-1]
-        self.alert.alert_type = {"error": "danger", "warning": "warning", "success": "success"}.get(level, "info")
-        # messages are text (often an exception's message naming a path or a file's content):
-        # the alert is a Markdown pane, the toasts are HTML
-        self.alert.object = md_esc(text)
-        self.alert.visible = True
-        notes = _notifications()
-        if notes is not None:
-            for level, text in msgs:
-                try:
-                    getattr(notes, level if level in ("info", "success", "warning", "error") else "info")(
-                        esc(text), duration=0 if text in self._persistent else 4000 if level != "error" else 8000)
-                except Exception:  # pragma: no cover - no notification area in this context
-                    break
-
     # ------------------------------------------------------------------ lifetime
     def _on_destroyed(self, session_context):
         self.close()
@@ -1089,15 +561,6 @@ class _ToyAdapter:
 
     def update(self, snap, force=False):
         return self.view.update(force=force)
-
-
-def _running_loop():
-    """The running asyncio event loop of this thread and the thread's id, or (None, None)."""
-    import asyncio
-    try:
-        return asyncio.get_running_loop(), threading.get_ident()
-    except RuntimeError:
-        return None, None
 
 
 def build_app(**session_params) -> GapLabApp:

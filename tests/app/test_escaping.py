@@ -16,6 +16,7 @@ import pytest
 pn = pytest.importorskip("panel")
 
 from gaplab.app import main as app_main  # noqa: E402
+from gaplab.app import refresh as app_refresh  # noqa: E402
 
 from gaplab.app.safe_html import choice_labels, esc, md_esc  # noqa: E402
 
@@ -122,7 +123,7 @@ class _Toasts:
 
 def test_alert_and_toasts_show_a_message_as_text(app, monkeypatch):
     toasts = _Toasts()
-    monkeypatch.setattr(app_main, "_notifications", lambda: toasts, raising=False)
+    monkeypatch.setattr(app_refresh, "_notifications", lambda: toasts)
     app.session.notify(f"Open path store: {PAYLOAD} {MD_PAYLOAD}", "error")
     app.refresh(force=True)
     assert app.alert.visible
@@ -135,7 +136,7 @@ def test_alert_and_toasts_show_a_message_as_text(app, monkeypatch):
 
 def test_open_store_with_a_script_in_the_typed_path(app, monkeypatch):
     toasts = _Toasts()
-    monkeypatch.setattr(app_main, "_notifications", lambda: toasts, raising=False)
+    monkeypatch.setattr(app_refresh, "_notifications", lambda: toasts)
     app.tabs.active = app_main.PATH
     assert app.path_view.open_store(PAYLOAD) is False
     app.refresh(force=True)
@@ -161,7 +162,7 @@ def test_a_path_store_with_a_script_in_a_file_entry(app, tmp_path, monkeypatch):
     man["files"][2]["file"] = "<img src=x onerror=document.title=document.domain+location.port>"
     (store / "manifest.json").write_text(json.dumps(man))
     toasts = _Toasts()
-    monkeypatch.setattr(app_main, "_notifications", lambda: toasts, raising=False)
+    monkeypatch.setattr(app_refresh, "_notifications", lambda: toasts)
     app.tabs.active = app_main.PATH
     assert app.path_view.open_store(str(store)) is False
     app.refresh(force=True)
