@@ -360,4 +360,4 @@ def _fit_report(est) -> None:
         # threshold (Solver.run: else CONVERGED); shown with enough digits to tell them apart
         warnings.warn(f"SSVM.fit stopped on its budget ({budget}) with duality gap {res.exact_gap:.6g} > "
                       f"gap_threshold={est.gap_threshold:g}; raise max_passes / time_limit or lam",
-                      ConvergenceWarning, stacklevel=3)
+                      ConvergenceWarning, stacklevel=4)  # _fit_report < fit < _fit_context < caller
