@@ -265,6 +265,9 @@ class SSVM(BaseEstimator):
             _check_examples(X, Y, "fit")
             return PythonModel(self.model, Examples(list(X), list(Y))), None, None
         if kind == "factory":
+            if isinstance(self.model, type) and all(callable(getattr(self.model, m, None)) for m in PYSTRUCT_METHODS):
+                raise TypeError(f"model={self.model.__name__} is a plain-Python model's class; pass an instance "
+                                f"(model={self.model.__name__}(...))")
             if Y is not None:
                 raise ValueError(f"model={self.model!r} is a factory of a compiled model: fit(X) takes the "
                                  "training set X it builds the model from (labels inside), so Y must be None")

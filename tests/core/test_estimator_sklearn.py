@@ -57,6 +57,8 @@ def test_plain_python_multilabel_model_fits_predicts_and_scores():
         SSVM(model=MultiLabel(4, 3)).fit([], [])
     with pytest.raises(ValueError, match="same number of examples, got 24 and 3"):
         SSVM(model=MultiLabel(4, 3)).fit(train.X, train.Y[:3])
+    with pytest.raises(TypeError, match=r"plain-Python model's class; pass an instance \(model=MultiLabel\(...\)\)"):
+        SSVM(model=MultiLabel).fit(train.X, train.Y)
 
 
 def test_compiled_model_factory_fits_like_the_default_chain():
