@@ -7,7 +7,7 @@ What lives where:
   trace records and results; ``compile_clock``: numba's compile-time clock; ``certify``: when
   an exact gap certifies nothing (a negative gap: the max oracle is not exact);
   ``config``: :class:`SolverConfig` and its parts; ``state``: the solver state arrays;
-  ``estimator``: the scikit-learn style :class:`~gaplab.core.estimator.SSVM`.
+  ``estimator``: the scikit-learn estimator :class:`~gaplab.core.estimator.SSVM` (the chain, or any model).
 - ``kernels``: the numba kernels (model-kind registry, atoms, samplers, step phases, gap passes).
 - ``reference``: the readable plain-numpy reference solver, one driver per algorithm.
 - ``models``: the SSVM models (chain, multiclass, segmentation, pose, plain-Python) and the
