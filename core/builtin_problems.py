@@ -99,6 +99,37 @@ def _conll_file_check(data_home=None):
     _conll_file_loader(data_home)
 
 
+def bind_conll_file(data_file, test_file=None):
+    """Register ``conll-file`` again with its files fixed (``gaplab app --data-file``): the app's
+    dataset picker then offers it as installed. The files are read once now, so a bad file is
+    refused before the app starts.
+
+    Parameters
+    ----------
+    data_file, test_file : str or os.PathLike
+        As for :func:`~gaplab.core.datasets.conll_file.load_conll_file`.
+
+    Returns
+    -------
+    ProblemSpec
+
+    Raises
+    ------
+    FileNotFoundError, ValueError
+        A missing or bad file (one line naming the file and the line).
+    """
+    from .datasets.conll_file import load_conll_file
+    load_conll_file(data_file, test_file)
+
+    def load(data_home=None):
+        return load_conll_file(data_file, test_file)
+    what = f"{data_file}" + (f", tested on {test_file}" if test_file is not None else "")
+    return register_problem("conll-file", load, _chain_model, default_lam=0.01, replace=True,
+                            description=f"your own tagging data: {what} (CoNLL-2000 attributes, chunk F1 of IOB tags)",
+                            metric="chunk F1", higher_is_better=True, evaluate=_conll_file_evaluate,
+                            warmup=_tiny_chain)
+
+
 def _toy_loader(data_home=None, n=20, K=100):
     from gaplab.toy_examples.hard_easy import make_hard_easy
     model, lam, info = make_hard_easy(n, K)

@@ -169,3 +169,31 @@ def test_data_file_for_another_problem_is_refused(tmp_path, capsys):
     code = main(["train", "--dataset", "toy", "--data-file", str(f), "--max-passes", "2", "--quiet"])
     msg = _one_line(capsys.readouterr().err)
     assert code == 2 and "--data-file" in msg and "toy" in msg
+
+
+def test_app_data_file_offers_conll_file_in_the_picker(tmp_path, capsys, monkeypatch):
+    from gaplab.app.settings import installed_problems, missing_problems
+    from gaplab.core import builtin_problems
+    from gaplab.core.problems import get_problem, register_problem
+    original = get_problem("conll-file")
+    assert "conll-file" in missing_problems() and "--data-file" in missing_problems()["conll-file"]
+    train, test = _ner(tmp_path, n=8), _ner(tmp_path, n=4, seed=1, name="t.txt")
+    try:
+        builtin_problems.bind_conll_file(train, test)
+        assert "conll-file" in installed_problems() and str(train) in get_problem("conll-file").description
+        problem = get_problem("conll-file").load()
+        assert problem.model.n == 8 and problem.test.n == 4
+        # a bad file is refused before the app would start, in one line naming file and line
+        bad = tmp_path / "bad.txt"
+        bad.write_text("Anna NNP B-PER\nsees O\n")
+        seen = []
+        import importlib
+        monkeypatch.setattr(importlib.import_module("gaplab.app.serve"), "serve", lambda **kw: seen.append(kw) or 0)
+        assert main(["app", "--data-file", str(bad)]) == 2 and not seen
+        assert f"{bad}, line 2: 2 columns" in _one_line(capsys.readouterr().err)
+    finally:
+        register_problem(original.name, original.loader, original.model_factory, default_lam=original.default_lam,
+                         description=original.description, bundled=original.bundled, check=original.check,
+                         metric=original.metric, higher_is_better=original.higher_is_better,
+                         evaluate=original.evaluate, warmup=original.warmup, replace=True)
+    assert "conll-file" in missing_problems()
