@@ -41,6 +41,11 @@ def cmd_app(args) -> int:
                            ("--max-steps", args.max_steps is not None)):
             if given:
                 raise ValueError(f"{opt} applies to classroom mode only: add --classroom")
+    if args.test_file is not None and args.data_file is None:
+        raise ValueError("--test-file needs --data-file FILE (the training file of conll-file)")
+    if args.data_file is not None:  # conll-file on the operator's file: offered in the picker
+        from gaplab.core.builtin_problems import bind_conll_file
+        bind_conll_file(args.data_file, args.test_file)
     return serve(port=args.port, address=args.address, show=args.show, classroom=args.classroom,
                  allow_origins=args.allow_origin, allow_heavy=args.allow_heavy, path_roots=args.path_root,
                  max_sessions=args.max_sessions, max_sessions_per_client=args.max_sessions_per_client,
@@ -79,6 +84,9 @@ def _add_app_command(sub) -> None:
                    help="classroom: sessions per student computer (default 4)")
     p.add_argument("--max-steps", type=_count, default=None, metavar="N",
                    help="classroom: block steps one click or URL of a student may take (default 20,000)")
+    p.add_argument("--data-file", default=None, metavar="FILE",
+                   help="offer conll-file in the dataset picker, trained on this CoNLL-style column file")
+    p.add_argument("--test-file", default=None, metavar="FILE", help="conll-file's test file (with --data-file)")
     from .options import add_import_argument
     add_import_argument(p)
     p.set_defaults(func=cmd_app)

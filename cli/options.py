@@ -36,6 +36,11 @@ def add_problem_arguments(p: argparse.ArgumentParser, default: str = "ocr-small"
                    help="directory with the data files of problems that are not bundled (CoNLL-2000 train.txt/test.txt)")
     p.add_argument("--no-verify", dest="verify", action="store_false", default=True,
                    help="do not check the sha256 of the data files (CoNLL-2000) against the known ones, for modified copies")
+    p.add_argument("--data-file", default=None, metavar="FILE",
+                   help="a CoNLL-style column file to train on (--dataset conll-file): one token a line, "
+                        "word [POS] tag, blank lines between sentences, IOB tags for chunk F1")
+    p.add_argument("--test-file", default=None, metavar="FILE",
+                   help="a column file to test on (--dataset conll-file; same columns as --data-file)")
     p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                    help="an option of the problem's loader (e.g. --option n=50 for toy); repeatable")
 
@@ -125,9 +130,11 @@ def config_from_args(args, groups=None, **fixed):
 
 
 def load_problem_from_args(args):
-    """The :class:`~gaplab.core.problems.Problem` of ``--dataset``, ``--data-home`` and ``--option``."""
+    """The :class:`~gaplab.core.problems.Problem` of ``--dataset``, ``--data-home``, ``--data-file``,
+    ``--test-file`` and ``--option``."""
     from gaplab.core.problems import get_problem
 
     spec = get_problem(args.dataset)
+    files = {"data_file": getattr(args, "data_file", None), "test_file": getattr(args, "test_file", None)}
     return spec.load(data_home=getattr(args, "data_home", None), verify=getattr(args, "verify", True),
-                     **problem_options_from_args(args))
+                     files=files, **problem_options_from_args(args))

@@ -30,6 +30,8 @@ def cmd_train(args) -> int:
     Exit 2 with one line on stderr when the run ends ``oracle_not_exact`` (a negative exact gap:
     the summary and ``--out`` are still written, the gap certifies nothing)."""
     problem, solver, load_s = _train_solver(args)
+    if problem.info.get("not_iob"):  # conll-file: tags that are not IOB have no chunks
+        print(f"gaplab train: note: {problem.info['not_iob']}", file=sys.stderr)
     result, interrupted = _run_with_progress(args, solver)
     if interrupted:
         return _train_interrupted(args, solver, result, problem.model)
@@ -154,14 +156,18 @@ def _train_output(args, problem, result, load_s) -> dict:
     })
     if spec.metric != "test error" and test is not None:  # e.g. CoNLL: chunk F1 (conlleval)
         value, details = spec.test_metric(model, result.w, test)
-        out["test_metric"] = {"name": spec.metric, "value": value}
+        out["test_metric"] = {"name": details.pop("metric", spec.metric), "value": value}
+        out.update(details)
+    elif spec.metric != "test error" and problem.info.get("metric_on_train"):  # conll-file without --test-file
+        value, details = spec.test_metric(model, result.w, model.data)
+        out["train_metric"] = {"name": details.pop("metric", spec.metric), "value": value}
         out.update(details)
     return out
 
 
 def _print_summary(args, problem, result, out) -> None:
     """The summary table on stdout."""
-    spec, test = problem.spec, problem.test
+    test = problem.test
     train_err, test_err = out["train_error"], out["test_error"]
     rows = [("status", result.status.name.lower()), ("primal", f"{result.primal:.8f}"),
             ("dual", f"{result.dual:.8f}"), ("exact duality gap", f"{result.exact_gap:.3e}"),
@@ -172,8 +178,12 @@ def _print_summary(args, problem, result, out) -> None:
             ("numba compile (s)", f"{result.compile_time_s:.2f}"),
             ("train error", f"{train_err:.4f}"),
             ("test error", f"{test_err:.4f}" if test is not None else "n/a (no test set)")]
-    if "test_metric" in out:
-        rows.append((f"test {spec.metric}", f"{100 * out['test_metric']['value']:.2f}"))
+    for where in ("test", "train"):
+        if f"{where}_metric" in out:
+            m = out[f"{where}_metric"]
+            rows.append((f"{where} {m['name']}", f"{100 * m['value']:.2f}"))
+            if m["name"] != "token accuracy" and "token_accuracy" in out:  # conll-file reports both
+                rows.append((f"{where} token accuracy", f"{100 * out['token_accuracy']:.2f}"))
     width = max(len(r[0]) for r in rows)
     print(f"gaplab train: {args.dataset}, lam={args.lam}, {args.sampling} sampling, {args.step} steps"
           f"{', cache' if args.cache else ''}")

@@ -1,5 +1,5 @@
 """The built-in problems of the registry (:mod:`gaplab.core.problems`): OCR (small, large),
-CoNLL-2000 chunking, the hard/easy toy (App. C), the plain-Python multi-label toy, synthetic and
+CoNLL-2000 chunking, a user's CoNLL-style column file (``conll-file``), the hard/easy toy (App. C), the plain-Python multi-label toy, synthetic and
 Weizmann-horse segmentation, LSP pose (full and tiny), each with its loader, model factory,
 tiny warm-up model and test metric. Registered when :mod:`gaplab.core.problems` is imported.
 
@@ -49,10 +49,9 @@ def _conll_check(data_home=None):
     _locate(data_home, download=False)
 
 
-def _conll_evaluate(model, w, test):
-    """(chunk F1, {"conlleval": ...}) with the original gold tags (the labels map test tags
-    unseen in training, I-LST, to B-X)."""
-    from .datasets.conll import conlleval
+def _gold_and_guess(model, w, test):
+    """The gold tags (the original ones: the labels map test tags unseen in training, I-LST, to
+    B-X) and the predicted tags of every sentence, as lists of str."""
     pred = model.predict(w, test)
     names = test.label_names
     chunks = test.extras.get("chunks")
@@ -61,8 +60,74 @@ def _conll_evaluate(model, w, test):
         sl = test.tokens(i)
         gold.append(list(chunks[i]) if chunks is not None else [names[k] for k in test.labels[sl]])
         guess.append([names[k] for k in pred[sl]])
-    r = conlleval(gold, guess)
+    return gold, guess
+
+
+def _conll_evaluate(model, w, test):
+    """(chunk F1, {"conlleval": ...}) with the original gold tags."""
+    from .datasets.conll import conlleval
+    r = conlleval(*_gold_and_guess(model, w, test))
     return r["f1"], {"conlleval": r}
+
+
+def _conll_file_evaluate(model, w, test):
+    """(chunk F1, {"token_accuracy", "chunk_f1", "conlleval"}) of a user's column file; with tags
+    that are not IOB (chunks undefined) the headline is the token accuracy, ``chunk_f1`` is None
+    and ``chunk_f1_note`` says why (``metric`` names the headline)."""
+    from .datasets.conll import conlleval
+    from .datasets.conll_file import is_iob
+    gold, guess = _gold_and_guess(model, w, test)
+    r = conlleval(gold, guess)
+    bad = next((t for t in (*test.label_names, *(t for g in gold for t in g)) if not is_iob(t)), None)
+    if bad is not None:
+        note = f"tag {bad!r} is not IOB (O, B-X or I-X): chunk F1 not computed, token accuracy only"
+        return r["accuracy"], {"metric": "token accuracy", "token_accuracy": r["accuracy"], "chunk_f1": None,
+                               "chunk_f1_note": note}
+    return r["f1"], {"token_accuracy": r["accuracy"], "chunk_f1": r["f1"], "conlleval": r}
+
+
+def _conll_file_loader(data_home=None, data_file=None, test_file=None):
+    """A user's CoNLL-style column file (``--data-file``, optional ``--test-file``)."""
+    if data_file is None:
+        raise FileNotFoundError("conll-file reads a file of yours: give --data-file FILE (one token a line, "
+                                "word [POS] tag, blank lines between sentences) and optionally --test-file FILE")
+    from .datasets.conll_file import load_conll_file
+    return load_conll_file(data_file, test_file)
+
+
+def _conll_file_check(data_home=None):
+    _conll_file_loader(data_home)
+
+
+def bind_conll_file(data_file, test_file=None):
+    """Register ``conll-file`` again with its files fixed (``gaplab app --data-file``): the app's
+    dataset picker then offers it as installed. The files are read once now, so a bad file is
+    refused before the app starts.
+
+    Parameters
+    ----------
+    data_file, test_file : str or os.PathLike
+        As for :func:`~gaplab.core.datasets.conll_file.load_conll_file`.
+
+    Returns
+    -------
+    ProblemSpec
+
+    Raises
+    ------
+    FileNotFoundError, ValueError
+        A missing or bad file (one line naming the file and the line).
+    """
+    from .datasets.conll_file import load_conll_file
+    load_conll_file(data_file, test_file)
+
+    def load(data_home=None):
+        return load_conll_file(data_file, test_file)
+    what = f"{data_file}" + (f", tested on {test_file}" if test_file is not None else "")
+    return register_problem("conll-file", load, _chain_model, default_lam=0.01, replace=True,
+                            description=f"your own tagging data: {what} (CoNLL-2000 attributes, chunk F1 of IOB tags)",
+                            metric="chunk F1", higher_is_better=True, evaluate=_conll_file_evaluate,
+                            warmup=_tiny_chain)
 
 
 def _toy_loader(data_home=None, n=20, K=100):
@@ -91,6 +156,11 @@ register_problem("conll2000", _conll_loader, _chain_model, default_lam=0.01,
                              "(files needed: --data-home or $GAPLAB_DATA)",
                  bundled=False, check=_conll_check, metric="chunk F1", higher_is_better=True,
                  evaluate=_conll_evaluate, warmup=_tiny_chain)
+register_problem("conll-file", _conll_file_loader, _chain_model, default_lam=0.01,
+                 description="your own tagging data: a CoNLL-style column file (--data-file FILE, optional "
+                             "--test-file FILE; word [POS] tag a line), CoNLL-2000 attributes, chunk F1 of IOB tags",
+                 bundled=False, check=_conll_file_check, metric="chunk F1", higher_is_better=True,
+                 evaluate=_conll_file_evaluate, warmup=_tiny_chain)
 
 
 # ----------------------------------------------------------------------------- plain-Python models

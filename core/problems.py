@@ -152,7 +152,8 @@ class ProblemSpec:
             return str(exc)
         return ""
 
-    def load(self, data_home=None, *, verify: bool = True, progress=None, **options) -> "Problem":
+    def load(self, data_home=None, *, verify: bool = True, progress=None, files: Mapping | None = None,
+             **options) -> "Problem":
         """Load the data and build the model.
 
         Parameters
@@ -166,6 +167,9 @@ class ProblemSpec:
             Passed on to a loader that takes ``progress`` (the horse loader: True draws tqdm bars,
             a callable ``progress(stage, done, total)`` is told each image done); None: the
             loader's default.
+        files : dict of str -> path, optional
+            A user's data files (``data_file``, ``test_file``: ``gaplab train --data-file``),
+            passed to a loader that takes those keywords (``conll-file``); None values are dropped.
         **options
             Loader options (see :attr:`options`).
 
@@ -180,13 +184,19 @@ class ProblemSpec:
         """
         opts = self.parse_options(options)
         extra = {}  # loader arguments that are not problem options (not in lam(), not stored)
-        if not verify or progress is not None:
+        files = {k: v for k, v in (files or {}).items() if v is not None}
+        if not verify or progress is not None or files:
             import inspect
             takes = inspect.signature(self.loader).parameters
             if not verify and "verify" in takes:
                 extra["verify"] = False
             if progress is not None and "progress" in takes:
                 extra["progress"] = progress
+            for k, v in files.items():
+                if k not in takes:
+                    raise ValueError(f"problem {self.name!r} reads no --{k.replace('_', '-')} "
+                                     f"(got {v!r}); conll-file does")
+                extra[k] = v
         out = self.loader(data_home=data_home, **opts, **extra)
         if not isinstance(out, tuple) or len(out) not in (2, 3):
             raise TypeError(f"problem {self.name!r}: the loader must return (train, test) or "
