@@ -82,13 +82,14 @@ class AnatomyView(_Base):
         self._on_choice(self._picker_name, int(event.new))
 
     def _height(self, chunks: bool, panels: bool = False, picker: bool = False) -> int:
-        """Height of the input pane: taller for a chunked sentence (three wrapped rows) and, in
-        projector mode, for a model's pictures (their 18-px captions of up to three lines and
-        the legend were cut under the pictures; a model with a picker above the pane, e.g. the
-        pose model's part, leaves it 30 px less to keep the narration above the fold); it only
-        changes when the kind of data changes, never from one step to the next."""
+        """Height of the input pane: taller for a chunked sentence (three wrapped rows; in
+        projector mode the rows below scroll, with the cue) and, in projector mode, for a
+        model's pictures (18-px captions of up to three lines, the legend on one line; a model
+        with a picker above the pane, e.g. the pose model's part, gets 60 px less), so that the
+        pane, the short narration and the numbers grid fit a 1280×720 screen; it only changes
+        when the kind of data changes, never from one step to the next."""
         if self._compact:
-            return 260 if chunks else ((220 if picker else 260) if panels else 215)
+            return 260 if chunks else ((200 if picker else 260) if panels else 215)
         if self._stacked:
             return 250 if chunks else 190
         return 290 if chunks else 235
@@ -198,8 +199,9 @@ class AnatomyView(_Base):
         segmentation and pose models): the input once, then the ground truth's, the step's
         corner's and the away corner's pictures in one row of equal columns (every one stays in
         view, scaled down), each with its caption; the model's legend under them."""
-        # the pictures get what the title, captions and legend leave (more text room at 18 px)
-        px = max(100, self.word.height - (230 if self._compact else 95))
+        # the pictures get what the title, captions and legend leave (more text room at 18 px;
+        # projector mode: the legend on one line, the picked part in the picker above)
+        px = max(90, self.word.height - 165) if self._compact else max(100, self.word.height - 95)
         cells = "".join(
             f"<td style='text-align:center;padding:0 3px;vertical-align:top'>{panel_html(p, key, px)}"
             f"<div style='font-size:11.5px;line-height:1.2;color:#444'>{esc(cap)}</div></td>"
@@ -211,6 +213,10 @@ class AnatomyView(_Base):
         chosen = (f"<div style='color:#444;font-size:12px'>{esc(pk['label'])}: <b class='gaplab-picked'>"
                   f"{esc(pk['options'][pk['value']])}</b></div>") if pk is not None else ""
         legend = f"; {esc(st.legend)}" if st.legend else ""
+        if self._compact:   # the model's legend on hover: one line under the pictures
+            chosen = ""
+            legend = (f" <span title='{esc(st.legend)}' style='cursor:help;border-bottom:1px dotted #666'>"
+                      "· more (hover)</span>") if st.legend else ""
         self.word.object = self._big(
             f"<div style='font-weight:600;font-size:15px;margin-bottom:4px'>Anatomy of the last step: "
             f"block <span class='gaplab-block'>{st.block}</span>{note}{sub}</div>{chosen}"
@@ -318,6 +324,8 @@ class AnatomyView(_Base):
         self.table.object = self._big(
             "<div style='display:grid;grid-template-columns:auto auto auto auto;column-gap:10px;"
             f"row-gap:1px;font-size:14px;line-height:1.4'>{cells}</div>"
+            # subscripts (γ_max, g_i) do not make their row taller than the others
+            "<style>sub, sup { line-height: 0; }</style>"
             + (f"<div style='font-size:14px'>{lag[4:]}</div>" if lag else ""))
         full = step_sentence(snap, st)
         tip = esc(html.unescape(re.sub(r"<[^>]+>", "", full)))
