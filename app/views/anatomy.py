@@ -21,7 +21,7 @@ from ..styles import (NARRATION_CUE_STYLES, NARRATION_LINE_PX, NARRATION_PROJECT
 
 #: projector mode: the numbers grid's height (px; four rows of 18-px text, a fifth for the
 #: active set or a lagging step)
-PROJECTOR_TABLE_PX = 130
+PROJECTOR_TABLE_PX = 140
 
 
 class AnatomyView(_Base):
@@ -323,9 +323,9 @@ class AnatomyView(_Base):
                         f"<div style='white-space:nowrap'><b>{v}</b></div>" for k, v in (items[i] for i in order))
         self.table.object = self._big(
             "<div style='display:grid;grid-template-columns:auto auto auto auto;column-gap:10px;"
-            f"row-gap:1px;font-size:14px;line-height:1.4'>{cells}</div>"
+            f"row-gap:2px;font-size:14px;line-height:1.4'>{cells}</div>"
             # subscripts (γ_max, g_i) do not make their row taller than the others
-            "<style>sub, sup { line-height: 0; }</style>"
+            "<style>sub, sup { line-height: 0; } sub { vertical-align: -0.25em; }</style>"
             + (f"<div style='font-size:14px'>{lag[4:]}</div>" if lag else ""))
         full = step_sentence(snap, st)
         tip = esc(html.unescape(re.sub(r"<[^>]+>", "", full)))
