@@ -283,27 +283,32 @@ class GapLabApp(ControlsMixin, UrlMixin, RefreshMixin, pn.viewable.Viewer):
         if self.w_projector.value != on:
             self.w_projector.value = on
         wd = self.widgets
-        bar = [self.b_back, self.b_step, self.b_step_n, wd["n_steps"], self.b_run, self.b_stop, self.b_reset,
-               wd["speed"]]
-        # second row: what a lecture switches mid-run (the sampler, the step kind), exact gaps
+        # first row: the run buttons and the projector toggle (the header is hidden); second row:
+        # the speed and what a lecture switches mid-run (the sampler, the step kind), exact gaps
         # and the comparison
-        bar2 = list(self.p_widgets.values()) + [pn.Column(pn.Spacer(height=20), pn.Row(
+        bar = [self.b_back, self.b_step, self.b_step_n, wd["n_steps"], self.b_run, self.b_stop, self.b_reset,
+               pn.Spacer(sizing_mode="stretch_width"), *self._header_extra, self.w_projector]
+        bar2 = [wd["speed"]] + list(self.p_widgets.values()) + [pn.Column(pn.Spacer(height=20), pn.Row(
             self.b_exact_p, self.b_compare_p, margin=0), margin=0)]
         # the normal views are sized while out of the page (sizes first, then the layout; the
         # projector views stay in projector sizes)
         if on:
             self._sizes(on)
-            rows = pn.Column(pn.Row(*bar, margin=0), pn.Row(*bar2, margin=0), margin=0)
+            self.header.objects = [self._title, self.subtitle]
+            rows = pn.Column(pn.Row(*bar, margin=0, sizing_mode="stretch_width"), pn.Row(*bar2, margin=0),
+                             margin=0, sizing_mode="stretch_width")
             self._apply_big(rows, True)   # the bar's own widgets (not in the layout until now)
             self.run_box.objects = []
             self.topbar.objects = [rows]
             self._step_tab.objects = [pn.Row(self.anatomy_p.panel, self.blocks_p.panel, sizing_mode="stretch_width")]
         else:
             self.topbar.objects = []
+            self.header.objects = [self._title, self.subtitle, *self._header_extra, self.w_projector]
             self.run_box.objects = self._run_rows()
             self._step_tab.objects = self._step_objects()
             self._sizes(on)
         self.topbar.visible = on
+        self.header.visible = not on
         self.sidebar.visible = not on
         self.subtitle.visible = not on
         if hasattr(self, "_lessons"):
@@ -341,14 +346,17 @@ class GapLabApp(ControlsMixin, UrlMixin, RefreshMixin, pn.viewable.Viewer):
         self.keys.on_dropped = self._keys_dropped
         # a narrow output area (JupyterLab with its file browser open): the subtitle wraps, the
         # header's items go onto a second row rather than past the right edge
-        extra = []
+        self._header_extra = []   # classroom mode, the lecturer's page: the students' URL toggle
         self.qr_pane = None
-        if self._student_url:   # classroom mode, the lecturer's page: the students' URL and QR code
+        if self._student_url:   # the students' URL and its QR code (shown by the toggle)
             qr_toggle, self.qr_pane = classroom.qr_panel(self._student_url)
-            extra = [qr_toggle]
-        header = pn.Row(title, self.subtitle, *extra, self.w_projector, self.keys,
+            self._header_extra = [qr_toggle]
+        header = pn.Row(title, self.subtitle, *self._header_extra, self.w_projector,
                         styles={"background": "#1f3b57", "border-radius": "4px"},
                         sizing_mode="stretch_width", margin=(5, 10), stylesheets=[WRAP_CSS])
+        # projector mode hides the header (its toggle joins the bar of run buttons: 60 px more
+        # for the Step tab at 1280×720); the keys stay outside it, always on the page
+        self.header, self._title = header, title
         self.topbar = pn.Row(visible=False, sizing_mode="stretch_width", css_classes=["gaplab-topbar"])
         step_tab = pn.Column(*self._step_objects(), sizing_mode="stretch_width")
         self._step_tab = step_tab
@@ -366,7 +374,7 @@ class GapLabApp(ControlsMixin, UrlMixin, RefreshMixin, pn.viewable.Viewer):
         self.sidebar = self._controls()
         # narrower than the sidebar and MAIN_MIN_WIDTH: the tabs go below the settings
         main.styles = {"flex": "1 1 0"}
-        return pn.Column(header, pn.FlexBox(self.sidebar, main, flex_wrap="wrap", align_items="flex-start",
+        return pn.Column(self.keys, header, pn.FlexBox(self.sidebar, main, flex_wrap="wrap", align_items="flex-start",
                                             sizing_mode="stretch_width"),
                          sizing_mode="stretch_width")
 

@@ -49,11 +49,11 @@ SCROLL_CUE_STYLES = {
 #: the last element of such a pane's content: a band that sticks to the pane's bottom edge,
 #: the narration box ("what just happened"): whole lines of text, scrolling with the cue of
 #: SCROLL_CUE_STYLES drawn on the box's own tint when a sentence needs more lines than it shows;
-#: normal layout 13.5-px text on 18-px lines, projector mode 18-px text on 22-px lines (ten of
-#: them between the anatomy's input and the bottom of a 1280×720 screen)
+#: normal layout 13.5-px text on 18-px lines, projector mode 18-px text on 22-px lines (four:
+#: the short form of the sentence, the full one a click away)
 NARRATION_LINE_PX = 18
 NARRATION_PROJECTOR_LINE_PX = 22
-NARRATION_PROJECTOR_LINES = 10
+NARRATION_PROJECTOR_LINES = 4
 NARRATION_TINT = "#f4f7fa"
 NARRATION_CUE_STYLES = {
     **{k: (v.replace("#fff", NARRATION_TINT).replace("rgba(255,255,255,0)", "rgba(244,247,250,0)")

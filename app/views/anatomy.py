@@ -3,7 +3,9 @@ images, a chunked sentence, the model's pictures), the step's numbers in a
 table and one sentence saying what happened."""
 from __future__ import annotations
 
+import html
 import math
+import re
 
 import panel as pn
 
@@ -12,10 +14,14 @@ from ..wording import block_gap_tol, count
 from .base import _Base
 from .figures import BIG_PX, LiveHTML, _fmt, _fmt_gap, _png, _scale_px
 from .narration import (_TIP_BEFORE, _TIP_BEFORE_HIT, _TIP_DIRECTION_HIT, _TIP_IMPROVEMENT_BOX,
-                        _fw_row_label, corner_name, step_sentence)
+                        _fw_row_label, corner_name, step_sentence, step_short)
 from .pictures import chunk_row_html, is_iob, panel_html
 from ..styles import (NARRATION_CUE_STYLES, NARRATION_LINE_PX, NARRATION_PROJECTOR_LINE_PX, NARRATION_PROJECTOR_LINES,
                       SCROLL_CUE_BAND, SCROLL_CUE_CLASS, SCROLL_CUE_STYLES, narration_height)
+
+#: projector mode: the numbers grid's height (px; four rows of 18-px text, a fifth for the
+#: active set or a lagging step)
+PROJECTOR_TABLE_PX = 140
 
 
 class AnatomyView(_Base):
@@ -51,8 +57,9 @@ class AnatomyView(_Base):
                                  css_classes=[SCROLL_CUE_CLASS],
                                  styles={"font-size": "14px", "overflow-x": "hidden", "overflow-y": "auto",
                                          **SCROLL_CUE_STYLES})
+        # projector mode: the numbers in two columns of label-value pairs (four or five rows)
         self.table = LiveHTML("", width=430 if not stacked else None, margin=(5, 10),
-                                  height=235 if not compact else 300,
+                                  height=235 if not compact else PROJECTOR_TABLE_PX,
                                   sizing_mode=None if not stacked else "stretch_width",
                                   styles={"font-size": "14px", "overflow": "hidden"})
         layout = pn.Column if stacked else pn.Row
@@ -75,25 +82,25 @@ class AnatomyView(_Base):
         self._on_choice(self._picker_name, int(event.new))
 
     def _height(self, chunks: bool, panels: bool = False, picker: bool = False) -> int:
-        """Height of the input pane: taller for a chunked sentence (three wrapped rows) and, in
-        projector mode, for a model's pictures (their 18-px captions of up to three lines and
-        the legend were cut under the pictures; a model with a picker above the pane, e.g. the
-        pose model's part, leaves it 30 px less to keep the narration above the fold); it only
-        changes when the kind of data changes, never from one step to the next."""
+        """Height of the input pane: taller for a chunked sentence (three wrapped rows; in
+        projector mode the rows below scroll, with the cue) and, in projector mode, for a
+        model's pictures (18-px captions of up to three lines, the legend on one line; a model
+        with a picker above the pane, e.g. the pose model's part, gets 60 px less), so that the
+        pane, the short narration and the numbers grid fit a 1280×720 screen; it only changes
+        when the kind of data changes, never from one step to the next."""
         if self._compact:
-            return 300 if chunks else ((270 if picker else 340) if panels else 215)
+            return 260 if chunks else ((200 if picker else 260) if panels else 215)
         if self._stacked:
             return 250 if chunks else 190
         return 290 if chunks else 235
 
     def _lines(self, chunks: bool, panels: bool = False, picker: bool = False) -> int:
         """Whole lines the narration shows without scrolling: five in the normal layout; in
-        projector mode what is left above the bottom of a 1280×720 screen under the input pane
-        (:meth:`_height`): ten under letter images (a FW step's sentence takes eight), six under
-        chunk rows, four under pictures."""
+        projector mode the short form's (:func:`~gaplab.app.views.narration.step_short`,
+        the full sentence one click away)."""
         if not self._compact:
             return 5
-        return 6 if chunks else (4 if panels else NARRATION_PROJECTOR_LINES)
+        return NARRATION_PROJECTOR_LINES
 
     def _set_height(self, chunks: bool, panels: bool = False, picker: bool = False):
         h = self._height(chunks, panels, picker)
@@ -192,8 +199,9 @@ class AnatomyView(_Base):
         segmentation and pose models): the input once, then the ground truth's, the step's
         corner's and the away corner's pictures in one row of equal columns (every one stays in
         view, scaled down), each with its caption; the model's legend under them."""
-        # the pictures get what the title, captions and legend leave (more text room at 18 px)
-        px = max(100, self.word.height - (230 if self._compact else 95))
+        # the pictures get what the title, captions and legend leave (more text room at 18 px;
+        # projector mode: the legend on one line, the picked part in the picker above)
+        px = max(90, self.word.height - 165) if self._compact else max(100, self.word.height - 95)
         cells = "".join(
             f"<td style='text-align:center;padding:0 3px;vertical-align:top'>{panel_html(p, key, px)}"
             f"<div style='font-size:11.5px;line-height:1.2;color:#444'>{esc(cap)}</div></td>"
@@ -205,6 +213,10 @@ class AnatomyView(_Base):
         chosen = (f"<div style='color:#444;font-size:12px'>{esc(pk['label'])}: <b class='gaplab-picked'>"
                   f"{esc(pk['options'][pk['value']])}</b></div>") if pk is not None else ""
         legend = f"; {esc(st.legend)}" if st.legend else ""
+        if self._compact:   # the model's legend on hover: one line under the pictures
+            chosen = ""
+            legend = (f" <span title='{esc(st.legend)}' style='cursor:help;border-bottom:1px dotted #666'>"
+                      "· more (hover)</span>") if st.legend else ""
         self.word.object = self._big(
             f"<div style='font-weight:600;font-size:15px;margin-bottom:4px'>Anatomy of the last step: "
             f"block <span class='gaplab-block'>{st.block}</span>{note}{sub}</div>{chosen}"
@@ -278,10 +290,48 @@ class AnatomyView(_Base):
         ]
         if st.active_set_size >= 0:
             items.append(("active set |S<sub>i</sub>|", str(st.active_set_size)))
+        if self._compact:
+            self._draw_compact(snap, st, items)
+            return
         body = "".join(f"<tr><td style='padding:0 12px 0 0;color:#555;line-height:1.45'>{k}</td>"
                        f"<td style='padding:0'><b>{v}</b></td></tr>" for k, v in items)
         self.table.object = self._big(f"<table style='border-collapse:collapse;font-size:14px'>{body}</table>")
         self.sentence.object = self._big(f"<div style='font-size:13.5px'>{step_sentence(snap, st)}</div>")
+
+    def _draw_compact(self, snap, st, items):
+        """Projector mode: the numbers as a grid of two label-value columns (the block number is
+        in the title above, the iteration in the status line: the "block i" row goes, the
+        "step" row only says when the step shown lags the snapshot); the narration in its short
+        form, which opens to the full sentence on a click (the full sentence is also its
+        tooltip)."""
+        lag = _lag_words(snap, st)
+        short = {"γ (step size)": "γ", "block gap after (diagnostic)": "block gap after",
+                 "direction gap ⟨−∇<sub>i</sub>f, d⟩": "direction gap"}
+        items = [(short.get(k, k), v) for k, v in items if k not in ("block i", "step")]
+        # γ_max its own cell, the oracle in a word (the narration says it in full), the stale
+        # estimate's note left to its label (two columns of pairs fit the 620-px column)
+        items = [(k, re.sub(r" &nbsp;\(γ<sub>max</sub> = .*\)$", "", v).replace(" (stale, unchanged)", ""))
+                 for k, v in items]
+        items = [(k, {"cache hit (no oracle call)": "cache hit", "cache miss → max oracle": "cache miss",
+                      "max oracle call": "max oracle"}.get(v, v)) for k, v in items]
+        k_gamma = next(i for i, (k, _) in enumerate(items) if k == "γ")
+        items.insert(k_gamma + 1, ("γ<sub>max</sub>", _fmt(st.gamma_max, ".4g")))
+        # column-major: the left column step kind, γ, gap before, gap after; the right one the rest
+        rows = (len(items) + 1) // 2
+        order = [i for r in range(rows) for i in (r, r + rows) if i < len(items)]
+        cells = "".join(f"<div style='color:#555;white-space:nowrap'>{k}</div>"
+                        f"<div style='white-space:nowrap'><b>{v}</b></div>" for k, v in (items[i] for i in order))
+        self.table.object = self._big(
+            "<div style='display:grid;grid-template-columns:auto auto auto auto;column-gap:10px;"
+            f"row-gap:2px;font-size:14px;line-height:1.4'>{cells}</div>"
+            # subscripts (γ_max, g_i) do not make their row taller than the others
+            "<style>sub, sup { line-height: 0; } sub { vertical-align: -0.25em; }</style>"
+            + (f"<div style='font-size:14px'>{lag[4:]}</div>" if lag else ""))
+        full = step_sentence(snap, st)
+        tip = esc(html.unescape(re.sub(r"<[^>]+>", "", full)))
+        self.sentence.object = self._big(
+            f"<details style='font-size:13.5px'><summary title='{tip}' style='cursor:pointer'>"
+            f"{step_short(snap, st)}</summary>{full}</details>")
 
     def _big(self, text):
         return _scale_px(text, self._scale, BIG_PX if self._compact else 0.0)

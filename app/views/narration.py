@@ -250,3 +250,53 @@ def status_test_words(snap) -> str:
         return f" · test error {100 * snap.exact_test_error:.2f}%"
     return ""
 
+
+
+def _short_drawn(snap, st) -> str:
+    """How the block was drawn, in a few words (the full form: :func:`_drawn_words`)."""
+    name = st.sampling or snap.config.get("sampling", "")
+    unvisited = getattr(st, "unvisited", -1)
+    if name in ("gap", "maxgap") and (math.isinf(getattr(st, "gap_prev", math.nan)) or unvisited > 0):
+        m = unvisited if unvisited > 0 else (round(1 / st.probability) if st.probability > 0 else 0)
+        among = f"the <b>{count(m)}</b> unvisited blocks" if m else "the unvisited blocks"
+        return f"drawn uniformly among {among} (ĝᵢ = +∞)"
+    samp = _sampler_words(snap, st)
+    if math.isfinite(st.probability):
+        return f"drawn with P = <b>{st.probability:.2g}</b> under {samp}"
+    return f"drawn under {samp}"
+
+
+def _short_move(snap, st) -> str:
+    """The step kind and γ, in a few words (the full form: :func:`_move_words`)."""
+    kind = {"fw": "FW", "away": "away", "pairwise": "pairwise"}.get(st.kind, st.kind)
+    text = f"{kind} step, γ = <b>{gamma_words(st.gamma)}</b>"
+    if not st.gamma > ROUND_OFF:
+        text += " (moved nothing)"
+    elif st.drop:
+        text += " (dropped the away atom)"
+    return text
+
+
+def step_short(snap, st) -> str:
+    """The step sentence in a form that fits a projector screen's few lines (as HTML): the block,
+    how it was drawn, the oracle or the cache, how far the corner is from the ground truth, the
+    step kind with γ and the block gap before → after. The same facts as :func:`step_sentence`
+    (which explains them), in the same words."""
+    gtol = block_gap_tol(snap)
+    if st.cache_hit:
+        how = "cache hit (no oracle call)"
+    elif snap.config.get("cache"):
+        how = "cache miss → max oracle"
+    else:
+        how = "max oracle"
+    cname = corner_name(st)
+    wrong = sum(a != b for a, b in zip(st.fw_corner, st.truth)) + abs(len(st.fw_corner) - len(st.truth))
+    corner = (f"{cname} = ground truth" if wrong == 0 else
+              f"{cname} wrong in {count(wrong)} of {count(len(st.truth))}")
+    after = f"<b>{gap_words(st.gap_after, gtol)}</b>"
+    if st.cache_hit:
+        gaps = f"stored ĝᵢ unchanged; block gap after {after}"
+    else:
+        gaps = f"block gap {gap_words(st.gap_before, gtol)} → {after}"
+    return (f"<b>What just happened:</b> block <b>{count(st.block)}</b> {_short_drawn(snap, st)} · {how} · "
+            f"{corner} · {_short_move(snap, st)} · {gaps}")

@@ -555,3 +555,36 @@ def test_back_to_a_checkpoint_step_says_the_same_draw():
             assert "blocks not visited yet" in text and "drawn under gap sampling" not in text
     finally:
         s.close()
+
+
+def test_projector_short_form_says_the_steps_numbers_and_opens_to_the_full_sentence(ocr):
+    """Projector mode's narration is a short form (a few lines at 18 px) with the same block, draw,
+    oracle, γ and block gaps as the full sentence, which is one click away (a details element)
+    and its tooltip (escaped: no markup in the attribute)."""
+    from gaplab.app.views.narration import step_short
+    from gaplab.app.wording import block_gap_tol, gamma_words, gap_words
+    s = ocr
+    for _ in range(3):
+        snap = s.step()
+    st = snap.last_step
+    short = _text(step_short(snap, st))
+    full = _text(step_sentence(snap, st))
+    assert len(short) < 0.5 * len(full)
+    gtol = block_gap_tol(snap)
+    assert f"block {st.block:,} drawn uniformly among the {st.unvisited:,} unvisited blocks" in short
+    assert "max oracle" in short and f"γ = {gamma_words(st.gamma)}" in short
+    assert f"block gap {gap_words(st.gap_before, gtol)} → {gap_words(st.gap_after, gtol)}" in short
+    view = AnatomyView(stacked=True, compact=True)
+    view.update(snap)
+    obj = view.sentence.object
+    summary = re.search(r"<summary title='([^']*)'[^>]*>(.*?)</summary>(.*)</details>", obj, re.S)
+    assert summary is not None, obj
+    tip, shown, hidden = summary.groups()
+    assert _text(shown) == short and _text(hidden) == full
+    assert "<" not in tip and html.unescape(tip) == full
+    # the numbers: a two-column grid with γ, γ_max, the block gaps and the dual improvement
+    table = _text(view.table.object)
+    assert "grid-template-columns" in view.table.object
+    for word in ("γ", "γmax", "block gap before gi", "block gap after", "dual improvement", "max oracle"):
+        assert word in table, table
+    assert "block i" not in table

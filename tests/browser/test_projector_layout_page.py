@@ -112,13 +112,6 @@ def test_projector_layout_step_tab_ocr_small(server, browser):
     _assert_clean(projector_tour(browser, server.url, "ocr-small", tabs=TABS[:1]))
 
 
-#: the Step tab does not fit 1280×720 yet: the anatomy's numbers table and the sampling plot's
-#: axis label are under the bottom edge (scrollHeight about 1012 px on OCR-small); strict, so
-#: the marker must go when the layout fits
-NOT_FIT_YET = pytest.mark.xfail(strict=True, raises=AssertionError, reason="the projector Step tab scrolls at 1280×720 (issue 33, item 2)")
-
-
-@NOT_FIT_YET
 def test_projector_step_tab_fits_the_viewport_ocr_small(server, browser):
     """The lecture's screen fits 1280×720: the page does not scroll and nothing on the Step tab
     (the anatomy with its numbers table, the narration, the gap bars, the sampling plot with
@@ -126,7 +119,6 @@ def test_projector_step_tab_fits_the_viewport_ocr_small(server, browser):
     _assert_clean(projector_tour(browser, server.url, "ocr-small", tabs=TABS[:1], fold=True))
 
 
-@NOT_FIT_YET
 @pytest.mark.slow
 def test_projector_step_tab_fits_the_viewport_ocr_small_busy(server, browser):
     """The same on a busy laptop (two CPU-bound processes beside the app)."""
@@ -134,10 +126,16 @@ def test_projector_step_tab_fits_the_viewport_ocr_small_busy(server, browser):
         _assert_clean(projector_tour(browser, server.url, "ocr-small", tabs=TABS[:1], fold=True))
 
 
-@NOT_FIT_YET
+#: horse-small's Step tab has not been seen at 1280×720 in projector mode since the layout was
+#: made to fit (its page did not become ready within 15 minutes on a loaded machine); strict,
+#: so the marker must go once it is seen to fit
+NOT_SEEN_YET = pytest.mark.xfail(strict=True, raises=AssertionError,
+                                 reason="horse-small's projector Step tab not yet seen to fit (issue 33, item 2)")
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(DATA is None, reason="no data directory ($GAPLAB_DATA) with CoNLL, horse, LSP")
-@pytest.mark.parametrize("dataset", ["conll2000", "horse-small", "lsp-pose"])
+@pytest.mark.parametrize("dataset", ["conll2000", pytest.param("horse-small", marks=NOT_SEEN_YET), "lsp-pose"])
 def test_projector_step_tab_fits_the_viewport_other_datasets(server, browser, dataset):
     _assert_clean(projector_tour(browser, server.url, dataset, tabs=TABS[:1], fold=True))
 
