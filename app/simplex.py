@@ -337,6 +337,25 @@ CORNER_LABELS = dict(text=["y = 0", "y = 1", "y = 2"], align=["right", "left", "
                          -(MARKER_RADIUS_PX + 0.3 * CORNER_LABEL_PX + 2)])
 
 
+#: the widest vertex label ("y = 1") at :data:`CORNER_LABEL_PX`, in px, rounded up (39.5 px in
+#: Chromium's sans-serif; DejaVu Sans, the widest common default, 44 px)
+CORNER_LABEL_WIDTH_PX = 2.5 * CORNER_LABEL_PX
+#: the figure's x range starts here (room for the legend, top left)
+X_START = -0.72
+
+
+def simplex_x_end(width: int) -> float:
+    """The right end of the simplex figure's x range (data units; the right vertex is at 1) for a
+    figure ``width`` px wide: "y = 1", left-aligned right of the lower right vertex beyond its
+    markers, ends 4 px inside the plot frame (the figure's width less its 5-px borders)."""
+    frame = width - 10.0
+    need = CORNER_LABELS["dx"][1] + CORNER_LABEL_WIDTH_PX + 4.0    # px right of the vertex
+    if need >= frame:
+        raise ValueError(f"width must leave room for the vertex labels ({need:.0f} px), got {width}")
+    # need = e * frame / (1 + e - X_START): the label's px at e data units right of the vertex
+    return 1.0 + need * (1.0 - X_START) / (frame - need)
+
+
 def simplex_title(block: int, kind: str) -> str:
     """The figure's title: short enough for the figure's width at 18 px (projector mode)."""
     return f"Block {block}: next {_KIND_NAME[kind]} step"
@@ -368,16 +387,17 @@ class SimplexView:
 
     def __init__(self, lab: SimplexLab | None = None, height: int = 380):
         import panel as pn
-        from bokeh.models import Arrow, ColumnDataSource, Range1d, VeeHead
+        from bokeh.models import Arrow, CDSView, ColumnDataSource, IndexFilter, Range1d, VeeHead
         from bokeh.plotting import figure
 
         # default: a block whose optimum lies on an edge (α(y=0) = 0), which FW approaches only
         # geometrically (zig-zag) while pairwise and away steps drop y = 0
         self.lab = lab if lab is not None else SimplexLab("random", "pairwise", block=3)
         s = math.sqrt(3.0) / 2.0
-        f = figure(height=height, width=int(height * 1.15), match_aspect=True, tools="save",
-                   toolbar_location=None, x_range=Range1d(-0.72, 1.2), y_range=Range1d(-0.16, s + 0.2),
-                   title="Block simplex: α_i and the next step")
+        width = int(height * 1.15)
+        f = figure(height=height, width=width, match_aspect=True, tools="save",
+                   toolbar_location=None, x_range=Range1d(-0.72, simplex_x_end(width)),
+                   y_range=Range1d(-0.16, s + 0.2), title="Block simplex: α_i and the next step")
         f.axis.visible = False
         f.grid.visible = False
         f.outline_line_alpha = 0
@@ -387,8 +407,13 @@ class SimplexView:
         # marker drawn at a vertex (FW / away corner, γ_max, γ), so no marker covers them
         self.corner_src = ColumnDataSource(dict(CORNER_LABELS, x=CORNERS_XY[:, 0].tolist(),
                                                 y=CORNERS_XY[:, 1].tolist()))
-        f.text("x", "y", text="text", text_align="align", text_baseline="baseline", x_offset="dx",
-               y_offset="dy", source=self.corner_src, text_font_size=f"{CORNER_LABEL_PX:g}px")
+        # one glyph per label, each with its own (scalar) alignment: BokehJS 3.9 draws a text
+        # glyph with a text_align column left-aligned whatever the column says, which put
+        # "y = 0" under the away-corner square and ran "y = 1" past the figure's right edge
+        for k, align in enumerate(CORNER_LABELS["align"]):
+            f.text("x", "y", text="text", text_align=align, text_baseline="baseline", x_offset="dx",
+                   y_offset="dy", source=self.corner_src, view=CDSView(filter=IndexFilter([k])),
+                   text_font_size=f"{CORNER_LABEL_PX:g}px")
         self.trail = ColumnDataSource(dict(x=[], y=[]))
         f.line("x", "y", source=self.trail, color="#999", line_width=1.5, line_dash="dotted")
         f.scatter("x", "y", source=self.trail, size=5, color="#999")
