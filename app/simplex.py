@@ -328,13 +328,12 @@ _KIND_NAME = {"fw": "FW", "away": "away", "pairwise": "pairwise"}
 MARKER_RADIUS_PX = 22 / 2 + 3
 #: font size of the vertex labels (the projector's smallest text size)
 CORNER_LABEL_PX = 18.0
-#: the vertex labels "y = 0/1/2": text, alignment, baseline "baseline" and screen offsets in px
-#: (``dx`` right, ``dy`` down; Bokeh's text offsets) from their vertex, outward: left of the
-#: lower left vertex, right of the lower right one, above the apex
+#: the vertex labels "y = 0/1/2": text, alignment, baseline "middle" (the text's middle at
+#: ``dy``) and screen offsets in px (``dx`` right, ``dy`` down; Bokeh's text offsets) from their
+#: vertex, outward: left of the lower left vertex, right of the lower right one, above the apex
 CORNER_LABELS = dict(text=["y = 0", "y = 1", "y = 2"], align=["right", "left", "center"],
                      dx=[-(MARKER_RADIUS_PX + 3), MARKER_RADIUS_PX + 3, 0.0],
-                     dy=[CORNER_LABEL_PX * 0.35, CORNER_LABEL_PX * 0.35,
-                         -(MARKER_RADIUS_PX + 0.3 * CORNER_LABEL_PX + 2)])
+                     dy=[0.0, 0.0, -(MARKER_RADIUS_PX + 0.5 * CORNER_LABEL_PX + 5)])
 
 
 #: the widest vertex label ("y = 1") at :data:`CORNER_LABEL_PX`, in px, rounded up (39.5 px in
@@ -407,11 +406,12 @@ class SimplexView:
         # marker drawn at a vertex (FW / away corner, γ_max, γ), so no marker covers them
         self.corner_src = ColumnDataSource(dict(CORNER_LABELS, x=CORNERS_XY[:, 0].tolist(),
                                                 y=CORNERS_XY[:, 1].tolist()))
-        # one glyph per label, each with its own (scalar) alignment: BokehJS 3.9 draws a text
-        # glyph with a text_align column left-aligned whatever the column says, which put
-        # "y = 0" under the away-corner square and ran "y = 1" past the figure's right edge
+        # one glyph per label, each with its own (scalar) alignment and the baseline "middle":
+        # BokehJS 3.9 drew these labels left-aligned with a text_align column or the baseline
+        # "baseline", which put "y = 0" under the away-corner square and ran "y = 1" past the
+        # figure's right edge
         for k, align in enumerate(CORNER_LABELS["align"]):
-            f.text("x", "y", text="text", text_align=align, text_baseline="baseline", x_offset="dx",
+            f.text("x", "y", text="text", text_align=align, text_baseline="middle", x_offset="dx",
                    y_offset="dy", source=self.corner_src, view=CDSView(filter=IndexFilter([k])),
                    text_font_size=f"{CORNER_LABEL_PX:g}px")
         self.trail = ColumnDataSource(dict(x=[], y=[]))
