@@ -379,6 +379,18 @@ def geometry_sentence(g: SimplexGeometry, block: int) -> str:
     return s + "."
 
 
+def _vertex_labels(f, src) -> None:
+    """Draw the vertex labels of ``src`` (:data:`CORNER_LABELS` with x, y) on figure ``f``: one
+    glyph per label, each with its own (scalar) alignment and the baseline "middle". BokehJS 3.9
+    drew them left-aligned with a text_align column or the baseline "baseline", which put
+    "y = 0" under the away-corner square and ran "y = 1" past the figure's right edge."""
+    from bokeh.models import CDSView, IndexFilter
+    for k, align in enumerate(CORNER_LABELS["align"]):
+        f.text("x", "y", text="text", text_align=align, text_baseline="middle", x_offset="dx",
+               y_offset="dy", source=src, view=CDSView(filter=IndexFilter([k])),
+               text_font_size=f"{CORNER_LABEL_PX:g}px")
+
+
 class SimplexView:
     """Bokeh figure of a :class:`SimplexLab` with its controls (block, step kind, problem, Step,
     Reset). ``update(snap, force)`` follows the live-view protocol (the lab is independent of
@@ -386,7 +398,7 @@ class SimplexView:
 
     def __init__(self, lab: SimplexLab | None = None, height: int = 380):
         import panel as pn
-        from bokeh.models import Arrow, CDSView, ColumnDataSource, IndexFilter, Range1d, VeeHead
+        from bokeh.models import Arrow, ColumnDataSource, Range1d, VeeHead
         from bokeh.plotting import figure
 
         # default: a block whose optimum lies on an edge (α(y=0) = 0), which FW approaches only
@@ -406,14 +418,7 @@ class SimplexView:
         # marker drawn at a vertex (FW / away corner, γ_max, γ), so no marker covers them
         self.corner_src = ColumnDataSource(dict(CORNER_LABELS, x=CORNERS_XY[:, 0].tolist(),
                                                 y=CORNERS_XY[:, 1].tolist()))
-        # one glyph per label, each with its own (scalar) alignment and the baseline "middle":
-        # BokehJS 3.9 drew these labels left-aligned with a text_align column or the baseline
-        # "baseline", which put "y = 0" under the away-corner square and ran "y = 1" past the
-        # figure's right edge
-        for k, align in enumerate(CORNER_LABELS["align"]):
-            f.text("x", "y", text="text", text_align=align, text_baseline="middle", x_offset="dx",
-                   y_offset="dy", source=self.corner_src, view=CDSView(filter=IndexFilter([k])),
-                   text_font_size=f"{CORNER_LABEL_PX:g}px")
+        _vertex_labels(f, self.corner_src)
         self.trail = ColumnDataSource(dict(x=[], y=[]))
         f.line("x", "y", source=self.trail, color="#999", line_width=1.5, line_dash="dotted")
         f.scatter("x", "y", source=self.trail, size=5, color="#999")
