@@ -34,7 +34,7 @@ from .views import legend_above
 from .safe_html import esc
 from .ticks import handler as _handler
 
-__all__ = ["SIDES", "RACE_PROBLEMS", "SPEEDS", "Race", "RaceView", "calls_to_reach"]
+__all__ = ["SIDES", "RACE_PROBLEMS", "SPEEDS", "Race", "RaceView", "calls_to_reach", "heat_title"]
 
 #: The two samplers of the race, left to right.
 SIDES = ("uniform", "gap")
@@ -281,6 +281,21 @@ def _grid(n):
     return cols, (i % cols).astype(float), (i // cols).astype(float)
 
 
+def heat_title(race: Race, side: str) -> str:
+    """The title of ``side``'s visit heat map: always two lines, what the map counts and the
+    side's state (its oracle calls so far, frozen at ε or stopped). BokehJS sizes a title's
+    space when the figure is first drawn and only repaints when its text changes, so a second
+    line added later was drawn over the first, which went above the figure's top edge."""
+    what = f"{side}: visits" + (" (0 = hard)" if race.problem == "toy" else " per block")
+    if race.reached[side] is not None:
+        state = f"frozen at ε ({race.reached[side]:,} calls)"   # the visits up to ε
+    elif race.stopped(side):
+        state = f"stopped ({race.oracle_calls[side]:,} calls)"
+    else:
+        state = f"{race.oracle_calls[side]:,} oracle calls"
+    return f"{what}\n{state}"
+
+
 class RaceView:
     """Controls, two visit heat maps and the gap curves of a :class:`Race`.
 
@@ -302,7 +317,7 @@ class RaceView:
             mapper = LinearColorMapper(palette=Viridis256[::-1], low=0, high=1)
             f = figure(height=250, width=240, tools="hover", toolbar_location=None, match_aspect=True,
                        tooltips=[("block", "@block"), ("visits", "@visits")],
-                       title=f"{side}: visits per block")   # redrawn by draw()
+                       title=heat_title(self.race, side))   # two lines from the start
             f.rect("x", "y", 0.95, 0.95, source=src, fill_color={"field": "visits", "transform": mapper},
                    line_color=None)
             f.text("x", "y", text="label", source=src, text_align="center", text_baseline="middle",
@@ -467,12 +482,7 @@ class RaceView:
             tcolor = ["white" if x > 0.6 * hi else "#222" for x in v]   # readable on dark cells
             self.hsrc[side].data = dict(x=gx.tolist(), y=gy.tolist(), visits=v.tolist(),
                                         block=list(range(r.n)), label=label, tcolor=tcolor)
-            hard = " (0 = hard)" if r.problem == "toy" else " per block"
-            if r.reached[side] is not None:
-                hard += f"\nfrozen at ε ({r.reached[side]:,} calls)"   # the visits up to ε
-            elif r.stopped(side):
-                hard += f"\nstopped ({r.oracle_calls[side]:,} calls)"
-            self.heat[side].title.text = f"{side}: visits{hard}"
+            self.heat[side].title.text = heat_title(r, side)
         lo, top, xmax = math.inf, 0.0, 1.0
         for side in SIDES:
             c = np.asarray(r.curves[side], dtype=float)

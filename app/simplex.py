@@ -328,13 +328,31 @@ _KIND_NAME = {"fw": "FW", "away": "away", "pairwise": "pairwise"}
 MARKER_RADIUS_PX = 22 / 2 + 3
 #: font size of the vertex labels (the projector's smallest text size)
 CORNER_LABEL_PX = 18.0
-#: the vertex labels "y = 0/1/2": text, alignment, baseline "baseline" and screen offsets in px
-#: (``dx`` right, ``dy`` down; Bokeh's text offsets) from their vertex, outward: left of the
-#: lower left vertex, right of the lower right one, above the apex
+#: the vertex labels "y = 0/1/2": text, alignment, baseline "middle" (the text's middle at
+#: ``dy``) and screen offsets in px (``dx`` right, ``dy`` down; Bokeh's text offsets) from their
+#: vertex, outward: left of the lower left vertex, right of the lower right one, above the apex
 CORNER_LABELS = dict(text=["y = 0", "y = 1", "y = 2"], align=["right", "left", "center"],
                      dx=[-(MARKER_RADIUS_PX + 3), MARKER_RADIUS_PX + 3, 0.0],
-                     dy=[CORNER_LABEL_PX * 0.35, CORNER_LABEL_PX * 0.35,
-                         -(MARKER_RADIUS_PX + 0.3 * CORNER_LABEL_PX + 2)])
+                     dy=[0.0, 0.0, -(MARKER_RADIUS_PX + 0.5 * CORNER_LABEL_PX + 5)])
+
+
+#: the widest vertex label ("y = 1") at :data:`CORNER_LABEL_PX`, in px, rounded up (39.5 px in
+#: Chromium's sans-serif; DejaVu Sans, the widest common default, 44 px)
+CORNER_LABEL_WIDTH_PX = 2.5 * CORNER_LABEL_PX
+#: the figure's x range starts here (room for the legend, top left)
+X_START = -0.72
+
+
+def simplex_x_end(width: int) -> float:
+    """The right end of the simplex figure's x range (data units; the right vertex is at 1) for a
+    figure ``width`` px wide: "y = 1", left-aligned right of the lower right vertex beyond its
+    markers, ends 4 px inside the plot frame (the figure's width less its 5-px borders)."""
+    frame = width - 10.0
+    need = CORNER_LABELS["dx"][1] + CORNER_LABEL_WIDTH_PX + 4.0    # px right of the vertex
+    if need >= frame:
+        raise ValueError(f"width must leave room for the vertex labels ({need:.0f} px), got {width}")
+    # need = e * frame / (1 + e - X_START): the label's px at e data units right of the vertex
+    return 1.0 + need * (1.0 - X_START) / (frame - need)
 
 
 def simplex_title(block: int, kind: str) -> str:
@@ -361,6 +379,18 @@ def geometry_sentence(g: SimplexGeometry, block: int) -> str:
     return s + "."
 
 
+def _vertex_labels(f, src) -> None:
+    """Draw the vertex labels of ``src`` (:data:`CORNER_LABELS` with x, y) on figure ``f``: one
+    glyph per label, each with its own (scalar) alignment and the baseline "middle". BokehJS 3.9
+    drew them left-aligned with a text_align column or the baseline "baseline", which put
+    "y = 0" under the away-corner square and ran "y = 1" past the figure's right edge."""
+    from bokeh.models import CDSView, IndexFilter
+    for k, align in enumerate(CORNER_LABELS["align"]):
+        f.text("x", "y", text="text", text_align=align, text_baseline="middle", x_offset="dx",
+               y_offset="dy", source=src, view=CDSView(filter=IndexFilter([k])),
+               text_font_size=f"{CORNER_LABEL_PX:g}px")
+
+
 class SimplexView:
     """Bokeh figure of a :class:`SimplexLab` with its controls (block, step kind, problem, Step,
     Reset). ``update(snap, force)`` follows the live-view protocol (the lab is independent of
@@ -375,9 +405,10 @@ class SimplexView:
         # geometrically (zig-zag) while pairwise and away steps drop y = 0
         self.lab = lab if lab is not None else SimplexLab("random", "pairwise", block=3)
         s = math.sqrt(3.0) / 2.0
-        f = figure(height=height, width=int(height * 1.15), match_aspect=True, tools="save",
-                   toolbar_location=None, x_range=Range1d(-0.72, 1.2), y_range=Range1d(-0.16, s + 0.2),
-                   title="Block simplex: α_i and the next step")
+        width = int(height * 1.15)
+        f = figure(height=height, width=width, match_aspect=True, tools="save",
+                   toolbar_location=None, x_range=Range1d(-0.72, simplex_x_end(width)),
+                   y_range=Range1d(-0.16, s + 0.2), title="Block simplex: α_i and the next step")
         f.axis.visible = False
         f.grid.visible = False
         f.outline_line_alpha = 0
@@ -387,8 +418,7 @@ class SimplexView:
         # marker drawn at a vertex (FW / away corner, γ_max, γ), so no marker covers them
         self.corner_src = ColumnDataSource(dict(CORNER_LABELS, x=CORNERS_XY[:, 0].tolist(),
                                                 y=CORNERS_XY[:, 1].tolist()))
-        f.text("x", "y", text="text", text_align="align", text_baseline="baseline", x_offset="dx",
-               y_offset="dy", source=self.corner_src, text_font_size=f"{CORNER_LABEL_PX:g}px")
+        _vertex_labels(f, self.corner_src)
         self.trail = ColumnDataSource(dict(x=[], y=[]))
         f.line("x", "y", source=self.trail, color="#999", line_width=1.5, line_dash="dotted")
         f.scatter("x", "y", source=self.trail, size=5, color="#999")

@@ -233,9 +233,12 @@ class AnatomyView(_Base):
                  "white-space:nowrap'>{}</td>")
         rows = []
         if st.image is not None:
+            # 24×48 px letters, narrower when the pane cannot hold them all (max-width: a long
+            # word's last letters were cut by the pane's edge; the table shrinks to the pane)
             cells = "".join(
-                f"<td style='padding:0 3px'><img src='{_png(st.image[t])}' "
-                f"style='width:24px;height:48px;image-rendering:pixelated;border:1px solid #ddd'></td>"
+                f"<td style='padding:0 3px'><img class='gaplab-letter' src='{_png(st.image[t])}' "
+                f"style='width:24px;max-width:100%;height:auto;aspect-ratio:1/2;image-rendering:pixelated;"
+                f"border:1px solid #ddd'></td>"
                 for t in range(show))
             rows.append("<tr>" + label.format("input x<sub>i</sub>") + cells + "</tr>")
         elif st.tokens is not None:

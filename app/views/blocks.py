@@ -52,9 +52,11 @@ class BlockGapsView(_Base):
                   legend_label="exact gᵢ at the last gap check")
         f.legend.location = "top_right"
         legend_above(f)
-        f.add_tools(HoverTool(renderers=[bars], tooltips=[("blocks", "@lo{0,0}–@hi{0,0}"), ("ĝᵢ (max)", "@gap{0.000e}"),
-                                                          ("staleness (iterations)", "@stale{0,0}"),
-                                                          ("drawn as", "@how")]))
+        # above or below the pointer: Bokeh keeps such a box inside the window (beside it, a box
+        # too wide for the right of a bar in the plot's left half went left, past the window's edge)
+        f.add_tools(HoverTool(renderers=[bars], attachment="vertical",
+                              tooltips=[("blocks", "@lo{0,0}–@hi{0,0}"), ("ĝᵢ (max)", "@gap{0.000e}"),
+                                        ("staleness (iterations)", "@stale{0,0}"), ("drawn as", "@how")]))
         cb = ColorBar(color_mapper=self.mapper, title="staleness: iterations since ĝᵢ was computed"
                       if max_bars is None else "staleness",
                       title_text_font_size="11px", label_standoff=6, width=12,
@@ -120,8 +122,8 @@ class BlockGapsView(_Base):
         nb = len(x)
         width = np.full(nb, 0.9 * b)
         top = np.where(np.isfinite(gb), np.maximum(gb, floor), np.nan)
-        how = (f"a bin of {count(b)} blocks: its largest ĝᵢ and mean staleness (bins keep every bar >= "
-               f"{BAR_MIN_PX:g} px wide; zoom in for single blocks)" if b > 1 else "one bar per block")
+        # short: the hover box is as wide as its longest line (it must fit beside a bar)
+        how = f"a bin of {count(b)} blocks (max ĝᵢ, mean staleness)" if b > 1 else "one bar per block"
         self._set(self.src, dict(x=x, w=width, top=top, bottom=np.full(nb, floor), stale=sb, gap=gb, lo=lo, hi=hi,
                                  how=[how] * nb))
         hi_st = float(np.nanmax(sb)) if np.isfinite(sb).any() else 1.0

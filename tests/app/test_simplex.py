@@ -193,7 +193,8 @@ def test_vertex_labels_lie_outside_the_triangle_and_its_markers():
     for k in range(3):
         w = font.getlength(src["text"][k])
         x0 = {"left": 0.0, "right": -w, "center": -w / 2}[src["align"][k]] + src["dx"][k]
-        y0, y1 = src["dy"][k] - ascent, src["dy"][k] + descent    # screen px, y down
+        h = ascent + descent
+        y0, y1 = src["dy"][k] - h / 2, src["dy"][k] + h / 2     # screen px, y down (baseline "middle")
         # nearest point of the box to the vertex: farther than the marker's radius
         nx, ny = min(max(0.0, x0), x0 + w), min(max(0.0, y0), y1)
         assert math.hypot(nx, ny) > MARKER_RADIUS_PX, (k, nx, ny)
