@@ -355,6 +355,10 @@ def test_app_sweeps_tab_browses_a_store(swept, tmp_path):
     assert model is not None
     # a path that is not a store: a message, no figure
     assert view.load(tmp_path / "nowhere") is False
+    # the typed path is checked before anything is read (gaplab.app.typed_paths)
+    assert "does not exist" in view.info.object and view.figure.object is None
+    (tmp_path / "empty").mkdir()
+    assert view.load(tmp_path / "empty") is False
     assert "no manifest.json" in view.info.object and view.figure.object is None
 
 

@@ -43,7 +43,7 @@ def test_sweep_and_figure_outputs_are_checked_before_the_work(tmp_path, capsys):
     assert rc == 2 and "--out" in err and str(tmp_path) in err
     rc, _, err = run_cli(capsys, "figure", store.path, "--out", "/proc/gaplab_fig.png")
     assert rc == 2 and "--out" in err
-    with pytest.raises(ValueError, match="--store '/proc/gaplab_sweep'"):
+    with pytest.raises(ValueError, match="sweep store '/proc/gaplab_sweep' cannot be written.*--store"):
         run_sweep(spec, "/proc/gaplab_sweep", workers=0)
 
 
