@@ -180,6 +180,7 @@ def served():
         s.close()
 
 
+@pytest.mark.slow   # about 50 s of page polls and session releases; .ci/run runs the slow set
 def test_polling_the_page_leaves_no_live_sessions(served):
     """A client polling the page (plain loads, no websocket) makes sessions that are released
     within the unused-session lifetime: N polls do not leave N live sessions, and the gate's
