@@ -46,11 +46,9 @@ negative of a Fenchel dual), with one simplex per training example (a *block*):
 $$\min_{\alpha \ge 0} \; f(\alpha) = \frac{\lambda}{2}\|A\alpha\|^2 - b^\top\alpha \quad \text{s.t.}\; \sum_{y} \alpha_i(y) = 1 \;\; \forall i,$$
 
 and $w(\alpha) = A\alpha$. The plots show the dual *value* $D(\alpha) = -f(\alpha) = \ell - \frac{\lambda}{2}\|w\|^2$
-(with $\ell = b^\top\alpha$), which lies below the primal at every $w$. BCFW (Alg. 1) never
-stores $\alpha$: only $w$, $\ell$ and, per block, $w_i$ and $\ell_i$. gaplab keeps the same per
-block in another form (the block's statistics $\mu_i = \sum_y \alpha_i(y)\, m(y)$, from which
-$w_i$ follows, and $\ell_i$); pairwise and away steps and the cache also keep $\alpha_i$ itself:
-the labellings with their weights (the active set, page 5, and the cached labellings, page 6).
+(with $\ell = b^\top\alpha$), which lies below the primal at every $w$. BCFW (Alg. 1) stores
+only $w$, $\ell$ and, per block, $w_i$ and $\ell_i$ (gaplab: statistics $\mu_i$ for $w_i$);
+pairwise/away steps and the cache also keep $\alpha_i$ (pages 5, 6).
 """,
         views=("primal_dual", "gap"),
         setup={"dataset": "ocr-small", "sampling": "uniform", "step_kind": "fw", "cache": False},

@@ -126,16 +126,9 @@ def test_projector_step_tab_fits_the_viewport_ocr_small_busy(server, browser):
         _assert_clean(projector_tour(browser, server.url, "ocr-small", tabs=TABS[:1], fold=True))
 
 
-#: horse-small's Step tab has not been seen at 1280×720 in projector mode since the layout was
-#: made to fit (its page did not become ready within 15 minutes on a loaded machine); strict,
-#: so the marker must go once it is seen to fit
-NOT_SEEN_YET = pytest.mark.xfail(strict=True, raises=AssertionError,
-                                 reason="horse-small's projector Step tab not yet seen to fit (issue 33, item 2)")
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(DATA is None, reason="no data directory ($GAPLAB_DATA) with CoNLL, horse, LSP")
-@pytest.mark.parametrize("dataset", ["conll2000", pytest.param("horse-small", marks=NOT_SEEN_YET), "lsp-pose"])
+@pytest.mark.parametrize("dataset", ["conll2000", "horse-small", "lsp-pose"])
 def test_projector_step_tab_fits_the_viewport_other_datasets(server, browser, dataset):
     _assert_clean(projector_tour(browser, server.url, dataset, tabs=TABS[:1], fold=True))
 
