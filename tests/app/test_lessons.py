@@ -257,7 +257,8 @@ def test_pages_1_5_6_say_what_is_stored_covered_and_compared():
     atoms). Page 5: App. G's rate is for uniform sampling. Page 6: the cache corner's gap has its
     own symbol g_i^c, defined, and is at most the block gap."""
     p1 = _page("structured SVM").text
-    assert "BCFW (Alg. 1) never\nstores $\\alpha$" in p1 and "keep $\\alpha_i$ itself" in p1
+    assert "BCFW (Alg. 1) stores\nonly $w$, $\\ell$ and, per block, $w_i$ and $\\ell_i$" in p1
+    assert "the cache also keep $\\alpha_i$" in p1
     s = _ocr_solver(sampling="uniform", gap_check=10, max_passes=1e9, step="pairwise")
     s.steps(s.n)
     assert any(len(s.atoms(i)) > 1 for i in range(s.n))     # α_i kept per block: its atoms
