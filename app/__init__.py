@@ -27,6 +27,8 @@ What lives where:
   tab; its ``pathlab_snapshot``: what the tab draws, ``pathlab_worker``: the thread that traces
   the path, ``pathlab_pick``: picking a λ; ``path_figures``: the tab's sawtooth, staircase and
   legends); ``sweeps_tab``: a sweep store's figures.
+- ``textbook/``: the lessons as static explorable pages (figures replaying recorded runs in the
+  browser, exported by ``gaplab lesson export``, built into the documentation site).
 - Presenter tools: ``switch`` (keep α when a setting changes), ``history`` (go back),
   ``keys`` (keyboard shortcuts), ``urlstate`` (bookmarkable states), ``export`` (CSV/JSON and
   PNG/SVG) and ``animate`` (a GIF of the last steps).

@@ -1,4 +1,4 @@
-"""The command line: ``gaplab train | path | grid | sweep | figure | warmup | app``.
+"""The command line: ``gaplab train | path | grid | sweep | figure | warmup | app | lesson``.
 
 The CLI presents what the core returns (progress bars, summary tables, JSON); the core prints
 nothing. What lives where:
@@ -12,6 +12,8 @@ nothing. What lives where:
   search);
 - :mod:`~gaplab.cli.sweep` — ``gaplab sweep`` and ``gaplab figure`` (experiment sweeps and
   their figures, :mod:`gaplab.plots`);
+- :mod:`~gaplab.cli.lesson` — ``gaplab lesson export`` (a lesson as one self-contained HTML
+  page, :mod:`gaplab.app.textbook`);
 - :mod:`~gaplab.cli.options` — options generated from the settings schema and the problem
   registry, shared by every command.
 """

@@ -95,6 +95,7 @@ def _add_app_command(sub) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every sub-command. Their modules are imported here, not at import time:
     they import numpy, which :func:`main` imports with Ctrl-C held."""
+    from .lesson import add_commands as add_lesson_commands
     from .path import add_commands as add_path_commands
     from .sweep import add_commands as add_sweep_commands
     from .train import add_train_command
@@ -119,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_app_command(sub)
     add_path_commands(sub)  # gaplab path / gaplab grid
     add_sweep_commands(sub)  # gaplab sweep / gaplab figure
+    add_lesson_commands(sub)  # gaplab lesson export
     return parser
 
 

@@ -24,7 +24,7 @@ import re
 import numpy as np
 
 __all__ = ["LESSON", "SETTINGS", "TITLE", "CAPTION", "build_data", "build_figure", "sentence_at",
-           "state_at", "split_sentence"]
+           "state_at", "probabilities", "split_sentence"]
 
 LESSON = 4
 #: the recorded runs: the app's settings besides the sampler, the samplers (the switch), the
@@ -176,6 +176,24 @@ def state_at(variant: dict, stretch: int, k: int) -> tuple[np.ndarray, np.ndarra
     return g, it
 
 
+def probabilities(sampling: str, g) -> np.ndarray:
+    """The probabilities of the next draw given the estimates ĝ (+∞: never computed), as
+    :meth:`gaplab.core.solver.Solver.sampling_probabilities` computes them for uniform and gap
+    sampling with p = 1 (Paper: Alg. 2); the figure's callback does the same in the browser."""
+    g = np.asarray(g, dtype=np.float64)
+    n = g.size
+    if sampling == "uniform":
+        return np.full(n, 1.0 / n)
+    if sampling != "gap":
+        raise ValueError(f"sampling must be 'uniform' or 'gap', got {sampling!r}")
+    unvisited = np.isposinf(g)
+    if unvisited.any():
+        return np.where(unvisited, 1.0 / unvisited.sum(), 0.0)
+    w = np.maximum(np.nan_to_num(g, nan=0.0), 0.0)
+    tot = w.sum()
+    return w / tot if tot > 0 else np.full(n, 1.0 / n)
+
+
 _UPDATE = r"""
 const D = (window.__gaplab_ocr_data ||= JSON.parse(raw));
 const V = D.variants[sw.active], S = V.stretches[part.active];
@@ -231,7 +249,7 @@ const pad = 0.5 * b + 0.5;
 xr.start = -pad; xr.end = n - 1 + pad;
 let gtop = floor;
 for (const v of GB) if (isFinite(v)) gtop = Math.max(gtop, v);
-yr.start = floor; yr.end = Math.max(10 ** Math.ceil(Math.log10(gtop)), floor * 10);
+yr.start = floor; yr.end = Math.max(10 ** Math.ceil(Math.log10(gtop)), floor * 100);   // two decades at least: readable ticks
 let pm = 0;
 for (const v of PB) pm = Math.max(pm, v);
 const nice = (v) => { const e = Math.floor(Math.log10(v));

@@ -2,7 +2,9 @@
 
 - ``lessons/``: one page per lesson of the app, read from :data:`gaplab.app.lessons.LESSONS`
   (title, text, try-this line, settings, the reference-solver code it shows), so
-  the site cannot drift from the app.
+  the site cannot drift from the app. A lesson with explorable figures
+  (:mod:`gaplab.app.textbook`) frames them, and links its standalone page: both are written to
+  ``_static/textbook/`` after the build (:func:`write_textbook`).
 - ``api/``: the API reference, one page per public module, its members taken from the
   module's ``__all__``; a name re-exported from another module links to the module that
   defines it (which is documented too), so every object is described once.
@@ -133,8 +135,35 @@ def _headings_below_title(text: str) -> str:
     return "\n".join(out)
 
 
-def lesson_pages(lessons) -> dict[str, str]:
-    """Markdown of the lesson pages: {file name: text}, with ``index.md`` listing them all."""
+#: where the lessons' explorable pages go in the built site (under _static)
+TEXTBOOK_DIR = "textbook"
+
+
+def textbook_embed(k: int) -> str:
+    """The Markdown that frames lesson ``k``'s explorable figures (the figures-only page the
+    build writes to ``_static/textbook/``) and links its standalone page. The frame takes the
+    height its page reports (postMessage), so it never scrolls inside the page."""
+    name = f"lesson_{k:02d}"
+    src = f"../_static/{TEXTBOOK_DIR}/{name}_figures.html"
+    return "\n".join([
+        "## Explore it", "",
+        "```{raw} html",
+        "<p>The figures below replay runs of gaplab's solver recorded when this site was built: move "
+        "the scrubber, press play, flip the switches (no Python runs while you do). "
+        f"<a href=\"../_static/{TEXTBOOK_DIR}/{name}.html\">Open this lesson as one page that works "
+        f"offline</a> (the same as <code>gaplab lesson export {k} --out {name}.html</code>).</p>",
+        f"<iframe class=\"gaplab-textbook\" src=\"{src}\" title=\"Explorable figures of lesson {k}\" "
+        "style=\"width:100%;height:1400px;border:0\" loading=\"lazy\"></iframe>",
+        "<script>window.addEventListener('message', function (e) {",
+        "  var h = e.data && e.data.gaplabTextbookHeight; if (!h) return;",
+        "  document.querySelectorAll('iframe.gaplab-textbook').forEach(function (f) {",
+        "    if (f.contentWindow === e.source) f.style.height = (h + 8) + 'px'; }); });</script>",
+        "```", ""])
+
+
+def lesson_pages(lessons, figure_lessons=()) -> dict[str, str]:
+    """Markdown of the lesson pages: {file name: text}, with ``index.md`` listing them all;
+    the pages of ``figure_lessons`` (lesson numbers) frame their explorable figures."""
     from gaplab.app import lessons as lessons_mod
     code_of = getattr(lessons_mod, "lesson_code", None)
     pages: dict[str, str] = {}
@@ -143,6 +172,8 @@ def lesson_pages(lessons) -> dict[str, str]:
         name = f"lesson_{k:02d}"
         names.append(name)
         parts = [f"({name})=", f"# {lesson.title}", "", _headings_below_title(str(lesson.text).strip()), ""]
+        if k in figure_lessons:
+            parts.append(textbook_embed(k))
         try_this = str(getattr(lesson, "try_this", "") or "").strip()
         if try_this:
             parts += ["```{admonition} Try this in the app", ":class: tip", "", try_this, "```", ""]
@@ -167,7 +198,27 @@ def lesson_pages(lessons) -> dict[str, str]:
 
 def generate_lessons(app) -> None:
     from gaplab.app.lessons import LESSONS
-    write_pages(DOCS / "lessons", lesson_pages(LESSONS))
+    figure_lessons = _figure_lessons() if app.builder.format == "html" else ()
+    write_pages(DOCS / "lessons", lesson_pages(LESSONS, figure_lessons))
+
+
+def _figure_lessons() -> list[int]:
+    from gaplab.app.textbook.registry import lessons_with_figures
+    return lessons_with_figures()
+
+
+def write_textbook(app, exception) -> None:
+    """After an HTML build: each lesson with figures as a standalone page and as its figures
+    alone (framed by the lesson's page) in ``_static/textbook/``; their data come from the
+    textbook's cache (computed on a first build, then read)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    from gaplab.app.textbook.page import export_lesson
+    out = Path(app.outdir) / "_static" / TEXTBOOK_DIR
+    out.mkdir(parents=True, exist_ok=True)
+    for k in _figure_lessons():
+        export_lesson(k, out / f"lesson_{k:02d}.html")
+        export_lesson(k, out / f"lesson_{k:02d}_figures.html", figures_only=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -456,6 +507,7 @@ def setup(app):
     app.connect("missing-reference", resolve_reexports)
     app.connect("autodoc-process-docstring", drop_type_docstrings, priority=400)  # before numpydoc
     app.connect("builder-inited", generate_lessons)
+    app.connect("build-finished", write_textbook)
     app.connect("builder-inited", generate_api)
     app.connect("source-read", replace_blocks)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
