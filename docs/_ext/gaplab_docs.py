@@ -78,6 +78,8 @@ RESULT_GROUPS = (
     ("The app: start-up, page-ready, Step round trip, screenshots",
      ("app_bench*", "projector_*", "simplex_view*", "race_view*"),
      "benchmarks/app_bench.py, benchmarks/app_screens.py, benchmarks/simplex_race_screens.py"),
+    ("The explorable textbook: page sizes, scrubber redraw time, data build time, screenshots",
+     ("textbook*",), "benchmarks/textbook_bench.py"),
     ("Sweeps: speed-up of Dask workers",
      ("sweep_speedup*",), "benchmarks/sweep_speedup.py"),
     ("Teaching examples (App. C, Fig. 1)",

@@ -57,6 +57,15 @@ def test_lesson_pages_follow_the_lesson_data():
     assert "lesson_01\nlesson_02" in pages["index.md"]
 
 
+def test_a_lesson_with_figures_frames_them_and_links_its_offline_page():
+    lessons = (_Lesson("1 · First", "Text."), _Lesson("2 · Second", "More."))
+    pages = gaplab_docs.lesson_pages(lessons, figure_lessons=(2,))
+    assert "iframe" not in pages["lesson_01.md"]
+    page = pages["lesson_02.md"]
+    assert 'src="../_static/textbook/lesson_02_figures.html"' in page
+    assert 'href="../_static/textbook/lesson_02.html"' in page and "gaplab lesson export 2" in page
+
+
 def test_lesson_headings_sit_below_the_page_title():
     text = "Intro.\n\n### Why\n\n```python\n# a comment\n```\n\n#### Detail\n"
     page = gaplab_docs.lesson_pages((_Lesson("1 · T", text),))["lesson_01.md"]
@@ -196,3 +205,52 @@ def test_api_reference_has_the_app():
 def test_cross_references_resolve_where_the_object_is_defined(target, module, cls, home):
     found = gaplab_docs._import_target(target, module, cls)
     assert (gaplab_docs._home(*found) if found is not None else None) == home
+
+
+@needs_build
+def test_lesson_pages_frame_their_explorable_figures(site):
+    from gaplab.app.textbook.page import MAX_PAGE_BYTES
+    from gaplab.app.textbook.registry import lessons_with_figures
+    shown = lessons_with_figures()
+    assert shown
+    for k in range(1, len(LESSONS) + 1):
+        page = _page(site, f"lessons/lesson_{k:02d}.html")
+        assert ("gaplab-textbook" in page) == (k in shown), k
+    for k in shown:
+        for name in (f"lesson_{k:02d}.html", f"lesson_{k:02d}_figures.html"):
+            path = site / "_static" / "textbook" / name
+            assert path.is_file() and path.stat().st_size <= MAX_PAGE_BYTES, name
+
+
+@needs_build
+def test_a_built_lesson_page_shows_its_figures_offline(site):
+    """The lesson page from file:// with every other request refused: its frame loads the
+    figures, which draw (a BokehJS document in the frame) without an error in the frame, and the
+    frame takes the figures' height (no inner scroll bar)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from browser_env import launched_browser, require_browser
+    from gaplab.app.textbook.registry import lessons_with_figures
+    sync_api, chromium = require_browser()
+    k = lessons_with_figures()[0]
+    gen = launched_browser(sync_api, chromium)
+    browser = next(gen)
+    try:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error"
+                and "_static/textbook" in (m.location or {}).get("url", "") else None)
+        page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:") else r.abort())
+        page.goto((site / "lessons" / f"lesson_{k:02d}.html").as_uri())
+        frame_el = page.locator("iframe.gaplab-textbook")
+        frame_el.scroll_into_view_if_needed()
+        frame = frame_el.element_handle().content_frame()
+        frame.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0 && "
+                                "document.querySelector('.bk-Column') !== null", timeout=60_000)
+        page.wait_for_function("() => parseInt(document.querySelector('iframe.gaplab-textbook').style.height) > 600",
+                               timeout=30_000)
+        inner = frame.evaluate("() => document.documentElement.scrollHeight")
+        outer = frame_el.evaluate("(f) => f.getBoundingClientRect().height")
+        assert outer >= inner, (outer, inner)
+        assert errors == [], errors
+    finally:
+        next(gen, None)
