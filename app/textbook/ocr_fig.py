@@ -286,7 +286,7 @@ def _bars():
     bars = ColumnDataSource(dict(x=[], w=[], top=[], bottom=[], stale=[], gap=[], lo=[], hi=[]), name="ocr_bars")
     last = ColumnDataSource(dict(left=[], right=[]), name="ocr_last")
     mapper = LinearColorMapper(palette=list(reversed(Viridis256)), low=0, high=1, nan_color="#cccccc")
-    f = figure(height=250, sizing_mode="stretch_width", min_width=200, y_axis_type="log", toolbar_location=None,
+    f = figure(height=220, sizing_mode="stretch_width", min_width=200, y_axis_type="log", toolbar_location=None,
                tools="", title="Gap estimates ĝᵢ, coloured by staleness", x_range=Range1d(-1, 1),
                y_range=Range1d(1e-6, 1), y_axis_label="ĝᵢ", name="ocr_gapfig")
     r = f.vbar(x="x", top="top", bottom="bottom", width="w", source=bars,
@@ -296,7 +296,7 @@ def _bars():
     f.add_layout(ColorBar(color_mapper=mapper, title="staleness (iterations)", title_text_font_size="11px",
                           width=10, major_label_text_font_size="10px", label_standoff=4), "right")
     f.vstrip(x0="left", x1="right", source=last, fill_color="#d62728", fill_alpha=0.25, line_color="#d62728")
-    p = figure(height=150, sizing_mode="stretch_width", min_width=200, toolbar_location=None, tools="",
+    p = figure(height=135, sizing_mode="stretch_width", min_width=200, toolbar_location=None, tools="",
                title="Sampling probabilities, next draw", x_range=f.x_range,
                y_range=Range1d(0, 1), x_axis_label="block i (training word)", y_axis_label="P", name="ocr_probfig")
     probs = ColumnDataSource(dict(x=[], w=[], top=[]), name="ocr_probs")
@@ -313,11 +313,12 @@ def build_figure(data: dict):
     """The steps as a standalone Bokeh layout: the sampler and stretch switches, play/pause and
     the step scrubber, the step's block, word and FW corner, the binned gap estimates and
     probabilities, and the app's sentence (CustomJS only)."""
-    from bokeh.layouts import column, row
+    from bokeh.layouts import column
     from bokeh.models import ColumnDataSource, CustomJS, Div
 
-    from .player import JS_HELPERS, on_ready, play_toggle, scrubber, variant_switch
     from gaplab.app.views.blocks import BlockGapsView
+
+    from .player import JS_HELPERS, controls_row, on_ready, play_toggle, scrubber, variant_switch
     V = data["variants"]
     sw = variant_switch([f"{v['sampling']} sampling" for v in V], "ocr_sampler")
     gp = V[0]["gap_pass"]
@@ -337,6 +338,6 @@ def build_figure(data: dict):
     update = CustomJS(args=args, code=JS_HELPERS + _UPDATE)
     for model, attr in ((slider, "value"), (sw, "active"), (part, "active")):
         model.js_on_change(attr, update)
-    layout = column(row(sw, play, sizing_mode="stretch_width"), part, slider, head, f, p, say,
+    layout = column(controls_row(sw, part, play), slider, head, f, p, say,
                     sizing_mode="stretch_width", name="ocr_figure")
     return on_ready(layout, update)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bokeh.models import CustomJS, RadioButtonGroup, Slider, Toggle
 
-__all__ = ["JS_HELPERS", "scrubber", "play_toggle", "variant_switch", "on_ready"]
+__all__ = ["JS_HELPERS", "scrubber", "play_toggle", "variant_switch", "controls_row", "on_ready"]
 
 #: prepended to a figure's update callback: HTML escaping of data strings, number formats
 JS_HELPERS = r"""
@@ -48,6 +48,15 @@ window[key] = setInterval(() => {
 def variant_switch(labels, name: str, active: int = 0) -> RadioButtonGroup:
     """A switch between precomputed variants (one button per label)."""
     return RadioButtonGroup(labels=list(labels), active=int(active), name=name, margin=(4, 10, 4, 10))
+
+
+def controls_row(*children):
+    """The figure's buttons in one row that wraps onto more lines on a narrow screen (a phone)
+    instead of running past its edge."""
+    from bokeh.layouts import row
+    from bokeh.models import InlineStyleSheet
+    return row(*children, sizing_mode="stretch_width",
+               stylesheets=[InlineStyleSheet(css=":host { flex-wrap: wrap; row-gap: 2px; }")])
 
 
 def on_ready(layout, callback: CustomJS):

@@ -55,7 +55,7 @@ def _race_trace(n: int, seed: int) -> dict:
     for side in SIDES:
         out[side]["reached"] = race.reached[side]
         assert np.array_equal(visits_at(out[side], tick, n), race.visits[side])
-    return {"n": n, "K": s["K"], "eps": s["eps"], "ticks": tick, "sides": out}
+    return {"n": n, "K": s["K"], "eps": s["eps"], "gap_check": s["gap_check"], "ticks": tick, "sides": out}
 
 
 def visits_at(side_trace: dict, tick: int, n: int) -> np.ndarray:
@@ -137,7 +137,9 @@ if (ru !== null && rg !== null && V.sides.uniform.calls[t] >= ru && V.sides.gap.
          `(App. C predicts about min(n, t) = ${grp(Math.min(n, Math.min(V.K, Math.round(1 / (2 * n * V.eps)))))}).`;
 info.text = `<div style="font-size:15px;line-height:1.45">Toy with n = ${grp(n)} objects (block 0, top left, is the hard one; ` +
             `K = ${grp(V.K)} wrong labels), after <b>${grp(t)}</b> oracle calls on the race's clock:<br>` +
-            readout.join("<br>") + tail + "</div>";
+            readout.join("<br>") + tail + `<br><span style="font-size:13px;color:#57606a">An exact gap pass ` +
+            `(every ${grp(V.gap_check)} passes) counts ${grp(n)} oracle calls at once: a side may be a few calls ` +
+            `past the clock.</span></div>`;
 eps.data = {x: [0, xmax * 1.02], y: [V.eps, V.eps]};
 cursor.location = t / n;
 cxr.start = 0; cxr.end = xmax * 1.02;
@@ -195,7 +197,7 @@ def build_figure(data: dict):
     from bokeh.layouts import column, row
     from bokeh.models import CustomJS, Div
 
-    from .player import JS_HELPERS, on_ready, play_toggle, scrubber, variant_switch
+    from .player import JS_HELPERS, controls_row, on_ready, play_toggle, scrubber, variant_switch
     variants = data["variants"]
     sw = variant_switch([f"n = {v['n']}" for v in variants], "race_switch", active=min(1, len(variants) - 1))
     first = variants[sw.active]
@@ -212,7 +214,7 @@ def build_figure(data: dict):
     update = CustomJS(args=args, code=JS_HELPERS + _UPDATE)
     slider.js_on_change("value", update)
     sw.js_on_change("active", update)
-    layout = column(row(sw, play, sizing_mode="stretch_width"), slider, info,
+    layout = column(controls_row(sw, play), slider, info,
                     row(heats["uniform"][0], heats["gap"][0], sizing_mode="stretch_width"), c,
                     sizing_mode="stretch_width", name="race_figure")
     return on_ready(layout, update)

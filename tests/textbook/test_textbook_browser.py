@@ -148,9 +148,21 @@ def test_a_person_clicks_types_and_plays(browser, exported_pages):
         assert page.evaluate(_GET, ["ocr_scrubber", "value"]) == paused
 
 
-@pytest.mark.parametrize("lesson, moves", [(ocr_fig.LESSON, [("ocr_stretch", "active", 1), ("ocr_scrubber", "value", 6260)]),
-                                           (race_fig.LESSON, [("race_switch", "active", 2), ("race_scrubber", "value", 2000)])])
-def test_a_phone_never_scrolls_sideways(browser, exported_pages, lesson, moves):
+def _longest_word_step(data) -> int:
+    """The step of the first stretch (gap sampling) whose block has the longest word."""
+    S = data["variants"][0]["stretches"][0]
+    j = max(range(len(S["block"])), key=lambda j: len(data["truth"][str(S["block"][j])]))
+    return S["first"] + 1 + j
+
+
+@pytest.mark.parametrize("lesson", [ocr_fig.LESSON, race_fig.LESSON])
+def test_a_phone_never_scrolls_sideways(browser, exported_pages, textbook_data, lesson):
+    if lesson == ocr_fig.LESSON:   # the longest word's letters, then the exact gap pass's sentence
+        data = textbook_data["ocr_fig"][1]
+        moves = [("ocr_scrubber", "value", _longest_word_step(data)), ("ocr_stretch", "active", 1),
+                 ("ocr_scrubber", "value", data["variants"][0]["gap_pass"])]
+    else:                          # the largest toy: the most cells and the longest curves
+        moves = [("race_switch", "active", 2), ("race_scrubber", "value", 2000)]
     with opened(browser, exported_pages[lesson], viewport=(390, 844)) as page:
         for name, attr, value in [(None, None, None)] + moves:
             if name is not None:
@@ -158,7 +170,12 @@ def test_a_phone_never_scrolls_sideways(browser, exported_pages, lesson, moves):
                 page.wait_for_timeout(200)
             width = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
             assert width[0] <= width[1], (lesson, name, width)
-            # and every figure fits the screen
+            # and every figure, and everything in it, fits the screen
             right = page.evaluate("() => Math.max(...[...document.querySelectorAll('section.figure')]"
                                   ".map((s) => s.getBoundingClientRect().right))")
             assert right <= 390, right
+            if lesson == ocr_fig.LESSON:   # the word's letters (in the figure's shadow DOM) too
+                letters = page.locator("span[style*='min-width:1.15em']")
+                assert letters.count() > 0
+                right = letters.evaluate_all("(els) => Math.max(...els.map((e) => e.getBoundingClientRect().right))")
+                assert right <= 390, right
