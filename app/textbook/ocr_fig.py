@@ -123,15 +123,16 @@ def _record_run(sampling: str, seed: int, templates: dict, truth: dict) -> dict:
         s.close()
 
 
-def _first_gap_check(s):
+def _first_gap_check(s, max_passes: int = 100):
     """The first exact gap check of the session's settings: found on a copy of its solver, run
-    to it (the session is left where it is)."""
+    to it (the session is left where it is). RuntimeError when none comes within ``max_passes``."""
     solver = s.solver.copy()
-    while True:
+    for _ in range(max_passes):
         solver.steps(solver.n)
         checks = [r for r in solver.trace() if r["kind"] == "gap_check"]
         if checks:
             return checks
+    raise RuntimeError(f"no exact gap check within {max_passes} passes (gap_check = {s.gap_check})")
 
 
 def build_data(seed: int = 0) -> dict:
