@@ -70,11 +70,21 @@ def _state(snap) -> tuple[np.ndarray, np.ndarray]:
     return g, np.where(st >= 0, snap.iteration - st, -1)
 
 
+def _strip(image) -> str | None:
+    """The block's letter images side by side as one PNG data URI (the app's encoding,
+    :func:`gaplab.app.views.figures._png`; each letter is cut from it by the page), None without."""
+    if image is None:
+        return None
+    from gaplab.app.views.figures import _png
+    im = np.asarray(image, dtype=np.uint8)
+    return _png(np.concatenate(list(im), axis=1))
+
+
 def _word(labels) -> str:
     return "".join(str(x) for x in labels)
 
 
-def _record_steps(s, first: int, last: int, templates: dict, truth: dict) -> dict:
+def _record_steps(s, first: int, last: int, templates: dict, truth: dict, images: dict) -> dict:
     """Block steps first+1 .. last of session ``s`` (at iteration ``first``), one Step each."""
     from gaplab.app.views.narration import step_sentence
     g0, it0 = _state(s.snapshot)
@@ -85,7 +95,9 @@ def _record_steps(s, first: int, last: int, templates: dict, truth: dict) -> dic
     for _ in range(first, last):
         snap = s.step()
         st = snap.last_step
-        truth.setdefault(int(st.block), _word(st.truth))
+        if int(st.block) not in truth:
+            truth[int(st.block)] = _word(st.truth)
+            images[int(st.block)] = _strip(st.image)
         g, it = _state(snap)
         changed = np.flatnonzero((it != prev_it) | ~((g == prev_g) | (np.isnan(g) & np.isnan(prev_g))))
         tpl, nums = split_sentence(step_sentence(snap, st))
@@ -100,7 +112,7 @@ def _record_steps(s, first: int, last: int, templates: dict, truth: dict) -> dic
     return out
 
 
-def _record_run(sampling: str, seed: int, templates: dict, truth: dict) -> dict:
+def _record_run(sampling: str, seed: int, templates: dict, truth: dict, images: dict) -> dict:
     from gaplab.app import urlstate
     from gaplab.app.session import Session
     cfg = SETTINGS
@@ -111,12 +123,12 @@ def _record_run(sampling: str, seed: int, templates: dict, truth: dict) -> dict:
         n = s.snapshot.n
         query = urlstate.query_of(s)
         query.pop("steps", None)
-        stretches = [_record_steps(s, 0, cfg["passes"] * n, templates, truth)]
+        stretches = [_record_steps(s, 0, cfg["passes"] * n, templates, truth, images)]
         gap_pass = next(r["iteration"] for r in _first_gap_check(s))
         before, after = cfg["around_gap_pass"]
         s.replay(gap_pass - before)
         s.wait_idle(600)
-        stretches.append(_record_steps(s, gap_pass - before, gap_pass + after, templates, truth))
+        stretches.append(_record_steps(s, gap_pass - before, gap_pass + after, templates, truth, images))
         return {"sampling": sampling, "query": urlstate.query_string(query), "n": n,
                 "gap_pass": gap_pass, "stretches": stretches}
     finally:
@@ -146,7 +158,8 @@ def build_data(seed: int = 0) -> dict:
     Returns
     -------
     dict
-        ``{"seed", "templates": [str], "truth": {block: word}, "variants": [{"sampling", "query",
+        ``{"seed", "templates": [str], "truth": {block: word}, "images": {block: PNG data URI of
+        its letter images side by side}, "variants": [{"sampling", "query",
         "n", "gap_pass", "stretches": [{"first", "last", "init_g", "init_it", per step:
         "block", "gamma", "gap_before", "gap_after", "prob", "fw", "tpl", "nums", "chg",
         "chg_g", "chg_it"}]}]}``. ``init_g``/``init_it``: the estimates ĝᵢ (None: +∞) and the
@@ -156,10 +169,10 @@ def build_data(seed: int = 0) -> dict:
     """
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be an int >= 0, got {seed!r}")
-    templates, truth = {}, {}
-    variants = [_record_run(samp, seed, templates, truth) for samp in SETTINGS["samplers"]]
+    templates, truth, images = {}, {}, {}
+    variants = [_record_run(samp, seed, templates, truth, images) for samp in SETTINGS["samplers"]]
     return {"seed": seed, "templates": list(templates), "truth": {str(k): v for k, v in sorted(truth.items())},
-            "variants": variants}
+            "images": {str(k): v for k, v in sorted(images.items())}, "variants": variants}
 
 
 def state_at(variant: dict, stretch: int, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -194,6 +207,16 @@ def probabilities(sampling: str, g) -> np.ndarray:
     tot = w.sum()
     return w / tot if tot > 0 else np.full(n, 1.0 / n)
 
+
+#: the word rows: the input's letter images over the ground truth's and the FW corner's letters,
+#: one column per position (narrower on a phone)
+_WORD_CSS = (".W{display:grid;grid-template-columns:max-content 1fr;gap:2px 8px;align-items:center;margin:4px 0}"
+             ".L,.I{display:inline-block;box-sizing:border-box;width:24px;margin:1px;border:1px solid #ccc;"
+             "border-radius:3px;vertical-align:middle}"
+             ".L{text-align:center;font:600 17px/1.5 ui-monospace,monospace;background:#f6f8fa}"
+             ".L.x{color:#fff;background:#d7191c;border-color:#d7191c}"
+             ".I{height:46px;image-rendering:pixelated;background-repeat:no-repeat;border-color:#ddd}"
+             "@media (max-width:480px){.L,.I{width:19px}.L{font-size:14px}.I{height:36px}}")
 
 _UPDATE = r"""
 const D = (window.__gaplab_ocr_data ||= JSON.parse(raw));
@@ -258,10 +281,12 @@ const nice = (v) => { const e = Math.floor(Math.log10(v));
 pr.start = 0; pr.end = pm > 0 ? Math.min(nice(pm * 1.05), 1) : 1;
 // the step: its word, FW corner and the app's sentence
 const truth = D.truth[String(blk)] || "", fw = S.fw[j];
-const cell = (ch, bad) => `<span style="display:inline-block;min-width:1.15em;text-align:center;` +
-  `font:600 17px/1.5 ui-monospace,monospace;border:1px solid #ccc;margin:1px;border-radius:3px;` +
-  (bad ? "color:#fff;background:#d7191c;border-color:#d7191c" : "background:#f6f8fa") + `">${esc(ch)}</span>`;
-const letters = (w, ref) => [...w].map((ch, i) => cell(ch, ref !== null && ch !== ref[i])).join("");
+const letters = (w, ref) => [...w].map((ch, i) =>
+  `<span class="L${ref !== null && ch !== ref[i] ? " x" : ""}">${esc(ch)}</span>`).join("");
+const img = D.images[String(blk)], T = truth.length;
+const pics = (img && /^data:image\/png;base64,[A-Za-z0-9+\/=]+$/.test(img)) ? [...truth].map((_, i) =>
+  `<span class="I" style="background-image:url(${img});background-size:${T * 100}% 100%;` +
+  `background-position:${T > 1 ? (100 * i) / (T - 1) : 0}% 0"></span>`).join("") : "";
 const parts = D.templates[S.tpl[j]].split("§"), nums = S.nums[j] ? S.nums[j].split("|") : [];
 const sentence = parts.map((p, i) => p + (i < nums.length ? nums[i] : "")).join("");
 let heur = 0;
@@ -269,7 +294,8 @@ for (const x of g) heur += x;
 head.text = `<div style="font-size:15px;line-height:1.5">` +
   `<b>Block step ${grp(k)}</b> (${fmt(k / n, 3)} passes) under <b>${esc(V.sampling)} sampling</b>: block ` +
   `<b>${grp(blk)}</b>, γ = <b>${fmt(S.gamma[j], 2)}</b>, block gap ${fmt(S.gap_before[j], 2)} → ${fmt(S.gap_after[j], 2)}` +
-  `<div style="display:grid;grid-template-columns:max-content 1fr;gap:2px 8px;align-items:center;margin:4px 0">` +
+  `<style>${WORD_CSS}</style><div class="W">` +
+  (pics ? `<span>input xᵢ</span><span>${pics}</span>` : "") +
   `<span>ground truth</span><span>${letters(truth, null)}</span>` +
   `<span>FW corner y*</span><span>${letters(fw, truth)}</span></div>` +
   `heuristic gap Σᵢ ĝᵢ = ${isFinite(heur) ? fmt(heur, 3) : "+∞"} · ${grp(unv)} block(s) never visited ` +
@@ -335,7 +361,7 @@ def build_figure(data: dict):
     state = ColumnDataSource(dict(block=[], g=[], it=[], stale=[], prob=[]), name="ocr_state")
     args = dict(raw=json.dumps(data, separators=(",", ":")), sw=sw, part=part, slider=slider, head=head,
                 say=say, bars=bars, probs=probs, last=last, mapper=mapper, state=state, xr=f.x_range,
-                yr=f.y_range, pr=p.y_range, MAX_BARS=BlockGapsView.MAX_BARS)
+                yr=f.y_range, pr=p.y_range, MAX_BARS=BlockGapsView.MAX_BARS, WORD_CSS=_WORD_CSS)
     update = CustomJS(args=args, code=JS_HELPERS + _UPDATE)
     for model, attr in ((slider, "value"), (sw, "active"), (part, "active")):
         model.js_on_change(attr, update)

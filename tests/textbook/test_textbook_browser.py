@@ -175,7 +175,7 @@ def test_a_phone_never_scrolls_sideways(browser, exported_pages, textbook_data, 
                                   ".map((s) => s.getBoundingClientRect().right))")
             assert right <= 390, right
             if lesson == ocr_fig.LESSON:   # the word's letters (in the figure's shadow DOM) too
-                letters = page.locator("span[style*='min-width:1.15em']")
+                letters = page.locator("span.L, span.I")
                 assert letters.count() > 0
                 right = letters.evaluate_all("(els) => Math.max(...els.map((e) => e.getBoundingClientRect().right))")
                 assert right <= 390, right
