@@ -76,6 +76,7 @@ def test_a_page_step_is_the_apps_step_at_the_same_url(textbook_data, variant, st
             assert ocr_fig.sentence_at(data, S["tpl"][j], S["nums"][j]) == step_sentence(snap, st)
             assert "".join(map(str, st.fw_corner)) == S["fw"][j]
             assert data["truth"][str(st.block)] == "".join(map(str, st.truth))
+            assert data["images"][str(st.block)] == ocr_fig._strip(st.image)   # the block's own letters
             g, it = ocr_fig.state_at(V, stretch, k)
             assert np.allclose(g, snap.gap_estimates, rtol=1e-5, atol=0), k
             stale = np.where(it >= 0, k - it, -1)
