@@ -34,6 +34,24 @@ GET_JS = """([name, attr]) => {
 HSCROLL_JS = "() => document.documentElement.scrollWidth > window.innerWidth + 1"
 
 
+#: page JS: the rightmost edge (px) of every canvas and text block, shadow roots included (a
+#: figure or a sentence cut off at the window's right edge shows here even without a scroll bar)
+RIGHT_EDGE_JS = """() => {
+  let right = 0;
+  const walk = (root) => {
+    for (const e of root.querySelectorAll('*')) {
+      if (e.tagName === 'CANVAS' || (e.children.length === 0 && e.textContent.trim() !== '')) {
+        const r = e.getBoundingClientRect();
+        if (r.width > 0) { right = Math.max(right, r.right); }
+      }
+      if (e.shadowRoot) { walk(e.shadowRoot); }
+    }
+  };
+  walk(document);
+  return right;
+}"""
+
+
 def save_standalone(layout, path: Path, title: str) -> Path:
     """``layout`` as one self-contained HTML file (BokehJS inlined): ``path``."""
     from bokeh.embed import file_html

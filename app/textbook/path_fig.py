@@ -154,7 +154,7 @@ def _figures(data: dict, lo: float, hi: float, srcs: dict):
                title="Duality gap, certified bands", name="path_gap_fig", **kw)
     band = BoxAnnotation(left=None, right=None, fill_color=PICK_COLOR, fill_alpha=0.12, name="path_band")
     g.add_layout(band)
-    g.line("x", "y", source=ColumnDataSource(_bands(data, lo)), color="#6baed6", line_width=1.5)
+    g.line("x", "y", source=srcs["bands"], color="#6baed6", line_width=1.5)
     g.scatter(p["lam"], [max(x, 1e-300) for x in p["gap"]], color=PATH_COLOR, size=5)
     g.scatter(gr["lam"], [max(x or 1e-300, 1e-300) for x in gr["gap"]], color=GRID_COLOR, marker="square", size=8)
     g.line("x", "y", source=srcs["piece"], color=PICK_COLOR, line_width=3.5)
@@ -182,6 +182,35 @@ def _figures(data: dict, lo: float, hi: float, srcs: dict):
     return g, c, band, spans
 
 
+def _zoom_figure(data: dict, srcs: dict):
+    """The chosen piece on linear axes (its x range set by the callback): Proposition 1's gap,
+    linear in λ, from g_j at λ_j up to at most ε at λ_{j+1}."""
+    from bokeh.models import BoxAnnotation, Range1d, Span
+    from bokeh.plotting import figure
+    eps, kappa, p, gr = data["eps"], data["kappa"], data["path"], data["grid"]
+    z = figure(x_range=Range1d(1.0, 0.0, name="path_zoom_x"), y_range=Range1d(0.0, eps * 1.15),
+               sizing_mode="stretch_width", height=250, min_width=300, tools="", toolbar_location=None,
+               title="Zoom on the chosen piece: linear in λ", name="path_zoom_fig")
+    band = BoxAnnotation(left=None, right=None, fill_color=PICK_COLOR, fill_alpha=0.10, name="path_band_zoom")
+    z.add_layout(band)
+    z.line("x", "y", source=srcs["bands"], color="#6baed6", line_width=2)
+    z.scatter(p["lam"], p["gap"], color=PATH_COLOR, size=7)
+    z.scatter(gr["lam"], gr["gap"], color=GRID_COLOR, marker="square", size=9)
+    z.line("x", "y", source=srcs["piece"], color=PICK_COLOR, line_width=3.5)
+    z.scatter("x", "y", source=srcs["pick"], color=PICK_COLOR, size=13, marker="diamond")
+    z.add_layout(Span(location=eps, dimension="width", line_color="#d62728", line_width=2))
+    z.add_layout(Span(location=kappa * eps, dimension="width", line_color="#d62728", line_width=1.5,
+                      line_dash="dashed"))
+    z.xaxis.axis_label = "λ (linear, decreasing →)"
+    z.yaxis.axis_label = "duality gap"
+    z.title.text_font_size = "15px"
+    for ax in (z.xaxis, z.yaxis):
+        ax.axis_label_text_font_size = "14px"
+        ax.major_label_text_font_size = "13px"
+    z.xaxis.ticker.desired_num_ticks = 4
+    return z, band
+
+
 #: BokehJS: the piece of the path that holds λ = 10^(−slider.value), its band, the certified gap
 #: there (Proposition 1) and the cost of the path and of the grid down to λ
 _UPDATE_JS = """
@@ -193,6 +222,9 @@ const lj = P.lam[j], nj = P.next_lam[j];
 const lo_band = (nj === null || isNaN(nj)) ? lj : (nj > 0 ? nj : lo);
 const bound = P.gap[j] + (1 - lam / lj) * P.delta[j];
 band.left = Math.max(lo_band, lo);  band.right = lj;
+band_zoom.left = band.left;  band_zoom.right = lj;
+const pad = 0.12 * (lj - band.left);
+zoom_x.start = lj + pad;  zoom_x.end = Math.max(band.left - pad, 0);
 for (const s of spans) { s.location = lam; }
 piece.data = {x: [lj, Math.max(lo_band, lo)], y: [P.gap[j], P.gap[j] + (1 - Math.max(lo_band, lo) / lj) * P.delta[j]]};
 pick.data = {x: [lam], y: [bound], j: [j]};
@@ -212,14 +244,17 @@ text.text = "<b>λ = " + f(lam, 4) + "</b>: piece j = " + j + ", [λ<sub>j+1</su
 """
 
 
+#: a row that wraps its figures under each other when the page is narrower than their minimum widths
+_WRAP_CSS = ":host { flex-wrap: wrap !important; min-width: 0 !important; }"
+
 #: the key of both figures (HTML; it wraps on a phone where a legend inside a plot would cover it)
 _KEY_HTML = ("<span style='font-size:14px;line-height:1.6'>"
-             f"<span style='white-space:nowrap'><b style='color:{PATH_COLOR}'>●</b>&nbsp;g<sub>j</sub> at breakpoint λ<sub>j</sub></span> "
-             "<span style='white-space:nowrap'><b style='color:#6baed6'>╱</b>&nbsp;its band: the certified gap on [λ<sub>j+1</sub>, λ<sub>j</sub>]</span> "
-             "<span style='white-space:nowrap'><b style='color:#d62728'>━</b>&nbsp;ε, <b style='color:#d62728'>- -</b>&nbsp;κε</span> "
-             f"<span style='white-space:nowrap'><b style='color:{GRID_COLOR}'>■</b>&nbsp;grid 2<sup>k</sup> (warm start): exact gap, passes</span> "
-             f"<span style='white-space:nowrap'><b style='color:{PATH_COLOR}'>━</b>&nbsp;ε-path's passes</span> "
-             f"<span style='white-space:nowrap'><b style='color:{PICK_COLOR}'>◆</b>&nbsp;the chosen λ</span></span>")
+             f"<span style='white-space:nowrap;margin-right:0.8em'><b style='color:{PATH_COLOR}'>●</b>&nbsp;g<sub>j</sub> at breakpoint λ<sub>j</sub></span> "
+             "<span style='white-space:nowrap;margin-right:0.8em'><b style='color:#6baed6'>╱</b>&nbsp;its band: the certified gap on [λ<sub>j+1</sub>, λ<sub>j</sub>]</span> "
+             "<span style='white-space:nowrap;margin-right:0.8em'><b style='color:#d62728'>━</b>&nbsp;ε, <b style='color:#d62728'>- -</b>&nbsp;κε</span> "
+             f"<span style='white-space:nowrap;margin-right:0.8em'><b style='color:{GRID_COLOR}'>■</b>&nbsp;grid 2<sup>k</sup> (warm start): exact gap, passes</span> "
+             f"<span style='white-space:nowrap;margin-right:0.8em'><b style='color:{PATH_COLOR}'>━</b>&nbsp;ε-path's passes</span> "
+             f"<span style='white-space:nowrap;margin-right:0.8em'><b style='color:{PICK_COLOR}'>◆</b>&nbsp;the chosen λ</span></span>")
 
 
 def _intro_html(data: dict) -> str:
@@ -264,12 +299,15 @@ def build_figure(data: dict):
     srcs = {"pick": ColumnDataSource(dict(x=[], y=[], j=[]), name="path_pick"),
             "piece": ColumnDataSource(dict(x=[], y=[]), name="path_piece"),
             "cost": ColumnDataSource(dict(x=[], y=[]), name="path_cost")}
+    srcs["bands"] = ColumnDataSource(_bands(data, lo))
     g, c, band, spans = _figures(data, lo, hi, srcs)
+    z, band_zoom = _zoom_figure(data, srcs)
     p = data["path"]
     path_src = ColumnDataSource({k: [math.nan if v is None else v for v in p[k]]
                                  for k in ("lam", "next_lam", "gap", "delta", "cum_passes")})
     grid_src = ColumnDataSource({k: data["grid"][k] for k in ("lam", "cum_passes")})
-    a, b = round(-math.log10(hi), 3), round(-math.log10(lo), 3)
+    # the slider's ends rounded inwards: every λ it offers is on the path (λ_{end} <= λ <= λ_∞)
+    a, b = math.ceil(-math.log10(hi) * 1000) / 1000, math.floor(-math.log10(lo) * 1000) / 1000
     slider = Slider(start=a, end=b, value=round(-math.log10(1.0), 3) if lo < 1.0 < hi else a, step=0.01,
                     title="λ", name="path_lam", sizing_mode="stretch_width", min_width=150,
                     format=CustomJSTickFormatter(code="return Number(Math.pow(10, -tick).toPrecision(3)).toString();"))
@@ -277,16 +315,20 @@ def build_figure(data: dict):
     intro = Div(text=_intro_html(data), sizing_mode="stretch_width", styles={"font-size": "14px", "color": "#444"})
     key = Div(text=_KEY_HTML, sizing_mode="stretch_width")
     js = CustomJS(args=dict(path=path_src, grid=grid_src, slider=slider, band=band, spans=spans, text=text,
+                            band_zoom=band_zoom, zoom_x=z.x_range,
                             lo=lo, eps=data["eps"], **srcs), code=_UPDATE_JS)
     slider.js_on_change("value", js)
     play = play_controls(slider, "path_play", interval_ms=150, stride=0.05)
     st = state_at(data, 10.0 ** -slider.value, lo)
     srcs["pick"].data, srcs["piece"].data, srcs["cost"].data = st["pick"], st["piece"], st["cost"]
     band.left, band.right = st["band"]
+    band_zoom.left, band_zoom.right = st["band"]
+    z.x_range.start, z.x_range.end = st["zoom"]
     for sp in spans:
         sp.location = st["pick"]["x"][0]
     text.text = st["html"]
-    return column(intro, row(play, slider, sizing_mode="stretch_width"), text, key, g, c, sizing_mode="stretch_width",
+    pair = row(z, c, sizing_mode="stretch_width", stylesheets=[_WRAP_CSS])
+    return column(intro, row(play, slider, sizing_mode="stretch_width"), text, key, g, pair, sizing_mode="stretch_width",
                   name="path_layout", max_width=1000)
 
 
@@ -326,7 +368,8 @@ def state_at(data: dict, lam: float, lo: float) -> dict:
             f" + {_p(1 - lam / lj, 3)} × {_p(dj, 3)} = <b>{_p(bound, 4)}</b> ≤ ε = {_js_num(eps)}."
             f"<br><span style='color:#555'>Passes so far: path {_p(cp, 4)} ({j + 1} breakpoints), grid {_p(gp, 4)} "
             f"({gk + 1} grid λ, {last}; the grid certifies only its own λ).</span>")
-    return {"j": j, "bound": bound, "band": (left, lj), "pick": dict(x=[lam], y=[bound], j=[j]),
+    pad = 0.12 * (lj - left)
+    return {"j": j, "bound": bound, "band": (left, lj), "zoom": (lj + pad, max(left - pad, 0.0)), "pick": dict(x=[lam], y=[bound], j=[j]),
             "piece": dict(x=[lj, left], y=[gj, gj + (1 - left / lj) * dj]),
             "cost": dict(x=[lj, G["lam"][gk] if gk >= 0 else lam], y=[cp, gp]), "html": html}
 

@@ -210,13 +210,13 @@ def _simplex_plot(srcs: dict):
 
 #: the key under the figure (HTML; it wraps on a phone where a legend inside the plot would not)
 _KEY_HTML = ("<span style='font-size:15px;line-height:1.6'>"
-             "<span style='white-space:nowrap'><b style='color:black'>●</b>&nbsp;α<sub>i</sub></span> "
-             "<span style='white-space:nowrap'><b style='color:#d62728'>○</b>&nbsp;FW corner</span> "
-             "<span style='white-space:nowrap'><b style='color:#1f77b4'>□</b>&nbsp;away corner</span> "
-             "<span style='white-space:nowrap'><b>→</b>&nbsp;the step α&nbsp;+&nbsp;γ·d</span> "
-             "<span style='white-space:nowrap'><b style='color:#444'>- -</b>&nbsp;up to γ<sub>max</sub> (<b>✕</b>)</span> "
-             "<span style='white-space:nowrap'><b style='color:#ff7f0e'>★</b>&nbsp;line search γ</span> "
-             "<span style='white-space:nowrap'><span style='color:#999'>··</span>&nbsp;α<sub>i</sub> so far</span></span>")
+             "<span style='white-space:nowrap;margin-right:0.8em'><b style='color:black'>●</b>&nbsp;α<sub>i</sub></span> "
+             "<span style='white-space:nowrap;margin-right:0.8em'><b style='color:#d62728'>○</b>&nbsp;FW corner</span> "
+             "<span style='white-space:nowrap;margin-right:0.8em'><b style='color:#1f77b4'>□</b>&nbsp;away corner</span> "
+             "<span style='white-space:nowrap;margin-right:0.8em'><b>→</b>&nbsp;the step α&nbsp;+&nbsp;γ·d</span> "
+             "<span style='white-space:nowrap;margin-right:0.8em'><b style='color:#444'>- -</b>&nbsp;up to γ<sub>max</sub> (<b>✕</b>)</span> "
+             "<span style='white-space:nowrap;margin-right:0.8em'><b style='color:#ff7f0e'>★</b>&nbsp;line search γ</span> "
+             "<span style='white-space:nowrap;margin-right:0.8em'><span style='color:#999'>··</span>&nbsp;α<sub>i</sub> so far</span></span>")
 
 
 def build_figure(data: dict):
