@@ -12,13 +12,15 @@ scrubs steps with BokehJS callbacks only (no Python at view time).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..safe_html import esc
 from ..simplex import (CORNER_LABELS, CORNERS_XY, PROBLEMS, STEP_KINDS, SimplexLab, X_START,
                        _vertex_labels, geometry_sentence, simplex_x_end, step_geometry, to_xy)
 
-__all__ = ["LESSON", "build_data", "build_figure", "play_controls"]
+__all__ = ["LESSON", "build_data", "build_figure", "play_controls", "zoom_window"]
 
 #: the lesson page (app/lessons.py: "5 · Pairwise and away steps")
 LESSON = 5
@@ -29,6 +31,8 @@ PASSES = 12
 _KIND_COLOR = {"fw": "#d62728", "away": "#1f77b4", "pairwise": "#9467bd"}
 _KIND_NAME = {"fw": "FW", "away": "away", "pairwise": "pairwise"}
 _KIND_LABEL = {"fw": "FW (Alg. 1)", "away": "away (Alg. 4)", "pairwise": "pairwise (Alg. 3)"}
+#: a row that wraps its figures under each other when the page is narrower than their minimum widths
+_WRAP_CSS = ":host { flex-wrap: wrap !important; min-width: 0 !important; }"
 #: the narrowest figure the vertex labels must fit (a 390-px phone less the page's margins)
 _MIN_WIDTH_PX = 340
 
@@ -153,6 +157,10 @@ const moves = Math.hypot(tr.gx[k] - tr.px[k], tr.gy[k] - tr.py[k]) > 1e-9;
 arrow.data = moves ? {x0: [tr.px[k]], y0: [tr.py[k]], x1: [tr.gx[k]], y1: [tr.gy[k]], color: [tr.color[k]]}
                    : {x0: [], y0: [], x1: [], y1: [], color: []};
 fig.title.text = tr.title[k];
+const d2 = Math.hypot(tr.gx[k] - tr.px[k], tr.gy[k] - tr.py[k]);
+const half = Math.max(%s, 0.8 * d2);
+const cx = (tr.px[k] + tr.gx[k]) / 2, cy = (tr.py[k] + tr.gy[k]) / 2;
+zx.start = cx - half; zx.end = cx + half; zy.start = cy - half; zy.end = cy + half;
 text.text = tr.html[k];
 """
 
@@ -177,14 +185,14 @@ if (tog.active) {{
 
 def _simplex_plot(srcs: dict):
     """The triangle with its vertex labels and the step's glyphs (sources in ``srcs``)."""
-    from bokeh.models import Arrow, ColumnDataSource, Range1d, VeeHead
+    from bokeh.models import ColumnDataSource, Range1d
     from bokeh.plotting import figure
     s = float(np.sqrt(3.0) / 2.0)
     x0 = X_START + 0.5   # no legend inside: the key is a text line under the figure
     x1 = simplex_x_end(_MIN_WIDTH_PX)
     y0, y1 = -0.12, s + 0.24
     f = figure(x_range=Range1d(x0 - 0.05, x1), y_range=Range1d(y0, y1), tools="", toolbar_location=None,
-               sizing_mode="scale_width", width=_MIN_WIDTH_PX + 160,
+               sizing_mode="scale_width", width=_MIN_WIDTH_PX + 160, min_width=_MIN_WIDTH_PX,
                height=int((_MIN_WIDTH_PX + 160) * (y1 - y0) / (x1 - x0 + 0.05)), max_width=560,
                title="Block simplex", name="simplex_fig")
     f.axis.visible = False
@@ -194,6 +202,13 @@ def _simplex_plot(srcs: dict):
     f.patch(CORNERS_XY[:, 0], CORNERS_XY[:, 1], fill_color="#f4f4f4", line_color="#555", line_width=1.5)
     lab = ColumnDataSource(dict(CORNER_LABELS, x=CORNERS_XY[:, 0].tolist(), y=CORNERS_XY[:, 1].tolist()))
     _vertex_labels(f, lab)
+    _draw_step_glyphs(f, srcs)
+    return f
+
+
+def _draw_step_glyphs(f, srcs: dict) -> None:
+    """α_i so far, the corners, the segment up to γ_max, the step's arrow, γ_max, γ and α_i."""
+    from bokeh.models import Arrow, VeeHead
     f.line("x", "y", source=srcs["trail"], color="#999", line_width=1.5, line_dash="dotted")
     f.scatter("x", "y", source=srcs["trail"], size=5, color="#999")
     f.scatter("x", "y", source=srcs["fw"], size=22, fill_alpha=0, line_color=_KIND_COLOR["fw"], line_width=3)
@@ -205,7 +220,33 @@ def _simplex_plot(srcs: dict):
     f.scatter("x", "y", source=srcs["gmax"], marker="x", size=16, line_width=3, color="#444")
     f.scatter("x", "y", source=srcs["gamma"], marker="star", size=18, color="#ff7f0e")
     f.scatter("x", "y", source=srcs["point"], size=14, color="black")
-    return f
+
+
+#: the zoom's window: centred between α_i and where the step puts it, at least ±0.04 wide
+ZOOM_MIN_HALF = 0.04
+
+
+def zoom_window(px: float, py: float, gx: float, gy: float) -> tuple[float, float, float, float]:
+    """(x start, x end, y start, y end) of the zoom around the step from (px, py) to (gx, gy)
+    (as :data:`_UPDATE_JS` sets it)."""
+    half = max(ZOOM_MIN_HALF, 0.8 * math.hypot(gx - px, gy - py))
+    cx, cy = (px + gx) / 2.0, (py + gy) / 2.0
+    return cx - half, cx + half, cy - half, cy + half
+
+
+def _zoom_plot(srcs: dict):
+    """A square close-up of the step (the same sources; its ranges follow the step)."""
+    from bokeh.models import Range1d
+    from bokeh.plotting import figure
+    z = figure(x_range=Range1d(0, 1, name="simplex_zoom_x"), y_range=Range1d(0, 1, name="simplex_zoom_y"),
+               tools="", toolbar_location=None, sizing_mode="scale_width", width=300, height=300, max_width=400,
+               name="simplex_zoom", min_border=6)
+    z.axis.visible = False
+    z.grid.visible = False
+    z.outline_line_color = "#bbb"
+    z.patch(CORNERS_XY[:, 0], CORNERS_XY[:, 1], fill_color="#f4f4f4", line_color="#555", line_width=1.5)
+    _draw_step_glyphs(z, srcs)
+    return z
 
 
 #: the key under the figure (HTML; it wraps on a phone where a legend inside the plot would not)
@@ -264,14 +305,20 @@ def build_figure(data: dict):
                       f"in a random order (seed {data['seed']}); shown: block {data['block']}'s "
                       f"{n} steps. Switch the step kind and scrub."), sizing_mode="stretch_width",
                 styles={"font-size": "14px", "color": "#444"})
-    js = CustomJS(args=dict(traces=traces, radio=radio, slider=slider, fig=f, text=text,
+    z = _zoom_plot(srcs)
+    js = CustomJS(args=dict(traces=traces, radio=radio, slider=slider, fig=f, text=text, zx=z.x_range, zy=z.y_range,
                             **{k: v for k, v in srcs.items()}),
-                  code=_UPDATE_JS % json.dumps(kinds))
+                  code=_UPDATE_JS % (json.dumps(kinds), ZOOM_MIN_HALF))
     slider.js_on_change("value", js)
     radio.js_on_change("active", js)
     play = play_controls(slider, "simplex_play")
     _draw_initial(traces[kinds[radio.active]].data, srcs, f, text)
-    return column(intro, radio, row(play, slider, sizing_mode="stretch_width"), f, key, text,
+    z.x_range.start, z.x_range.end, z.y_range.start, z.y_range.end = zoom_window(
+        *(float(traces[kinds[radio.active]].data[c][0]) for c in ("px", "py", "gx", "gy")))
+    zoom = column(Div(text="<b>Close-up of the step</b>", styles={"font-size": "15px"}), z,
+                  sizing_mode="stretch_width", min_width=260, max_width=400)
+    figs = row(f, zoom, sizing_mode="stretch_width", stylesheets=[_WRAP_CSS])
+    return column(intro, radio, row(play, slider, sizing_mode="stretch_width"), figs, key, text,
                   sizing_mode="stretch_width", name="simplex_layout", max_width=760)
 
 

@@ -133,13 +133,21 @@ def _check_drawn(page, rec, k):
     np.testing.assert_allclose(np.c_[trail["x"], trail["y"]], _xy(rec["alpha"][:k]), atol=1e-12)
     moves = np.linalg.norm(_xy(rec["alpha_after"][i]) - _xy(a)) > 1e-9
     assert len(source(page, "simplex_arrow")["x0"]) == int(moves)
+    # the close-up holds α_i and where the step puts it, with room around (a square window)
+    from textbook_figs_page import get_model
+    x0, x1 = get_model(page, "simplex_zoom_x", "start"), get_model(page, "simplex_zoom_x", "end")
+    y0, y1 = get_model(page, "simplex_zoom_y", "start"), get_model(page, "simplex_zoom_y", "end")
+    assert x1 - x0 == pytest.approx(y1 - y0, rel=1e-12) and x1 - x0 >= 2 * simplex_fig.ZOOM_MIN_HALF - 1e-12
+    for x, y in (_xy(a), _xy(rec["alpha_after"][i])):
+        assert x0 + 0.1 * (x1 - x0) <= x <= x1 - 0.1 * (x1 - x0) and y0 + 0.1 * (y1 - y0) <= y <= y1 - 0.1 * (y1 - y0)
 
 
 @pytest.mark.browser
 def test_the_offline_page_draws_every_recorded_step_of_every_step_kind(browser, page_file, data):
     from textbook_figs_page import HSCROLL_JS, get_model, offline_page, set_model, source
     with offline_page(browser, page_file, (1280, 800), ready_source="simplex_point") as (page, errors, blocked):
-        first = {n: source(page, f"simplex_{n}") for n in ("point", "gamma", "fw", "away", "gmax", "arrow")}
+        first = ({n: source(page, f"simplex_{n}") for n in ("point", "gamma", "fw", "away", "gmax", "arrow")},
+                 [get_model(page, f"simplex_zoom_{a}", e) for a in "xy" for e in ("start", "end")])
         _check_drawn(page, data["variants"]["pairwise"], 1)   # drawn before any callback ran
         for j, kind in enumerate(data["kinds"]):
             set_model(page, "simplex_kind", "active", j)
@@ -151,7 +159,9 @@ def test_the_offline_page_draws_every_recorded_step_of_every_step_kind(browser, 
                 assert f"Step {k} of {len(rec['step'])}" in html and f"pass {rec['pass'][k - 1]}" in html
         set_model(page, "simplex_kind", "active", 2)
         set_model(page, "simplex_step", "value", 1)
-        assert {n: source(page, f"simplex_{n}") for n in first} == first   # callback and first draw agree
+        again = ({n: source(page, f"simplex_{n}") for n in first[0]},
+                 [get_model(page, f"simplex_zoom_{a}", e) for a in "xy" for e in ("start", "end")])
+        assert again[0] == first[0] and again[1] == pytest.approx(first[1], rel=1e-12)   # callback = first draw
         assert not page.evaluate(HSCROLL_JS)
         assert errors == [] and blocked == []
 
