@@ -336,7 +336,6 @@ def _p(v: float, d: int) -> str:
     """JavaScript's ``Number(v).toPrecision(d)`` (what the page's readout writes)."""
     if v == 0:
         return "0." + "0" * (d - 1) if d > 1 else "0"
-    e = math.floor(math.log10(abs(v)))
     r = float(f"{v:.{d - 1}e}")
     e = math.floor(math.log10(abs(r)))
     if e < -6 or e >= d:

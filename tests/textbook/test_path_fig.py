@@ -3,8 +3,9 @@ with certified bands (Paper: Sec. 4, Proposition 1, Alg. 7), the bands cover the
 computed afresh at the grid's λ (App. K), and the standalone page, opened offline in headless
 Chromium, draws the band, the certified gap and the costs of the λ chosen on its slider.
 
-The default run builds the path down to λ = 1 (cheap) and checks its data; the page in Chromium
-and the whole path (the page's) run with the slow set (the default run's budget)."""
+Building even the path down to λ = 1 takes 8-16 s on the shared 2-core machine, so every test
+that needs a path runs with the slow set (the default run's budget); the page's whole path is
+built by one of them."""
 import math
 
 import numpy as np
@@ -66,6 +67,7 @@ def test_the_figure_belongs_to_the_lesson_on_the_regularization_path():
     assert lesson.title.startswith(f"{path_fig.LESSON} ·") and "path" in lesson.views
 
 
+@pytest.mark.slow
 def test_the_bands_tile_lambda_and_cover_the_gaps_computed_afresh_at_the_grid(data):
     assert data["end"] == "lam_min" and data["path"]["next_lam"][-1] < LAM_MIN
     check_path(data)
