@@ -52,11 +52,40 @@ RIGHT_EDGE_JS = """() => {
 }"""
 
 
+@contextlib.contextmanager
+def only_used_external_resources(layout):
+    """Within the block, Bokeh's resources name the external scripts and stylesheets
+    (``__javascript__``, ``__css__``) of the models ``layout`` uses only. Bokeh collects those
+    of every model class imported in the process: once Panel is imported, a standalone file
+    would load Panel's ES-module shim from a relative path (a console error offline)."""
+    from bokeh.resources import Resources
+    used = sorted({type(m) for m in layout.references()}, key=lambda c: c.__qualified_model__)
+    original = Resources._collect_external_resources
+
+    def collect(self, resource_attr):
+        out = []
+        for cls in used:
+            ext = getattr(cls, resource_attr, None)
+            for e in ([ext] if isinstance(ext, str) else list(ext or [])):
+                if e not in out:
+                    out.append(e)
+        return out
+
+    Resources._collect_external_resources = collect
+    try:
+        yield
+    finally:
+        Resources._collect_external_resources = original
+
+
 def save_standalone(layout, path: Path, title: str) -> Path:
-    """``layout`` as one self-contained HTML file (BokehJS inlined): ``path``."""
+    """``layout`` as one self-contained HTML file (BokehJS inlined, no external resource of a
+    model it does not use): ``path``."""
     from bokeh.embed import file_html
     from bokeh.resources import INLINE
-    path.write_text(file_html(layout, resources=INLINE, title=title), encoding="utf-8")
+    with only_used_external_resources(layout):
+        html = file_html(layout, resources=INLINE, title=title)
+    path.write_text(html, encoding="utf-8")
     return path
 
 

@@ -86,6 +86,42 @@ def test_the_same_seed_gives_the_same_trace_and_bad_arguments_are_refused(data):
         simplex_fig.build_data(0, passes=0)
 
 
+def test_the_apps_live_simplex_view_draws_the_same_step_as_the_page(data):
+    """One truth: the app's Lesson 5 view (gaplab.app.simplex.SimplexView), brought to the same
+    state by the same block steps, previews the step the page records (point, corners, γ, γ_max
+    and sentence)."""
+    pytest.importorskip("panel")
+    from gaplab.app.simplex import SimplexLab, SimplexView
+    rec, k_want = data["variants"]["pairwise"], 3
+    lab = SimplexLab("random", "pairwise", block=0, seed=data["seed"])
+    rng = np.random.default_rng(data["seed"])
+    seen, done = 0, False
+    for _ in range(data["passes"]):
+        for i in rng.permutation(data["n"]):
+            if int(i) == data["block"]:
+                seen += 1
+                if seen == k_want:
+                    done = True
+                    break
+            lab.set_block(int(i))
+            lab.step()
+        if done:
+            break
+    lab.set_block(data["block"])
+    view = SimplexView(lab)
+    i = k_want - 1
+    assert view.point.data["x"][0] == pytest.approx(_xy(rec["alpha"][i])[0], abs=1e-12)
+    assert view.point.data["y"][0] == pytest.approx(_xy(rec["alpha"][i])[1], abs=1e-12)
+    np.testing.assert_allclose([view.gamma_src.data["x"][0], view.gamma_src.data["y"][0]],
+                               _xy(rec["alpha_after"][i]), atol=1e-12)
+    np.testing.assert_allclose([view.fw_src.data["x"][0], view.fw_src.data["y"][0]],
+                               VERTICES[rec["fw_corner"][i]], atol=1e-15)
+    np.testing.assert_allclose([view.away_src.data["x"][0], view.away_src.data["y"][0]],
+                               VERTICES[rec["away_corner"][i]], atol=1e-15)
+    from gaplab.app.safe_html import esc
+    assert esc(rec["sentence"][i]) in view.text.object
+
+
 # ----------------------------------------------------------------------------- in the browser
 
 @pytest.fixture(scope="module")
