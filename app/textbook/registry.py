@@ -15,11 +15,6 @@ FIGURES = {
     8: ("path_fig",),
 }
 
-#: modules written on another branch: until it is merged, a page is built without them (the
-#: guard is to be removed once they are in the tree)
-_PENDING = {"simplex_fig", "path_fig"}
-
-
 def figure_modules(lesson: int) -> list:
     """The figure modules of lesson page ``lesson`` (imported), in page order; [] for a page
     without figures.
@@ -34,12 +29,7 @@ def figure_modules(lesson: int) -> list:
         raise ValueError(f"lesson must be an int in [1, {len(LESSONS)}], got {lesson!r}")
     mods = []
     for name in FIGURES.get(lesson, ()):
-        try:
-            mod = importlib.import_module(f"{__package__}.{name}")
-        except ModuleNotFoundError as exc:
-            if name in _PENDING and exc.name == f"{__package__}.{name}":
-                continue   # not merged yet (see _PENDING)
-            raise
+        mod = importlib.import_module(f"{__package__}.{name}")
         if int(mod.LESSON) != lesson:
             raise ValueError(f"{name}.LESSON is {mod.LESSON}, but the registry lists it under lesson {lesson}")
         mods.append(mod)
