@@ -307,7 +307,7 @@ say.text = `<div style="font-size:15px;line-height:1.5">${sentence}</div>` +
 
 
 def _bars():
-    from bokeh.models import ColorBar, ColumnDataSource, HoverTool, LinearColorMapper, Range1d
+    from bokeh.models import ColorBar, ColumnDataSource, FixedTicker, HoverTool, LinearColorMapper, Range1d
     from bokeh.palettes import Viridis256
     from bokeh.plotting import figure
     bars = ColumnDataSource(dict(x=[], w=[], top=[], bottom=[], stale=[], gap=[], lo=[], hi=[]), name="ocr_bars")
@@ -330,6 +330,9 @@ def _bars():
     p.vbar(x="x", top="top", width="w", source=probs, color="#2c7fb8")
     p.vstrip(x0="left", x1="right", source=last, fill_color="#d62728", fill_alpha=0.25, line_color="#d62728")
     p.yaxis.ticker.desired_num_ticks = 3
+    # decades only: a range of two or three decades otherwise labels every mantissa (0.02 … 0.09
+    # printed over each other at the top of the axis)
+    f.yaxis.ticker = FixedTicker(ticks=[10.0 ** k for k in range(-12, 3)])
     p.min_border_right = 70   # the colour bar's room above: the two x axes stay aligned
     for fig in (f, p):
         fig.title.text_font_size = "14px"
