@@ -181,6 +181,33 @@ def test_import_a_local_file_or_a_module(site, tmp_path):
     assert r.returncode == 0, r.stderr
 
 
+def test_sweep_imports_a_local_file_in_every_worker_process(site, tmp_path):
+    """``gaplab sweep --import FILE``: the problem the file registers is known to the spec and is
+    run by a LocalCluster worker, a process of its own that imports the file itself."""
+    _, env = site
+    local = tmp_path / "work" / "sweep_chain.py"
+    local.parent.mkdir()
+    local.write_text("from chain3_plugin import Chain3, load\nfrom gaplab.core.models import PythonModel\n"
+                     "from gaplab.core.problems import register_problem\n"
+                     "register_problem('sweep-chain', load, lambda t: PythonModel(Chain3(), t), default_lam=0.1,\n"
+                     "                 description='from a local file', quick=True)\n")
+    spec = tmp_path / "spec.toml"
+    spec.write_text('name = "plugin"\ndatasets = ["sweep-chain"]\nlams = [0.1]\nseeds = 1\n'
+                    '[budgets.laptop]\nmax_passes = 3\ngap_check = 1\n[methods.bcfw]\nsampling = "uniform"\n')
+    store = tmp_path / "store"
+    r = _gaplab(env, "sweep", spec, "--store", store, "--workers", "0", "--dry-run")
+    assert r.returncode == 2 and "unknown dataset 'sweep-chain'" in r.stderr  # without --import
+    cli = subprocess.Popen([sys.executable, "-m", "gaplab", "sweep", str(spec), "--store", str(store),
+                            "--import", "work/sweep_chain.py", "--workers", "1", "--quiet"],
+                           cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = cli.communicate(timeout=900)
+    assert cli.returncode == 0, err[-3000:]
+    manifest = json.loads((store / "manifest.json").read_text())
+    (entry,) = manifest["runs"].values()
+    assert entry["status"] == "done" and entry["config"]["dataset"] == "sweep-chain"
+    assert entry["pid"] != cli.pid and entry["summary"]["effective_passes"] > 0  # ran in the worker
+
+
 def test_an_unknown_dataset_names_the_problems_and_how_to_add_one(site, tmp_path):
     _, env = site
     r = _gaplab(env, "train", "--dataset", "chain4")
