@@ -1,7 +1,7 @@
 """Plugins: a package that declares a ``gaplab.problems`` entry point puts its problems in
-``gaplab train`` (to a certified gap), the app's problem list and ``gaplab warmup`` with no
-wrapper script; ``check_model`` catches the loss bug planted in it and training the buggy model
-ends ``oracle_not_exact`` with one line; ``--import`` takes a local .py file or a module name; an
+``gaplab train`` (to a certified gap), the app's problem list, ``gaplab warmup`` and sweeps with no
+wrapper script, and its model fits through ``SSVM(model=...)``; ``check_model`` catches the loss bug planted in it and training the buggy model
+ends ``oracle_not_exact`` with one line; ``--import`` takes a local .py file or a module name (a sweep's worker processes import it too); an
 unknown ``--dataset`` names the registered problems and says how to add one.
 
 The package is written by the test into a temporary directory with a ``.dist-info`` (METADATA and
@@ -158,6 +158,39 @@ def test_the_plugin_is_in_the_app_and_check_model_catches_its_bug(site):
     assert "never beaten" in r.stdout
     caught = [ln for ln in r.stdout.splitlines() if ln.startswith("CAUGHT")]
     assert caught and "max oracle's labelling" in caught[0]
+
+
+def test_the_plugin_model_fits_through_the_estimator(site):
+    """``SSVM(model=Chain3())`` fits the installed plugin's model to a certified gap; ``predict`` is
+    the argmax of ⟨w, ψ(x, y)⟩ over all 81 labellings (from ``joint_feature``, not the plugin's own
+    scoring); ``score`` is the per-token accuracy of those predictions."""
+    _, env = site
+    script = textwrap.dedent('''
+        import json
+        import numpy as np
+        from sklearn.base import clone
+        from chain3_plugin import Chain3, load
+        from gaplab.core.estimator import SSVM
+        train, test = load()
+        est = SSVM(lam=0.1, model=Chain3(), gap_threshold=1e-3, max_passes=500, seed=0)
+        assert isinstance(clone(est).get_params()["model"], Chain3)
+        est.fit(train.X, train.Y)
+        m = Chain3()
+        brute = [m.all_y[np.argmax([est.coef_ @ m.joint_feature(x, y) for y in m.all_y])] for x in test.X]
+        pred = est.predict(test.X)
+        hits = np.concatenate([p == y for p, y in zip(pred, test.Y)])
+        print(json.dumps({"status": est.result_.status.name, "gap": est.dual_gap_, "d": est.coef_.shape[0],
+                          "argmax": all(np.array_equal(p, b) for p, b in zip(pred, brute)),
+                          "score": est.score(test.X, test.Y), "hits": float(hits.mean()),
+                          "train_score": est.score(train.X, train.Y)}))
+    ''')
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["status"] == "CONVERGED" and 0 <= out["gap"] <= 1e-3 and out["d"] == 3 * 5 + 9
+    assert out["argmax"]
+    assert out["score"] == out["hits"]
+    assert out["score"] > 0.6 and out["train_score"] > 0.6  # 3 labels: chance is 1/3
 
 
 def test_import_a_local_file_or_a_module(site, tmp_path):
