@@ -1,8 +1,9 @@
 """Plugins: a package that declares a ``gaplab.problems`` entry point puts its problems in
 ``gaplab train`` (to a certified gap), the app's problem list, ``gaplab warmup`` and sweeps with no
-wrapper script, and its model fits through ``SSVM(model=...)``; ``check_model`` catches the loss bug planted in it and training the buggy model
-ends ``oracle_not_exact`` with one line; ``--import`` takes a local .py file or a module name (a sweep's worker processes import it too); an
-unknown ``--dataset`` names the registered problems and says how to add one.
+wrapper script, and its model fits through ``SSVM(model=...)``; ``check_model`` catches the loss
+bug planted in it and training the buggy model ends ``oracle_not_exact`` with one line;
+``--import`` takes a local .py file or a module name (a sweep's worker processes import it too);
+an unknown ``--dataset`` names the registered problems and says how to add one.
 
 The package is written by the test into a temporary directory with a ``.dist-info`` (METADATA and
 entry_points.txt) beside it, which is what ``pip install`` leaves in site-packages; putting that
