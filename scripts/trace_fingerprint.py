@@ -89,8 +89,9 @@ def run_all(conll_home=None, quick=False, only=None):
         for cname, cfg in configs(quick):
             cfg = dict(cfg)
             box = cfg.pop("box", False)
-            kw = {}
-            if box:
+            from gaplab.core.problems import model_box
+            kw = model_box(model)   # a model's own box (pose: w_def >= 0) in every configuration
+            if box and not kw:
                 rng = np.random.default_rng(1)
                 lb = np.full(model.d, -np.inf)
                 ub = np.full(model.d, np.inf)
