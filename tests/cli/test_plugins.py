@@ -164,7 +164,8 @@ def test_the_plugin_is_in_the_app_and_check_model_catches_its_bug(site):
 def test_the_plugin_model_fits_through_the_estimator(site):
     """``SSVM(model=Chain3())`` fits the installed plugin's model to a certified gap; ``predict`` is
     the argmax of ⟨w, ψ(x, y)⟩ over all 81 labellings (from ``joint_feature``, not the plugin's own
-    scoring); ``score`` is the per-token accuracy of those predictions."""
+    scoring); ``score`` is the per-token accuracy of those predictions. Fitting the planted
+    loss bug ends ``oracle_not_exact`` with an OracleNotExactWarning."""
     _, env = site
     script = textwrap.dedent('''
         import json
@@ -184,14 +185,26 @@ def test_the_plugin_model_fits_through_the_estimator(site):
                           "argmax": all(np.array_equal(p, b) for p, b in zip(pred, brute)),
                           "score": est.score(test.X, test.Y), "hits": float(hits.mean()),
                           "train_score": est.score(train.X, train.Y)}))
+        import warnings
+        from chain3_plugin import Chain3IgnoresLoss
+        from gaplab.core.estimator import OracleNotExactWarning
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            bad = SSVM(lam=0.1, model=Chain3IgnoresLoss(), gap_threshold=1e-3, max_passes=500, seed=0)
+            bad.fit(train.X, train.Y)
+        said = [str(c.message) for c in caught if issubclass(c.category, OracleNotExactWarning)]
+        print(json.dumps({"status": bad.result_.status.name, "gap": bad.dual_gap_, "said": said}))
     ''')
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
-    out = json.loads(r.stdout.strip().splitlines()[-1])
+    out, bad = (json.loads(line) for line in r.stdout.strip().splitlines()[-2:])
     assert out["status"] == "CONVERGED" and 0 <= out["gap"] <= 1e-3 and out["d"] == 3 * 5 + 9
     assert out["argmax"]
     assert out["score"] == out["hits"]
     assert out["score"] > 0.6 and out["train_score"] > 0.6  # 3 labels: chance is 1/3
+    # the planted loss bug: never converged, and the fit says why
+    assert bad["status"] == "ORACLE_NOT_EXACT" and bad["gap"] < 0
+    assert len(bad["said"]) == 1 and "the max oracle is not exact" in bad["said"][0]
 
 
 def test_import_a_local_file_or_a_module(site, tmp_path):
