@@ -4,12 +4,13 @@ On a fresh install the kernels of a block step take a minute or more to compile.
 ready, a Session answers Step (k = 1 steps only) with :class:`ReferenceStepper`: the readable
 reference solver (:mod:`gaplab.core.reference`, plain numpy) on the chain model written in
 plain Python (:class:`gaplab.toy_examples.plain_chain.PlainChain`, a numpy Viterbi), drawing
-the blocks exactly as the fast solver does (its xoshiro256** stream and its list of
-never-visited blocks, here as plain Python ints). The blocks, step kinds and corners are the
-fast solver's; γ, the gaps and w agree with it to round-off (the reference keeps w_i per block,
-the fast solver the block statistics). Once the kernels are ready, :meth:`ReferenceStepper.handover`
-replays the same k steps on the fast :class:`~gaplab.core.Solver` from the same seed, so from
-then on state and trace are bitwise the fast solver's.
+the blocks exactly as the fast solver does (its xoshiro256** stream, run uncompiled by
+:class:`gaplab.core.rng.Xoshiro`, and its list of never-visited blocks, here as plain Python
+ints). The blocks, step kinds and corners are the fast solver's; γ, the gaps and w agree with
+it to round-off (the reference keeps w_i per block, the fast solver the block statistics). Once
+the kernels are ready, :meth:`ReferenceStepper.handover` replays the same k steps on the fast
+:class:`~gaplab.core.Solver` from the same seed, so from then on state and trace are bitwise the
+fast solver's.
 
 Supported: the chain model (OCR, CoNLL) with FW steps (Paper: Alg. 1), uniform or gap
 sampling (Alg. 2), no cache, no box, within the first pass (before the pass end's gap check;
@@ -26,48 +27,13 @@ import numpy as np
 from gaplab.core import reference as ref
 from gaplab.core.config import Sampling, StepKind
 from gaplab.core.kernels.layout import C_DIAG_ORACLE
-from gaplab.core.rng import seed_state
+from gaplab.core.rng import Xoshiro
 from gaplab.core.solver_records import StepRecord
 
 __all__ = ["REFERENCE_NOTE", "Xoshiro", "ReferenceStepper", "reference_stepper", "supports"]
 
 #: what the page says while the reference solver answers the Steps
 REFERENCE_NOTE = "stepping with the reference solver while the kernels compile"
-
-_M64 = (1 << 64) - 1
-
-
-def _rotl(x: int, k: int) -> int:
-    return ((x << k) | (x >> (64 - k))) & _M64
-
-
-class Xoshiro:
-    """The solver's xoshiro256** stream (:mod:`gaplab.core.rng`) on Python ints: the same
-    draws as the kernels' ``rng_uniform`` / ``rng_randint`` from the same seed."""
-
-    def __init__(self, seed: int):
-        self.s = [int(v) for v in seed_state(seed)]
-
-    def next(self) -> int:
-        s = self.s
-        result = (_rotl((s[1] * 5) & _M64, 7) * 9) & _M64
-        t = (s[1] << 17) & _M64
-        s[2] ^= s[0]
-        s[3] ^= s[1]
-        s[1] ^= s[2]
-        s[0] ^= s[3]
-        s[2] ^= t
-        s[3] = _rotl(s[3], 45)
-        return result
-
-    def uniform(self) -> float:
-        """A float64 uniform in [0, 1) (53 random bits)."""
-        return float(self.next() >> 11) * (1.0 / 9007199254740992.0)
-
-    def randint(self, n: int) -> int:
-        """An int uniform in [0, n) (n >= 1)."""
-        j = int(self.uniform() * n)
-        return j if j < n else n - 1
 
 
 def supports(solver) -> bool:

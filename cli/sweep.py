@@ -47,7 +47,7 @@ def cmd_sweep(args) -> int:
         with lock_store(args.store, wait=args.wait, on_wait=waiting):  # one writer per store
             rep = run_sweep(spec, args.store, workers=args.workers, scheduler=args.scheduler,
                             retries=args.retries, progress=show, dashboard_address=dashboard,
-                            connect_timeout=args.connect_timeout)
+                            connect_timeout=args.connect_timeout, imports=args.imports)
     except StoreLockedError as exc:
         print(f"gaplab sweep: error: {exc}", file=sys.stderr)
         return 1
@@ -125,6 +125,8 @@ def add_commands(sub) -> None:
                         "an error naming its pid)")
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--progress", action="store_true", help="show the progress bar even without a terminal")
+    from .options import add_import_argument
+    add_import_argument(p)  # imported here and in every worker process (run_sweep's imports)
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("figure", help="the comparison figures of a sweep store (PNG/SVG/HTML)")

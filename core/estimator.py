@@ -33,12 +33,17 @@ except ImportError:  # pragma: no cover - an equivalent for older versions
             return wrapper
         return decorate
 
-__all__ = ["SSVM", "ConvergenceWarning"]
+__all__ = ["SSVM", "ConvergenceWarning", "OracleNotExactWarning"]
 
 
 class ConvergenceWarning(_SklearnConvergenceWarning):
     """``fit`` ended on its budget (passes or time) before the exact duality gap reached
     ``gap_threshold`` (a scikit-learn ``ConvergenceWarning``)."""
+
+
+class OracleNotExactWarning(RuntimeWarning):
+    """``fit`` ended with status ``oracle_not_exact``: the exact duality gap came out negative,
+    so the model's max oracle is not exact and the gap certifies nothing."""
 
 
 def _check_labels(X, Y, what: str):
@@ -221,6 +226,9 @@ class SSVM(BaseEstimator):
     ConvergenceWarning
         When ``fit`` ends on ``max_passes`` or ``time_limit`` before the gap reaches
         ``gap_threshold``.
+    OracleNotExactWarning
+        When the exact duality gap comes out negative (status ``oracle_not_exact``): the
+        message names the block and the labelling that beats the max oracle's.
 
     Notes
     -----
@@ -351,11 +359,17 @@ SSVM.__init__.__signature__ = _signature()  # help(SSVM), get_params and clone s
 
 
 def _fit_report(est) -> None:
-    """n_iter_, dual_gap_ and a ConvergenceWarning when the budget ended the fit."""
+    """n_iter_, dual_gap_, and a ConvergenceWarning when the budget ended the fit or an
+    OracleNotExactWarning when the exact gap came out negative."""
     from .config import Status
     res = est.result_
     est.n_iter_ = float(res.effective_passes)
     est.dual_gap_ = float(res.exact_gap)
+    if res.status == Status.ORACLE_NOT_EXACT:
+        ne = getattr(res, "not_exact", None)
+        what = ne.message() if hasattr(ne, "message") else "the max oracle is not exact"
+        warnings.warn(f"SSVM.fit: {what}", OracleNotExactWarning, stacklevel=4)
+        return
     if res.status in (Status.MAX_PASSES, Status.TIME_LIMIT) and est.gap_threshold > 0:
         budget = (f"max_passes={est.max_passes}" if res.status == Status.MAX_PASSES
                   else f"time_limit={est.time_limit} s")

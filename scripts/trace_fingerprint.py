@@ -67,6 +67,21 @@ def run_all(conll_home=None, quick=False, only=None):
     toy = make_hard_easy(20, 50)
     toy_model = toy[0] if isinstance(toy, tuple) else toy
     problems.append(("toy", toy_model, 1.0 / 20, 30))
+    if only and "pose" in only:   # opt-in: the pose kind (needs LSP's joints.mat)
+        from gaplab.core.datasets.lsp import load_lsp
+        from gaplab.core.models.pose import PoseModel
+        from pathlib import Path
+        here = Path(__file__).resolve().parents[2] / "shared" / "data"
+        tr, _ = load_lsp(G=32, n_train=20, data_home=here if (here / "lsp").is_dir() else None)
+        problems.append(("pose", PoseModel(tr), 0.01, 3))
+    if only and "dense" in only:  # opt-in: the dense kind (a plain-Python chain on 40 OCR words)
+        from gaplab.core.models.plain import PythonModel
+        from gaplab.toy_examples.plain_chain import PlainChain, chain_examples
+        tr, _ = load_ocr("small")
+        m = ChainModel(tr)
+        ex = chain_examples(m.data)
+        ex = type(ex)(ex.X[:40], ex.Y[:40], name="ocr-40")
+        problems.append(("dense", PythonModel(PlainChain(m.F, m.K), ex), 0.01, 4))
     out = {}
     for pname, model, lam, passes in problems:
         if only and pname not in only:
@@ -74,8 +89,9 @@ def run_all(conll_home=None, quick=False, only=None):
         for cname, cfg in configs(quick):
             cfg = dict(cfg)
             box = cfg.pop("box", False)
-            kw = {}
-            if box:
+            from gaplab.core.problems import model_box
+            kw = model_box(model)   # a model's own box (pose: w_def >= 0) in every configuration
+            if box and not kw:
                 rng = np.random.default_rng(1)
                 lb = np.full(model.d, -np.inf)
                 ub = np.full(model.d, np.inf)
@@ -97,7 +113,8 @@ def main(argv=None):
     ap.add_argument("--conll", default=None, help="CoNLL-2000 directory (skipped when not given)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--compare", nargs=2)
-    ap.add_argument("--only", default=None, help="comma-separated problem names (ocr-small, ocr-large, conll2000, toy)")
+    ap.add_argument("--only", default=None, help="comma-separated problem names (ocr-small, ocr-large, conll2000, toy; "
+                    "pose and dense only when named here)")
     a = ap.parse_args(argv)
     if a.compare:
         old, new = (json.load(open(p)) for p in a.compare)

@@ -6,7 +6,8 @@ module         what lives there
 ``registry``   model kinds: the primitives and fields a kind provides, their argument names,
                :func:`register_model_kind`, :func:`model_kind_name`, :class:`primitive_errors`
 ``dispatch``   the ``_m_<primitive>`` stubs resolved at compile time to a kind's primitive
-               (``numba.extending.overload``) and their Python-callable forms
+               (``numba.extending.overload``), made from the registry's signature table
+               with the optional primitives' defaults, and their Python-callable forms
                (:func:`block_scores`, :func:`label_dot`, :func:`block_axpy`, ...)
 ``layout``     the state layout: counter, scalar, config and log indices, sampling / step
                codes, step-record kinds and flags, :class:`StateArrays`

@@ -74,7 +74,7 @@ def _make_cluster(workers: int, dashboard_address: str | None = DASHBOARD_ADDRES
 def run_sweep(spec, store, *, workers: int | None = None, scheduler: str | None = None, client=None,
               budget: str | None = None, retries: int = 1, progress: bool | Callable = False,
               dashboard_address: str | None = DASHBOARD_ADDRESS, connect_timeout: float = 30.0,
-              wait: bool = False) -> SweepReport:
+              wait: bool = False, imports=()) -> SweepReport:
     """Run a spec's unfinished runs and record them in a store.
 
     Parameters
@@ -103,6 +103,11 @@ def run_sweep(spec, store, *, workers: int | None = None, scheduler: str | None 
     wait : bool
         When another process writes to ``store`` (one writer per store,
         :mod:`gaplab.core.storelock`), wait until it is done instead of raising.
+    imports : sequence of str
+        Modules that register problems (names on the Python path or .py files, as
+        ``gaplab sweep --import``), imported here before the spec is read and again in every
+        worker process before each run (workers are separate processes: they do not share this
+        one's imports; an import already done is not repeated).
 
     Returns
     -------
@@ -121,14 +126,32 @@ def run_sweep(spec, store, *, workers: int | None = None, scheduler: str | None 
         names the store and that process's pid.
     """
     retries, workers, connect_timeout = _check_arguments(retries, workers, dashboard_address, connect_timeout)
+    imports = _import_here(imports)
     spec = load_spec(spec, budget=budget)
     with lock_store(store, wait=wait):
         return _run_locked(spec, store, workers, scheduler, client, retries, progress, dashboard_address,
-                           connect_timeout)
+                           connect_timeout, imports)
+
+
+def _import_here(imports) -> tuple:
+    """Import the ``imports`` targets in this process (their problems then pass the spec's
+    checks) and return them as the workers must import them: .py files as absolute paths (a
+    worker's working directory may differ). ValueError / FileNotFoundError naming a bad one."""
+    from pathlib import Path
+
+    from ..problems import import_problems
+    if isinstance(imports, str) or not all(isinstance(t, str) for t in imports):
+        raise TypeError(f"imports must be a sequence of module names or .py paths (str), got {imports!r}")
+    out = []
+    for target in imports:
+        import_problems(target)
+        is_file = target.endswith(".py") or "/" in target or "\\" in target
+        out.append(str(Path(target).expanduser().resolve()) if is_file else target)
+    return tuple(out)
 
 
 def _run_locked(spec, store, workers, scheduler, client, retries, progress, dashboard_address,
-                connect_timeout) -> SweepReport:
+                connect_timeout, imports=()) -> SweepReport:
     """:func:`run_sweep` with the store's writer lock held."""
     st = Store.open_for(store, spec)
     runs = expand_runs(spec)
@@ -147,7 +170,7 @@ def _run_locked(spec, store, workers, scheduler, client, retries, progress, dash
             _run_serial(todo, rep, rec)
             return rep
         _run_dask(todo, st, rep, rec.attempts, workers, scheduler, client, rec.handle_ok, rec.handle_error,
-                  dashboard_address, float(connect_timeout))
+                  dashboard_address, float(connect_timeout), imports)
         return rep
     finally:
         rep.elapsed_s = time.perf_counter() - t0
@@ -246,7 +269,7 @@ def _connect(scheduler: str, timeout: float):
 
 
 def _run_dask(todo, st, rep, attempts, workers, scheduler, client, handle_ok, handle_error,
-              dashboard_address=DASHBOARD_ADDRESS, connect_timeout=30.0):
+              dashboard_address=DASHBOARD_ADDRESS, connect_timeout=30.0, imports=()):
     from distributed import as_completed
     cluster = own_client = None
     if client is None:
@@ -264,8 +287,8 @@ def _run_dask(todo, st, rep, attempts, workers, scheduler, client, handle_ok, ha
             rid = cfg["run_id"]
             attempts[rid] = attempts.get(rid, 0) + 1
             rep.submitted += 1
-            fut = client.submit(execute_run, cfg, key=f"gaplab-run-{rid}-{attempts[rid]}-{time.time_ns()}",
-                                pure=False)
+            fut = client.submit(execute_run, cfg, imports=imports,
+                                key=f"gaplab-run-{rid}-{attempts[rid]}-{time.time_ns()}", pure=False)
             by_key[fut.key] = cfg
             return fut
 

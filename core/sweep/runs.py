@@ -99,8 +99,12 @@ def _columns(rows: list[dict], names) -> dict:
     return {c: [r.get(c) for r in rows] for c in names}
 
 
-def execute_run(cfg: dict) -> dict:
+def execute_run(cfg: dict, imports=()) -> dict:
     """Run one config (in a worker process) and return its rows and summary.
+
+    ``imports``: modules that register problems (module names or absolute .py paths, see
+    :func:`gaplab.core.problems.import_problems`), imported first: a worker process does not
+    share the imports of the process that started the sweep.
 
     Returns
     -------
@@ -111,6 +115,10 @@ def execute_run(cfg: dict) -> dict:
     with one thread per worker that is the run's own CPU time plus the worker's small overhead).
     """
     t0 = time.perf_counter()
+    if imports:
+        from ..problems import import_problems
+        for target in imports:
+            import_problems(target)
     kind = cfg["kind"]
     if kind == "_test_raise":
         raise RuntimeError(cfg["message"])

@@ -1,8 +1,9 @@
 """Plugins: a package that declares a ``gaplab.problems`` entry point puts its problems in
-``gaplab train`` (to a certified gap), the app's problem list and ``gaplab warmup`` with no
-wrapper script; ``check_model`` catches the loss bug planted in it and training the buggy model
-ends ``oracle_not_exact`` with one line; ``--import`` takes a local .py file or a module name; an
-unknown ``--dataset`` names the registered problems and says how to add one.
+``gaplab train`` (to a certified gap), the app's problem list, ``gaplab warmup`` and sweeps with no
+wrapper script, and its model fits through ``SSVM(model=...)``; ``check_model`` catches the loss
+bug planted in it and training the buggy model ends ``oracle_not_exact`` with one line;
+``--import`` takes a local .py file or a module name (a sweep's worker processes import it too);
+an unknown ``--dataset`` names the registered problems and says how to add one.
 
 The package is written by the test into a temporary directory with a ``.dist-info`` (METADATA and
 entry_points.txt) beside it, which is what ``pip install`` leaves in site-packages; putting that
@@ -160,6 +161,52 @@ def test_the_plugin_is_in_the_app_and_check_model_catches_its_bug(site):
     assert caught and "max oracle's labelling" in caught[0]
 
 
+def test_the_plugin_model_fits_through_the_estimator(site):
+    """``SSVM(model=Chain3())`` fits the installed plugin's model to a certified gap; ``predict`` is
+    the argmax of ⟨w, ψ(x, y)⟩ over all 81 labellings (from ``joint_feature``, not the plugin's own
+    scoring); ``score`` is the per-token accuracy of those predictions. Fitting the planted
+    loss bug ends ``oracle_not_exact`` with an OracleNotExactWarning."""
+    _, env = site
+    script = textwrap.dedent('''
+        import json
+        import numpy as np
+        from sklearn.base import clone
+        from chain3_plugin import Chain3, load
+        from gaplab.core.estimator import SSVM
+        train, test = load()
+        est = SSVM(lam=0.1, model=Chain3(), gap_threshold=1e-3, max_passes=500, seed=0)
+        assert isinstance(clone(est).get_params()["model"], Chain3)
+        est.fit(train.X, train.Y)
+        m = Chain3()
+        brute = [m.all_y[np.argmax([est.coef_ @ m.joint_feature(x, y) for y in m.all_y])] for x in test.X]
+        pred = est.predict(test.X)
+        hits = np.concatenate([p == y for p, y in zip(pred, test.Y)])
+        print(json.dumps({"status": est.result_.status.name, "gap": est.dual_gap_, "d": est.coef_.shape[0],
+                          "argmax": all(np.array_equal(p, b) for p, b in zip(pred, brute)),
+                          "score": est.score(test.X, test.Y), "hits": float(hits.mean()),
+                          "train_score": est.score(train.X, train.Y)}))
+        import warnings
+        from chain3_plugin import Chain3IgnoresLoss
+        from gaplab.core.estimator import OracleNotExactWarning
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            bad = SSVM(lam=0.1, model=Chain3IgnoresLoss(), gap_threshold=1e-3, max_passes=500, seed=0)
+            bad.fit(train.X, train.Y)
+        said = [str(c.message) for c in caught if issubclass(c.category, OracleNotExactWarning)]
+        print(json.dumps({"status": bad.result_.status.name, "gap": bad.dual_gap_, "said": said}))
+    ''')
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out, bad = (json.loads(line) for line in r.stdout.strip().splitlines()[-2:])
+    assert out["status"] == "CONVERGED" and 0 <= out["gap"] <= 1e-3 and out["d"] == 3 * 5 + 9
+    assert out["argmax"]
+    assert out["score"] == out["hits"]
+    assert out["score"] > 0.6 and out["train_score"] > 0.6  # 3 labels: chance is 1/3
+    # the planted loss bug: never converged, and the fit says why
+    assert bad["status"] == "ORACLE_NOT_EXACT" and bad["gap"] < 0
+    assert len(bad["said"]) == 1 and "the max oracle is not exact" in bad["said"][0]
+
+
 def test_import_a_local_file_or_a_module(site, tmp_path):
     root, env = site
     local = tmp_path / "work" / "my_chain.py"
@@ -179,6 +226,33 @@ def test_import_a_local_file_or_a_module(site, tmp_path):
     r = _gaplab(env2, "train", "--import=my_chain", "--dataset", "my-chain", "--max-passes", "3",
                 "--gap-threshold", "0", "--quiet")
     assert r.returncode == 0, r.stderr
+
+
+def test_sweep_imports_a_local_file_in_every_worker_process(site, tmp_path):
+    """``gaplab sweep --import FILE``: the problem the file registers is known to the spec and is
+    run by a LocalCluster worker, a process of its own that imports the file itself."""
+    _, env = site
+    local = tmp_path / "work" / "sweep_chain.py"
+    local.parent.mkdir()
+    local.write_text("from chain3_plugin import Chain3, load\nfrom gaplab.core.models import PythonModel\n"
+                     "from gaplab.core.problems import register_problem\n"
+                     "register_problem('sweep-chain', load, lambda t: PythonModel(Chain3(), t), default_lam=0.1,\n"
+                     "                 description='from a local file', quick=True)\n")
+    spec = tmp_path / "spec.toml"
+    spec.write_text('name = "plugin"\ndatasets = ["sweep-chain"]\nlams = [0.1]\nseeds = 1\n'
+                    '[budgets.laptop]\nmax_passes = 3\ngap_check = 1\n[methods.bcfw]\nsampling = "uniform"\n')
+    store = tmp_path / "store"
+    r = _gaplab(env, "sweep", spec, "--store", store, "--workers", "0", "--dry-run")
+    assert r.returncode == 2 and "unknown dataset 'sweep-chain'" in r.stderr  # without --import
+    cli = subprocess.Popen([sys.executable, "-m", "gaplab", "sweep", str(spec), "--store", str(store),
+                            "--import", "work/sweep_chain.py", "--workers", "1", "--quiet"],
+                           cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = cli.communicate(timeout=900)
+    assert cli.returncode == 0, err[-3000:]
+    manifest = json.loads((store / "manifest.json").read_text())
+    (entry,) = manifest["runs"].values()
+    assert entry["status"] == "done" and entry["config"]["dataset"] == "sweep-chain"
+    assert entry["pid"] != cli.pid and entry["summary"]["effective_passes"] > 0  # ran in the worker
 
 
 def test_an_unknown_dataset_names_the_problems_and_how_to_add_one(site, tmp_path):

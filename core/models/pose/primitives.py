@@ -1,6 +1,7 @@
 """The pose kind's statistics-space primitives, the numba functions the solver's kernels call for
 every block (see :func:`gaplab.core.kernels.register_model_kind`): the score vector h = (w, 1),
-⟨m(y), h⟩, m(y) added to a vector, the loss, the ground truth, ‖B_i δ‖² and the update of w.
+⟨m(y), h⟩, m(y) added to a vector, the loss, the ground truth; ‖B_i δ‖² and the update of w
+are the dense kind's (:mod:`gaplab.core.models.dense`: B_i = [I_d 0] in both).
 m(y) = (ψ(x_i, y), L_i(y)) as in :mod:`gaplab.core.models.pose.model`; the unary features
 come from the generated score maps (:func:`~gaplab.core.datasets.lsp_scoremaps.pose_unary_value`).
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 from numba import njit
 
 from ...datasets.lsp_scoremaps import pose_unary_value
+from ..dense import dense_axpy, dense_sqnorm
 
 __all__ = ["pose_scores", "pose_label_dot", "pose_label_add", "pose_label_loss", "pose_gt_label",
            "pose_sqnorm", "pose_axpy"]
@@ -104,28 +106,7 @@ def pose_gt_label(M, i, y):
         y[t] = M.gt[t0 + t]
 
 
-@njit(cache=True, nogil=True)
-def pose_sqnorm(M, i, dlt, zbuf):
-    """‖B_i δ‖² = ‖δ[:d]‖² (B_i = [I_d 0]; zbuf unused and left zero)."""
-    s = 0.0
-    for j in range(M.d):
-        s += dlt[j] * dlt[j]
-    return s
-
-
-@njit(cache=True, nogil=True)
-def pose_axpy(M, i, coef, dlt, v, w, lb, ub, has_box):
-    """v += coef · B_i δ (= coef · δ[:d]); with has_box, w[j] = clip(v[j], lb[j], ub[j]) on the
-    touched coordinates (δ[j] != 0)."""
-    for j in range(M.d):
-        c = dlt[j]
-        if c != 0.0:
-            v[j] += coef * c
-            if has_box:
-                x = v[j]
-                if x < lb[j]:
-                    x = lb[j]
-                elif x > ub[j]:
-                    x = ub[j]
-                w[j] = x
-
+# B_i = [I_d 0], as the dense kind's: ‖B_i δ‖² and v += c·B_i δ are its primitives (one loop over
+# the d entries of δ; δ's loss entry does not reach w).
+pose_sqnorm = dense_sqnorm
+pose_axpy = dense_axpy
