@@ -238,14 +238,20 @@ def _legend_places(fig, big: bool) -> None:
             leg.orientation = orientation
 
 
-def projector_sizes(layout, big: bool) -> None:
+def projector_sizes(layout, big: bool, *, deep: bool = True) -> None:
     """Projector mode on (``big``) or off for everything in a Panel ``layout``: widgets and tabs
     get :data:`PROJECTOR_CSS`; HTML/Markdown panes :data:`PROJECTOR_TEXT_CSS`, and a fixed
     height grown with their text (a 42-px summary of 13-px lines holds the same lines at
     18 px); input boxes and dropdowns as wide as their text at that size; every text of a Bokeh
     figure at least :data:`BIG_PX` px. Off restores the normal
-    stylesheets, heights and sizes. Legends inside a plot frame move below it (and back)."""
-    for wdg in list(layout.select(pn.widgets.Widget)) + list(layout.select(pn.Tabs)):
+    stylesheets, heights and sizes. Legends inside a plot frame move below it (and back).
+    ``deep=False``: ``layout`` itself only (a widget, tabs or a text pane; not its contents)."""
+    if not deep:
+        def select(kind):
+            return [layout] if isinstance(layout, kind) else []
+    else:
+        select = layout.select
+    for wdg in list(select(pn.widgets.Widget)) + list(select(pn.Tabs)):
         if wdg not in _WIDGETS:
             _WIDGETS[wdg] = list(wdg.stylesheets)
         want = _WIDGETS[wdg] + [PROJECTOR_CSS] if big else _WIDGETS[wdg]
@@ -254,7 +260,7 @@ def projector_sizes(layout, big: bool) -> None:
         if isinstance(wdg, (pn.widgets.Select, pn.widgets.TextInput, pn.widgets.FloatInput,
                             pn.widgets.IntInput)) and not isinstance(wdg, pn.widgets.MultiSelect):
             _input_width(wdg, big)
-    for pane in list(layout.select(pn.pane.Markdown)) + list(layout.select(pn.pane.HTML)):
+    for pane in list(select(pn.pane.Markdown)) + list(select(pn.pane.HTML)):
         if pane not in _PANES:
             _PANES[pane] = (list(pane.stylesheets), pane.height)
         sheets, height = _PANES[pane]
@@ -267,7 +273,7 @@ def projector_sizes(layout, big: bool) -> None:
             h = round(height * max(1.0, BIG_PX / normal)) if big else height
             if pane.height != h:
                 pane.height = h
-    for pane in layout.select(pn.pane.Bokeh):
+    for pane in select(pn.pane.Bokeh):
         fig = pane.object
         if fig is not None and hasattr(fig, "title"):
             _fig_sizes(fig, big)
