@@ -35,7 +35,7 @@ from .ticks import handler, next_tick
 from .session import Session
 from .toy_tab import ToyLab, ToyView
 from .views.frame import Frame
-from .styles import TABS_CSS, WRAP_CSS
+from .styles import MODE_VARS, NORMAL_ONLY_CSS, PROJECTOR_ONLY_CSS, TABS_CSS, WRAP_CSS, both_modes_text_css
 from .views import (AnatomyView, BlockGapsView, CacheView, GapView, PrimalDualView, StatusView,
                     TestErrorView)
 # the app's concerns (each a mixin of GapLabApp) and the names they define, kept importable
@@ -262,13 +262,15 @@ class GapLabApp(ControlsMixin, UrlMixin, RefreshMixin, ProjectorMixin, pn.viewab
             self._header_extra = [qr_toggle]
         header = pn.Row(title, self.subtitle, *self._header_extra, self.w_projector,
                         styles={"background": "#1f3b57", "border-radius": "4px"},
-                        sizing_mode="stretch_width", margin=(5, 10), stylesheets=[WRAP_CSS])
+                        sizing_mode="stretch_width", margin=(5, 10), stylesheets=[WRAP_CSS, NORMAL_ONLY_CSS])
         # projector mode hides the header (its toggle joins the bar of run buttons: 60 px more
         # for the Step tab at 1280×720); the keys stay outside it, always on the page
         self.header, self._title = header, title
-        self.topbar = pn.Row(visible=False, sizing_mode="stretch_width", css_classes=["gaplab-topbar"])
+        self.topbar = pn.Row(sizing_mode="stretch_width", css_classes=["gaplab-topbar"],
+                             stylesheets=[PROJECTOR_ONLY_CSS])
         # the Step tab: the normal views, and projector mode's (hidden) once made
-        self._step_normal = pn.Column(*self._step_objects(), sizing_mode="stretch_width", margin=0)
+        self._step_normal = pn.Column(*self._step_objects(), sizing_mode="stretch_width", margin=0,
+                                      stylesheets=[NORMAL_ONLY_CSS])
         step_tab = pn.Column(self._step_normal, sizing_mode="stretch_width")
         self._step_tab = step_tab
         # a tab's box no wider than the tabs (its minimum is its contents', which may wrap)
@@ -283,11 +285,14 @@ class GapLabApp(ControlsMixin, UrlMixin, RefreshMixin, ProjectorMixin, pn.viewab
                          self.status.panel, self.tabs, sizing_mode="stretch_width",
                          min_width=MAIN_MIN_WIDTH)
         self.sidebar = self._controls()
+        self.sidebar.stylesheets = [*self.sidebar.stylesheets, NORMAL_ONLY_CSS]
+        self.status.panel.stylesheets = [*self.status.panel.stylesheets, both_modes_text_css(13.5)]
         # narrower than the sidebar and MAIN_MIN_WIDTH: the tabs go below the settings
         main.styles = {"flex": "1 1 0"}
+        # projector mode is a set of CSS variables on this root (gaplab.app.projector)
         return pn.Column(self.keys, header, pn.FlexBox(self.sidebar, main, flex_wrap="wrap", align_items="flex-start",
                                             sizing_mode="stretch_width"),
-                         sizing_mode="stretch_width")
+                         sizing_mode="stretch_width", styles=dict(MODE_VARS[False]))
 
     def __panel__(self):
         return self._layout

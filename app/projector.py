@@ -4,22 +4,28 @@ Projector mode has text and controls of at least 18 px, no settings sidebar (a b
 buttons above the tabs instead) and a Step tab laid out for 1280×720 (the anatomy stacked left,
 the block gaps right with bars binned to stay ≥ 6 px wide).
 
-The switch is one small message and a relayout, not a restyling of the page: both layouts are in
-the page before the switch. Projector mode's Step tab views and its bar (with its own copies of
-the run buttons and settings, bound to the same session parameters and actions) are made in
-projector sizes after the page has loaded and join it hidden, drawn. The switch then shows one
-set and hides the other (a few ``visible`` flags), draws the newly shown views with the snapshot
-on screen, and restyles only what both modes show (the status line, the banner, the tab labels)
-and the tab in view. Another tab is restyled when it is next shown. Restyling every widget and
-figure at the switch (a stylesheet change re-installs a component's stylesheets, a font change
-re-lays out its figure), and moving the run buttons between the sidebar and the bar (BokehJS
-rebuilds a moved component's view), took 10–20 s in the page of a busy laptop.
+The switch is one small message and no layout work for BokehJS: both layouts are in the page
+before it, and projector mode is a set of CSS custom properties on the app's root element
+(:data:`gaplab.app.styles.MODE_VARS`), which every component's stylesheet reads: the header,
+the sidebar and the Step tab's normal views are hidden by them, the projector bar and projector
+mode's Step tab views shown, the tab labels and the status line grow to 18 px. Projector
+mode's Step tab views and its bar (with its own copies of the run buttons and settings, bound
+to the same session parameters and actions) are made in projector sizes after the page has
+loaded and join it then, drawn. The switch also draws the newly shown views if the snapshot
+moved on while they were hidden, and restyles the tab in view when it is not the Step tab
+(another tab is restyled when it is next shown).
+
+Why: BokehJS re-lays out the whole page for every component whose ``visible``,
+``stylesheets`` or ``css_classes`` changes (once per component, synchronously), and rebuilds
+the view of a component moved to another container; restyling every widget and figure and
+moving the run buttons made the switch take many seconds on a busy laptop. A ``styles``
+change is not such a change.
 """
 from __future__ import annotations
 
 import panel as pn
 
-from .styles import designed_for_projector, projector_sizes
+from .styles import MODE_VARS, NORMAL_ONLY_CSS, PROJECTOR_ONLY_CSS, designed_for_projector, projector_sizes
 from .tabs import LESSONS, STEP
 from .ticks import handler
 from .views import AnatomyView, BlockGapsView, fig_fonts
@@ -72,7 +78,8 @@ class ProjectorMixin:
             for view in (a, blocks):
                 view.update(snap, force=True)
             self.anatomy_p, self.blocks_p = a, blocks
-            self._proj_row = pn.Row(a.panel, blocks.panel, sizing_mode="stretch_width", visible=self.projector)
+            self._proj_row = pn.Row(a.panel, blocks.panel, sizing_mode="stretch_width",
+                                    stylesheets=[PROJECTOR_ONLY_CSS])
             bar = self._projector_bar()
             self.topbar.objects = [bar]
             self._step_tab.objects = [self._step_normal, self._proj_row]
@@ -104,8 +111,9 @@ class ProjectorMixin:
     def set_projector(self, on: bool):
         """Projector mode on or off (text and controls ≥ 18 px, no settings sidebar, the run
         buttons in a bar above the tabs, the Step tab laid out for 1280×720). One message to the
-        page: a few components shown or hidden, the newly shown views drawn, the status line,
-        banner and tab labels restyled; nothing is rebuilt or moved."""
+        page: the root's CSS variables (:data:`gaplab.app.styles.MODE_VARS`) and the newly shown
+        views' data if the snapshot moved on while they were hidden; nothing is rebuilt, moved
+        or restyled but the tab in view (when not the Step tab)."""
         on = bool(on)
         if on == self.projector:
             return
@@ -123,21 +131,29 @@ class ProjectorMixin:
             self.header.objects = [self._title, self.subtitle] + ([] if on else [*extra, self.w_projector])
             row = [o for o in self._bar_row1.objects if o not in extra]
             self._bar_row1.objects = row[:-1] + (extra if on else []) + row[-1:]
-        self.topbar.visible = self._proj_row.visible = on
-        self.header.visible = self.sidebar.visible = self._step_normal.visible = not on
-        for part in (self.status.panel, self.banner, self.qr_pane):
-            if part is not None:
+        # the switch itself: the variables on the root (which layout shows, the tab labels' and
+        # the status line's size)
+        self._layout.styles = {**self._layout.styles, **MODE_VARS[on]}
+        for part in (self.banner, self.qr_pane):   # shown while the kernels compile; classroom
+            if part is not None and part.visible:
                 self._apply_big(part, on)
-        projector_sizes(self.tabs, on, deep=False)   # the tab labels
-        if hasattr(self, "_lessons"):
-            self._lessons.set_width(620 if on else 480)
         self._size_tab(self.tabs.active)
         self._kkey = None   # the compile banner in this mode's wording
-        self.refresh(force=True)   # the newly shown views draw the snapshot on screen
+        # the newly shown views draw the snapshot on screen if theirs is older
+        self.refresh()
+
+    def shown(self, part) -> bool:
+        """Whether ``part`` (a component of the app's layout) shows in the current mode."""
+        sheets = list(getattr(part, "stylesheets", []))
+        if NORMAL_ONLY_CSS in sheets and self.projector or PROJECTOR_ONLY_CSS in sheets and not self.projector:
+            return False
+        return bool(part.visible)
 
     def _size_tab(self, tab: int):
         """A tab's contents in the current mode's sizes (a tab is restyled when shown; the Step
         tab has a set of views per mode)."""
+        if tab == LESSONS and hasattr(self, "_lessons"):
+            self._lessons.set_width(620 if self.projector else 480)
         if tab == STEP or not (self.projector or self._tab_big.get(tab)):
             return
         self._apply_big(self._boxes[tab], self.projector)

@@ -193,6 +193,8 @@ class RefreshMixin:
     def _draw_banner(self, ks, reference=False):
         html = startup.banner_html(ks, reference=reference, projector=self.projector)
         self.banner.object = html
+        if html and self.projector:
+            self._apply_big(self.banner, True)
         self.banner.visible = bool(html)
 
     def _show_messages(self):

@@ -15,7 +15,7 @@ def test_projector_bar_switches_the_sampler_keeping_alpha_and_has_exact_and_comp
         s = app.session
         assert s.wait_idle(120) and s.keep_alpha
         app.set_projector(True)
-        assert not app.sidebar.visible and app.topbar.visible
+        assert not app.shown(app.sidebar) and app.shown(app.topbar) and not app.shown(app.header)
         bar = app.topbar
         selects = {w.name: w for w in bar.select(pn.widgets.Select)}
         buttons = {b.label: b for b in bar.select(pn.widgets.Button)}
@@ -42,6 +42,6 @@ def test_projector_bar_switches_the_sampler_keeping_alpha_and_has_exact_and_comp
         buttons["Add to comparison"].clicks += 1
         assert s.wait_idle(60) and len(s.snapshot.comparison) == runs + 1
         app.set_projector(False)                     # the sidebar shown, the bar hidden
-        assert not app.topbar.visible and app.sidebar.visible and not app.header.objects[-1].value
+        assert not app.shown(app.topbar) and app.shown(app.sidebar) and not app.header.objects[-1].value
     finally:
         app.close()

@@ -20,7 +20,7 @@ def _figures(app: GapLabApp):
     """The figures a viewer can see in the current mode: the Step tab holds a set of views per
     mode, the other mode's hidden."""
     hidden = app._step_normal if app.projector else app._proj_row
-    skip = {id(p) for p in hidden.select(pn.pane.Bokeh)} if hidden is not None and not hidden.visible else set()
+    skip = {id(p) for p in hidden.select(pn.pane.Bokeh)} if hidden is not None and not app.shown(hidden) else set()
     return [p.object for p in app._layout.select(pn.pane.Bokeh) if hasattr(p.object, "title") and id(p) not in skip]
 
 
