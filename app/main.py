@@ -374,6 +374,7 @@ class GapLabApp(ControlsMixin, UrlMixin, RefreshMixin, ProjectorMixin, pn.viewab
         elif tab == RACE:  # uniform vs gap sampling in lockstep (gaplab.app.race)
             from .race import RaceView
             self._race_view = RaceView()
+            self._race_view.set_projector(self.projector)
             objs = [self._race_view.panel]
         if self.projector:
             # projector sizes before the views are shown: a stylesheet set on a model in the

@@ -26,7 +26,7 @@ from __future__ import annotations
 import panel as pn
 
 from .styles import MODE_VARS, NORMAL_ONLY_CSS, PROJECTOR_ONLY_CSS, designed_for_projector, projector_sizes
-from .tabs import LESSONS, STEP
+from .tabs import LESSONS, RACE, STEP
 from .ticks import handler
 from .views import AnatomyView, BlockGapsView, fig_fonts
 
@@ -154,6 +154,8 @@ class ProjectorMixin:
         tab has a set of views per mode)."""
         if tab == LESSONS and hasattr(self, "_lessons"):
             self._lessons.set_width(620 if self.projector else 480)
+        if tab == RACE and hasattr(self, "_race_view"):
+            self._race_view.set_projector(self.projector)
         if tab == STEP or not (self.projector or self._tab_big.get(tab)):
             return
         self._apply_big(self._boxes[tab], self.projector)

@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -116,8 +117,12 @@ def measure(repeats: int, busy: bool, url: str | None = None, roots: dict | None
     from playwright.sync_api import sync_playwright
 
     from gaplab.app.testing import CHROMIUM_ARGS, busy_machine, find_chromium
+    out = {"busy": busy, "load_before": os.getloadavg(), "roots": roots or {}}
+    if roots:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from common import describe_root
+        out["compared"] = {name: describe_root(root) for name, root in roots.items()}
     roots = roots or {"app": ""}
-    out = {"busy": busy, "load_before": os.getloadavg(), "roots": roots}
     rows = {}
     with contextlib.ExitStack() as stack, sync_playwright() as pw:
         urls = _servers(stack, roots, url)
