@@ -6,14 +6,14 @@ viewer sees, read after the page's next painted frame every 50 ms:
 
 * space (Step): the status line's iteration goes up by one;
 * r (Run/Pause): the status line says "running" (and the iteration moves), then, on the next
-  r, "paused";
+  r, "paused" (the run at ``--speed``, default 1,000 steps/s);
 * p (projector mode): the projector bar shows, then hides (with the Step tab's narration).
 
 The presses of each key alternate with the others (space, r, r, p, p per round), so each
 round's presses share the load. ``--busy`` runs with the busy-laptop condition
 (:func:`gaplab.app.testing.busy_machine`: two CPU-bound processes beside the app).
 
-    python benchmarks/keys_latency.py [--busy] [--rounds 8] [--url URL] [--out FILE.json]
+    python benchmarks/keys_latency.py [--busy] [--rounds 8] [--speed LABEL] [--url URL] [--out FILE.json]
 
 Prints and writes JSON: seconds per key (median, max, every press), the load average.
 """
@@ -82,11 +82,11 @@ def _round(page, out: dict) -> None:
     time.sleep(0.5)
 
 
-def measure(rounds: int, busy: bool, url: str | None = None) -> dict:
+def measure(rounds: int, busy: bool, url: str | None = None, speed: str = "1,000 steps/s") -> dict:
     from playwright.sync_api import sync_playwright
 
     from gaplab.app.testing import CHROMIUM_ARGS, AppServer, busy_machine, find_chromium
-    out = {"busy": busy, "load_before": os.getloadavg()}
+    out = {"busy": busy, "speed": speed, "load_before": os.getloadavg()}
     presses = {k: [] for k in ("space", "r_run", "r_pause", "p_on", "p_off")}
     log = ROOT / "artifacts" / "keys_latency_server.log"
     server = (contextlib.nullcontext(argparse.Namespace(url=url)) if url else
@@ -97,6 +97,8 @@ def measure(rounds: int, busy: bool, url: str | None = None) -> dict:
         page.set_default_timeout(120_000)
         page.goto(f"{srv.url}?dataset=ocr-small", timeout=300_000)
         status = page.locator(".gaplab-status").first
+        # the run's speed: a lecture's (at "unlimited" the pass budget ends a run within seconds)
+        page.locator(".gaplab-w-speed select").first.select_option(label=speed)
         page.get_by_role("button", name="Step", exact=True).click()
         t0 = time.time()
         while "iteration 1 " not in status.inner_text():
@@ -122,11 +124,12 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--url", default=None, help="a running `gaplab app` (default: serve one, warm)")
+    ap.add_argument("--speed", default="1,000 steps/s", help="the run's speed (a label of the Speed setting)")
     args = ap.parse_args(argv)
     if args.rounds < 1:
         print(f"keys_latency.py: --rounds must be >= 1, got {args.rounds}")
         return 2
-    res = measure(args.rounds, args.busy, args.url)
+    res = measure(args.rounds, args.busy, args.url, args.speed)
     text = json.dumps(res, indent=1)
     print(text)
     if args.out is not None:
