@@ -219,6 +219,7 @@ class ControlsMixin:
                            css_classes=["gaplab-p-exact"])
         self.b_compare_p = B(label="Add to comparison", width=190, description=TOOLTIPS["compare"],
                              css_classes=["gaplab-p-compare"])
+        self._bar_copies[self.b_exact] = self.b_exact_p   # disabled with it (refresh)
 
     def _bar_actions(self):
         return [(self.b_step, self.on_step_click), (self.b_step_n, self.on_step_n), (self.b_run, self.on_run),
