@@ -278,11 +278,18 @@ class ControlsMixin:
         self.session.step()
         self.refresh()
 
+    #: a Step click waits this long (s) for its step before the periodic refresh is left to draw it
+    STEP_CLICK_WAIT_S = 0.05
+
     def on_step_click(self):
         """The Step button: one block step queued for the session's worker, as the Step key's
         (the same single step: k clicks give the trace of a k-step run with the same seed), so
-        the server's event loop never steps; the periodic refresh draws it."""
+        the server's event loop never steps. A step done within :attr:`STEP_CLICK_WAIT_S` is
+        drawn at once (its patch goes with the reply to the click); a longer one (a slow max
+        oracle) is drawn by the periodic refresh while the event loop answers other work."""
         self.on_key("step")
+        if self.session.wait_idle(self.STEP_CLICK_WAIT_S):
+            self.refresh()
 
     def on_step_n(self):
         n = self._budget(int(self.session.n_steps), "Step ×N")
