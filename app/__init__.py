@@ -6,8 +6,9 @@ worker thread, snapshots) imports no Panel and can be driven headless.
 
 What lives where:
 
-- ``main``: the app object (its tabs, header and projector mode), made of ``controls`` (the
-  sidebar: the settings' widgets, the buttons and their actions), ``page_url`` (a page's URL
+- ``main``: the app object (its tabs and header), made of ``controls`` (the
+  sidebar: the settings' widgets, the buttons and their actions), ``projector`` (projector
+  mode: its Step tab views and bar, made ahead and shown by the switch), ``page_url`` (a page's URL
   state: opening a bookmarked state, keeping the URL on the state shown) and ``refresh`` (the
   periodic tick, drawing the snapshot, the banner and messages, a notebook page's messages);
   ``tabs``: the tabs' indices; ``panel_app``: the ``panel serve`` entry;

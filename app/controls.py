@@ -110,12 +110,11 @@ class ControlsMixin:
         self._buttons()
         self._export_widgets()
         self._projector_copies()
-        for b, fn in [(self.b_step, self.on_step), (self.b_step_n, self.on_step_n),
-                      (self.b_run, self.on_run), (self.b_stop, self.on_stop), (self.b_reset, self.on_reset),
-                      (self.b_back, self.on_back),
-                      (self.b_exact, self.on_exact), (self.b_compare, self.on_compare),
-                      (self.b_exact_p, self.on_exact), (self.b_compare_p, self.on_compare),
-                      (self.b_clear, self.on_clear)]:
+        run = self._bar_actions()   # the run buttons and their copies in the projector bar
+        for b, fn in run + [(self._bar_copies[b], fn) for b, fn in run] + [
+                (self.b_exact, self.on_exact), (self.b_compare, self.on_compare),
+                (self.b_exact_p, self.on_exact), (self.b_compare_p, self.on_compare),
+                (self.b_clear, self.on_clear)]:
             b.on_click(lambda e, fn=fn: locked(self._timed, fn))   # with the document's lock (ticks.py)
         self.alert = pn.pane.Alert("", alert_type="info", visible=False, width=290, margin=(5, 10),
                                    styles={"overflow-wrap": "anywhere", "word-break": "break-word"})
@@ -203,13 +202,28 @@ class ControlsMixin:
         # there), exact gaps and the comparison, so the lecture never leaves projector mode
         self.p_widgets = {pname: w(pname, pn.widgets.Select, width=150, css_classes=[f"gaplab-p-{pname}"])
                           for pname in ("sampling", "step_kind") if pname in s.param}
+        # the run buttons, N and the speed: copies too (the bar is in the page, hidden, before
+        # the switch: gaplab.app.projector), with the same actions; refresh keeps their state
+        self.bar_widgets = {"n_steps": w("n_steps", pn.widgets.IntInput, width=80, label="N",
+                                         css_classes=["gaplab-p-n_steps"]),
+                            "speed": w("speed", pn.widgets.Select, width=_W, css_classes=["gaplab-p-speed"])}
+        for name in ("back", "step", "step_n", "run", "stop", "reset"):
+            b = getattr(self, f"b_{name}")
+            self._bar_copies[b] = B(label=b.label, button_type=b.button_type, width=b.width,
+                                    description=b.description, css_classes=[f"gaplab-p-{name}"])
         # a page can send any value to a widget: each setting's own bounds and choices hold on the
         # server, a refused value is said and the widget shows the value in force (widget_guard)
         guard_links(s, {**self.widgets, **self.p_widgets}, s.notify)
+        guard_links(s, self.bar_widgets, s.notify)
         self.b_exact_p = B(label="Exact gaps", width=130, description=TOOLTIPS["exact"],
                            css_classes=["gaplab-p-exact"])
         self.b_compare_p = B(label="Add to comparison", width=190, description=TOOLTIPS["compare"],
                              css_classes=["gaplab-p-compare"])
+        self._bar_copies[self.b_exact] = self.b_exact_p   # disabled with it (refresh)
+
+    def _bar_actions(self):
+        return [(self.b_step, self.on_step_click), (self.b_step_n, self.on_step_n), (self.b_run, self.on_run),
+                (self.b_stop, self.on_stop), (self.b_reset, self.on_reset), (self.b_back, self.on_back)]
 
     def _settings_box(self):
         """The settings' rows (``_LAYOUT``, problem options after the first row) under a title."""
@@ -259,8 +273,23 @@ class ControlsMixin:
         next_tick(self.refresh)   # the picker's handler
 
     def on_step(self):
+        """One block step in the caller's thread, drawn (notebooks, tests); the Step button takes
+        it in the session's worker (:meth:`on_step_click`)."""
         self.session.step()
         self.refresh()
+
+    #: a Step click waits this long (s) for its step before the periodic refresh is left to draw it
+    STEP_CLICK_WAIT_S = 0.05
+
+    def on_step_click(self):
+        """The Step button: one block step queued for the session's worker, as the Step key's
+        (the same single step: k clicks give the trace of a k-step run with the same seed), so
+        the server's event loop never steps. A step done within :attr:`STEP_CLICK_WAIT_S` is
+        drawn at once (its patch goes with the reply to the click); a longer one (a slow max
+        oracle) is drawn by the periodic refresh while the event loop answers other work."""
+        self.on_key("step")
+        if self.session.wait_idle(self.STEP_CLICK_WAIT_S):
+            self.refresh()
 
     def on_step_n(self):
         n = self._budget(int(self.session.n_steps), "Step ×N")

@@ -6,10 +6,10 @@ the settings (widgets generated from the Session's param parameters) and the but
 Step (anatomy of the last step, per-block gaps), Convergence, Cache & active sets, Regularization
 path, Toy example and Lessons.
 
-This module holds the app object with its tabs, header and projector mode; the app's other
-concerns are mixins of :class:`GapLabApp` in their own modules: ``controls`` (the sidebar and the
-buttons' actions), ``page_url`` (a page's URL state) and ``refresh`` (the periodic tick, drawing
-the snapshot, messages, a notebook page's messages). Their names stay importable from here.
+This module holds the app object with its tabs and header; the app's other concerns are mixins
+of :class:`GapLabApp` in their own modules: ``controls`` (the sidebar and the buttons' actions),
+``projector`` (projector mode and its switch), ``page_url`` (a page's URL state) and ``refresh``
+(the periodic tick, drawing the snapshot, messages, a notebook page's messages). Their names stay importable from here.
 """
 from __future__ import annotations
 
@@ -34,9 +34,8 @@ from .path_tab import PathView
 from .ticks import handler, next_tick
 from .session import Session
 from .toy_tab import ToyLab, ToyView
-from .views import fig_fonts
 from .views.frame import Frame
-from .styles import TABS_CSS, WRAP_CSS, designed_for_projector, projector_sizes
+from .styles import MODE_VARS, NORMAL_ONLY_CSS, PROJECTOR_ONLY_CSS, TABS_CSS, WRAP_CSS, both_modes_text_css
 from .views import (AnatomyView, BlockGapsView, CacheView, GapView, PrimalDualView, StatusView,
                     TestErrorView)
 # the app's concerns (each a mixin of GapLabApp) and the names they define, kept importable
@@ -44,6 +43,7 @@ from .views import (AnatomyView, BlockGapsView, CacheView, GapView, PrimalDualVi
 from .controls import (_LAYOUT, _WIDGET_CLASS, _WIDGET_KW, LESSON_OF, LESSON_TITLES,  # noqa: F401
                        SETTING_NOTES, TOOLTIPS, ControlsMixin, _missing_html)  # noqa: F401
 from .page_url import UrlMixin
+from .projector import PROJECTOR_BARS, ProjectorMixin
 from .refresh import (RefreshMixin, _extension, _notifications, _pin_local_resources,  # noqa: F401
                       _running_loop, _served)  # noqa: F401
 from .tabs import CACHE, CONVERGENCE, LESSONS, PATH, RACE, STEP, SWEEPS, TOY
@@ -56,8 +56,6 @@ REFRESH_MS = 100   # the UI pulls a snapshot at most 10 times per second; while 
 #                    the pace of the slowest visible view (its RUNNING_MIN_INTERVAL_S; views/frame.py)
 
 
-PROJECTOR_BARS = 120
-
 #: a stretched column no wider than its container: Bokeh gives it its children's widths as a
 #: minimum, and rows that wrap (the path tab's controls) would then never wrap
 _FIT_CSS = ":host { min-width: 0 !important; }"
@@ -69,7 +67,7 @@ ANATOMY_INPUT_MIN_WIDTH = 360   # px: the anatomy's input and corners; the table
 BLOCKS_HEIGHT = 560   # px taken by the Step tab's per-block gap plots (their place while unmade)
 
 
-class GapLabApp(ControlsMixin, UrlMixin, RefreshMixin, pn.viewable.Viewer):
+class GapLabApp(ControlsMixin, UrlMixin, RefreshMixin, ProjectorMixin, pn.viewable.Viewer):
     """One app instance = one session. ``close()`` stops the worker and frees the solver.
 
     Parameters
@@ -139,11 +137,9 @@ class GapLabApp(ControlsMixin, UrlMixin, RefreshMixin, pn.viewable.Viewer):
         served = _served()
         self._blocks = None if served else self._new_blocks()
         self._blocks_spacer = pn.Spacer(height=BLOCKS_HEIGHT, sizing_mode="stretch_width") if served else None
-        # projector mode's Step tab: the anatomy stacked left, the block gaps right (both above
-        # the fold at 1280×720); the bars are bins of ⌈n/120⌉ blocks (max ĝ, summed P), so a
-        # bar is ≥ 6 px wide for any n
-        self.projector = False
-        self.anatomy_p = self.blocks_p = None   # made after the page loads (_projector_ahead) or at the first switch
+        # projector mode's Step tab views and bar: made after the page loads (_projector_ahead)
+        # or at the first switch (gaplab.app.projector)
+        self._projector_init()
         self._built = {0}   # tabs whose views exist (the others are built when first shown)
         # a tab is built by one thread at a time: a notebook's periodic refresh and a tab click
         # from the page may both ask for it; the second waits for the whole tab
@@ -204,8 +200,7 @@ class GapLabApp(ControlsMixin, UrlMixin, RefreshMixin, pn.viewable.Viewer):
     def _lesson_page(self):
         if hasattr(self, "_lessons"):
             self._lessons.set_width(620 if self.projector else 480)
-        if self.projector and hasattr(self, "_lessons"):
-            self._apply_big(self._boxes[LESSONS], True)
+        self._lesson_sizes()
         if LESSONS in self._built and hasattr(self, "_lessons") and self.tabs.active == LESSONS:
             next_tick(self.refresh, force=True)   # a lesson button's handler
 
@@ -242,93 +237,6 @@ class GapLabApp(ControlsMixin, UrlMixin, RefreshMixin, pn.viewable.Viewer):
         for name, widget in wd.items():
             widget.visible = (s.param[name].precedence or 0) >= 0
 
-    def _projector_views(self):
-        """Projector mode's Step tab views (made once, sized for projector mode, drawn with the
-        current snapshot so that they come to the page with their data: a view drawn after it
-        joins the page showed a blank anatomy and empty −1…1 plots for seconds)."""
-        if self.anatomy_p is None:
-            a = AnatomyView(stacked=True, compact=True, on_choice=self._choose)
-            # the narration right under the input and the corners (above the fold at 1280×720),
-            # the table of numbers after it
-            a.panel.objects = [a.picker, a.word, a.sentence, a.table]
-            # the bar of run buttons and the one of mid-run switches take two rows: shorter gap
-            # bars keep the sampling plot above the fold at 1280×720
-            blocks = BlockGapsView(height=188, prob_height=145, name="block_gaps_projector",
-                                   max_bars=PROJECTOR_BARS)
-            blocks.info.height = 82
-            designed_for_projector(a.word, a.sentence, a.table, blocks.info)
-            for view in (a, blocks):   # sized before they are shown (see _ensure_tab)
-                self._apply_big(view.panel, True)
-            self.anatomy_p, self.blocks_p = a, blocks
-        snap = self._frame.snap if self._frame.snap is not None else self.session.snapshot
-        for view in (self.anatomy_p, self.blocks_p):
-            view.update(snap, force=True)
-        return self.anatomy_p, self.blocks_p
-
-    def set_projector(self, on: bool):
-        """Projector mode: text and controls ≥ 18 px, no settings sidebar (the run buttons move
-        to a bar above the tabs), the Step tab laid out for 1280×720 with the sampling plot above
-        the fold, per-block bars binned to stay ≥ 6 px wide. One message to the page: sizes and
-        stylesheets change, views already made are reused (none is rebuilt)."""
-        on = bool(on)
-        if on == self.projector:
-            return
-        with hold():
-            self._set_projector(on)
-
-    def _set_projector(self, on: bool):
-        self.projector = on
-        if on:
-            self._projector_views()
-        if self.w_projector.value != on:
-            self.w_projector.value = on
-        wd = self.widgets
-        # first row: the run buttons and the projector toggle (the header is hidden); second row:
-        # the speed and what a lecture switches mid-run (the sampler, the step kind), exact gaps
-        # and the comparison
-        bar = [self.b_back, self.b_step, self.b_step_n, wd["n_steps"], self.b_run, self.b_stop, self.b_reset,
-               pn.Spacer(sizing_mode="stretch_width"), *self._header_extra, self.w_projector]
-        bar2 = [wd["speed"]] + list(self.p_widgets.values()) + [pn.Column(pn.Spacer(height=20), pn.Row(
-            self.b_exact_p, self.b_compare_p, margin=0), margin=0)]
-        # the normal views are sized while out of the page (sizes first, then the layout; the
-        # projector views stay in projector sizes)
-        if on:
-            self._sizes(on)
-            self.header.objects = [self._title, self.subtitle]
-            rows = pn.Column(pn.Row(*bar, margin=0, sizing_mode="stretch_width"), pn.Row(*bar2, margin=0),
-                             margin=0, sizing_mode="stretch_width")
-            self._apply_big(rows, True)   # the bar's own widgets (not in the layout until now)
-            self.run_box.objects = []
-            self.topbar.objects = [rows]
-            self._step_tab.objects = [pn.Row(self.anatomy_p.panel, self.blocks_p.panel, sizing_mode="stretch_width")]
-        else:
-            self.topbar.objects = []
-            self.header.objects = [self._title, self.subtitle, *self._header_extra, self.w_projector]
-            self.run_box.objects = self._run_rows()
-            self._step_tab.objects = self._step_objects()
-            self._sizes(on)
-        self.topbar.visible = on
-        self.header.visible = not on
-        self.sidebar.visible = not on
-        self.subtitle.visible = not on
-        if hasattr(self, "_lessons"):
-            self._lessons.set_width(620 if on else 480)
-        self._kkey = None   # the compile banner in this mode's wording
-        self.refresh(force=True)
-
-    def _sizes(self, on: bool):
-        self._apply_big(self._layout, on)
-        for extra in (self.anatomy, self._blocks, self.sidebar):
-            if extra is not None:
-                self._apply_big(extra.panel if hasattr(extra, "panel") else extra, on)
-
-    @staticmethod
-    def _apply_big(layout, on: bool):
-        """Projector sizes on or off for every widget, figure and text pane in ``layout``
-        (:func:`gaplab.app.styles.projector_sizes`)."""
-        projector_sizes(layout, on)
-        fig_fonts(layout, on)
-
     def _build(self):
         self.subtitle = pn.pane.HTML(
             "<span style='font-size:13px;color:#dfe8f0'>Block-coordinate Frank-Wolfe for structured "
@@ -338,6 +246,7 @@ class GapLabApp(ControlsMixin, UrlMixin, RefreshMixin, pn.viewable.Viewer):
                                              margin=(8, 10), stylesheets=[".bk-btn {font-size: 16px;}"],
                                              css_classes=["gaplab-projector-toggle"])
         self.w_projector.param.watch(handler(lambda e: self.set_projector(e.new)), "value")
+        self._projector_toggle_copy()
         title = pn.pane.HTML("<span style='font-size:20px;font-weight:600;color:white'>gaplab · Minding the gaps</span>",
                              margin=(8, 14))
         self.keys = KeyboardShortcuts(width=0, height=0, margin=0)
@@ -353,12 +262,16 @@ class GapLabApp(ControlsMixin, UrlMixin, RefreshMixin, pn.viewable.Viewer):
             self._header_extra = [qr_toggle]
         header = pn.Row(title, self.subtitle, *self._header_extra, self.w_projector,
                         styles={"background": "#1f3b57", "border-radius": "4px"},
-                        sizing_mode="stretch_width", margin=(5, 10), stylesheets=[WRAP_CSS])
+                        sizing_mode="stretch_width", margin=(5, 10), stylesheets=[WRAP_CSS, NORMAL_ONLY_CSS])
         # projector mode hides the header (its toggle joins the bar of run buttons: 60 px more
         # for the Step tab at 1280×720); the keys stay outside it, always on the page
         self.header, self._title = header, title
-        self.topbar = pn.Row(visible=False, sizing_mode="stretch_width", css_classes=["gaplab-topbar"])
-        step_tab = pn.Column(*self._step_objects(), sizing_mode="stretch_width")
+        self.topbar = pn.Row(sizing_mode="stretch_width", css_classes=["gaplab-topbar"],
+                             stylesheets=[PROJECTOR_ONLY_CSS])
+        # the Step tab: the normal views, and projector mode's (hidden) once made
+        self._step_normal = pn.Column(*self._step_objects(), sizing_mode="stretch_width", margin=0,
+                                      stylesheets=[NORMAL_ONLY_CSS])
+        step_tab = pn.Column(self._step_normal, sizing_mode="stretch_width")
         self._step_tab = step_tab
         # a tab's box no wider than the tabs (its minimum is its contents', which may wrap)
         self._boxes = [step_tab] + [pn.Column(sizing_mode="stretch_width", stylesheets=[_FIT_CSS])
@@ -372,11 +285,14 @@ class GapLabApp(ControlsMixin, UrlMixin, RefreshMixin, pn.viewable.Viewer):
                          self.status.panel, self.tabs, sizing_mode="stretch_width",
                          min_width=MAIN_MIN_WIDTH)
         self.sidebar = self._controls()
+        self.sidebar.stylesheets = [*self.sidebar.stylesheets, NORMAL_ONLY_CSS]
+        self.status.panel.stylesheets = [*self.status.panel.stylesheets, both_modes_text_css(13.5)]
         # narrower than the sidebar and MAIN_MIN_WIDTH: the tabs go below the settings
         main.styles = {"flex": "1 1 0"}
+        # projector mode is a set of CSS variables on this root (gaplab.app.projector)
         return pn.Column(self.keys, header, pn.FlexBox(self.sidebar, main, flex_wrap="wrap", align_items="flex-start",
                                             sizing_mode="stretch_width"),
-                         sizing_mode="stretch_width")
+                         sizing_mode="stretch_width", styles=dict(MODE_VARS[False]))
 
     def __panel__(self):
         return self._layout
@@ -390,10 +306,7 @@ class GapLabApp(ControlsMixin, UrlMixin, RefreshMixin, pn.viewable.Viewer):
         """The Step tab's per-block gap plots (made on first use, see ``__init__``)."""
         if self._blocks is None:
             self._blocks = self._new_blocks()
-            if self.projector:
-                self._apply_big(self._blocks.panel, True)
-            else:
-                self._step_tab.objects = self._step_objects()
+            self._step_normal.objects = self._step_objects()
         return self._blocks
 
     def _step_objects(self):
@@ -408,8 +321,7 @@ class GapLabApp(ControlsMixin, UrlMixin, RefreshMixin, pn.viewable.Viewer):
     def _on_tab(self, event):
         new = event.new not in self._built
         self._ensure_tab(event.new)   # a new tab's views come to the page drawn (_build_tab)
-        if self.projector:
-            self._apply_big(self._boxes[event.new], True)
+        self._size_tab(event.new)   # in this mode's sizes (restyled when shown)
         # a tab shown again is redrawn in full (the page may hold older columns); a new one
         # only if a newer snapshot came meanwhile
         self.refresh(force=not new)
@@ -462,12 +374,14 @@ class GapLabApp(ControlsMixin, UrlMixin, RefreshMixin, pn.viewable.Viewer):
         elif tab == RACE:  # uniform vs gap sampling in lockstep (gaplab.app.race)
             from .race import RaceView
             self._race_view = RaceView()
+            self._race_view.set_projector(self.projector)
             objs = [self._race_view.panel]
         if self.projector:
             # projector sizes before the views are shown: a stylesheet set on a model in the
             # tick that creates it did not reach the page
             for obj in objs:
                 self._apply_big(obj, True)
+            self._tab_big[tab] = True
         # the new views draw the snapshot on screen before they join the page, so the message
         # that adds their figures carries the data. Drawn after, the data came in a second
         # message: Panel sends the new figures when ``objects`` is set, as they are then
@@ -531,12 +445,9 @@ class GapLabApp(ControlsMixin, UrlMixin, RefreshMixin, pn.viewable.Viewer):
         kernels.page_loaded()
         self.blocks   # noqa: B018 - made now (see __init__), inside this session's document
         self.refresh(force=True)
-        # projector mode's views made ahead (not shown): the switch then only changes sizes
+        # projector mode's views and bar made ahead, hidden in the page: the switch then only
+        # shows them (gaplab.app.projector)
         next_tick(self._projector_ahead)
-
-    def _projector_ahead(self):
-        if not self._closed and self.anatomy_p is None:
-            self._projector_views()
 
     # ------------------------------------------------------------------ lifetime
     def _on_destroyed(self, session_context):

@@ -364,14 +364,32 @@ class RaceView:
         self.size_note = pn.pane.HTML("", css_classes=["gaplab-race-size-note"], styles={"font-size": "14px"},
                                       margin=(28, 5, 5, 5), visible=False)
         self._sync_size_inputs()
-        self.panel = pn.Column(
-            pn.Row(self.w_problem, self.w_n, self.w_K, self.w_seed, self.size_note),
-            pn.Row(self.w_speed, pn.Column(pn.Spacer(height=18), pn.Row(self.b_run, self.b_reset), margin=0)),
-            self.readout,
-            pn.Row(figure_pane(self.heat["uniform"], sizing_mode="fixed"),
-                   figure_pane(self.heat["gap"], sizing_mode="fixed"), figure_pane(c), sizing_mode="stretch_width"),
-            sizing_mode="stretch_width", css_classes=["gaplab-race"])
+        self._figs = pn.Row(figure_pane(self.heat["uniform"], sizing_mode="fixed"),
+                            figure_pane(self.heat["gap"], sizing_mode="fixed"), figure_pane(c),
+                            sizing_mode="stretch_width")
+        self.projector = False
+        self.panel = pn.Column(*self._controls(False), self.readout, self._figs,
+                               sizing_mode="stretch_width", css_classes=["gaplab-race"])
         self.draw()
+
+    def _controls(self, projector: bool) -> list:
+        """The rows of controls: two, or one that wraps in projector mode (the tab then fits
+        1280×720 under the projector bar)."""
+        import panel as pn
+        buttons = pn.Column(pn.Spacer(height=18), pn.Row(self.b_run, self.b_reset), margin=0)
+        if projector:
+            return [pn.Row(self.w_problem, self.w_n, self.w_K, self.w_seed, self.w_speed, buttons, self.size_note,
+                           stylesheets=[":host { flex-wrap: wrap !important; }"])]
+        return [pn.Row(self.w_problem, self.w_n, self.w_K, self.w_seed, self.size_note),
+                pn.Row(self.w_speed, buttons)]
+
+    def set_projector(self, on: bool) -> None:
+        """Projector mode's layout (one row of controls) on or off (the app's projector switch,
+        when the tab is shown)."""
+        on = bool(on)
+        if on != self.projector:
+            self.projector = on
+            self.panel.objects = [*self._controls(on), self.readout, self._figs]
 
     # ---------------------------------------------------------------- actions
     def set_running(self, on: bool):

@@ -158,8 +158,9 @@ class RefreshMixin:
         snap = self.session.snapshot
         running = snap.status == "running"
         label = "❚❚ Pause" if running else "▶ Run"
-        if self.b_run.label != label:
-            self.b_run.label = label
+        for b in (self.b_run, self._bar_copies.get(self.b_run)):
+            if b is not None and b.label != label:
+                b.label = label
         ks = kernels.state()
         if ks.ready and self.session.reference_stepping:
             self.session.hand_over()   # the kernels are ready: the fast solver replays the Steps
@@ -170,8 +171,9 @@ class RefreshMixin:
         for b in (self.b_step, self.b_step_n, self.b_run, self.b_exact, self.b_reset, self.b_back):
             off = (not step_ok) if b is self.b_step else (
                 busy or (b is self.b_exact and not ks.exact_gaps_ready))   # (runs in this thread)
-            if b.disabled != off:
-                b.disabled = off
+            for w in (b, self._bar_copies.get(b)):   # and its copy in the projector bar
+                if w is not None and w.disabled != off:
+                    w.disabled = off
         reference = self.session.reference_stepping
         kkey = startup.progress_key(ks) + (reference,)
         if kkey != self._kkey:
@@ -191,6 +193,8 @@ class RefreshMixin:
     def _draw_banner(self, ks, reference=False):
         html = startup.banner_html(ks, reference=reference, projector=self.projector)
         self.banner.object = html
+        if html and self.projector:
+            self._apply_big(self.banner, True)
         self.banner.visible = bool(html)
 
     def _show_messages(self):

@@ -11,7 +11,9 @@ reach inside; each stylesheet here is attached to the components it styles (``st
   inline ``font-size``, widget labels wrap within their widget instead of running into the next.
 
 :func:`projector_sizes` switches projector mode on or off for everything in a layout (widgets,
-tabs, text panes, Bokeh figures with their legends, colour bars and labels).
+tabs, text panes, Bokeh figures with their legends, colour bars and labels). The switch of the
+app's layout itself is :data:`MODE_VARS` on its root, read by :data:`NORMAL_ONLY_CSS`,
+:data:`PROJECTOR_ONLY_CSS`, :func:`both_modes_text_css` and :data:`TABS_CSS`.
 """
 from __future__ import annotations
 
@@ -19,16 +21,41 @@ import weakref
 
 import panel as pn
 
-__all__ = ["BIG_PX", "TABS_CSS", "WRAP_CSS", "PROJECTOR_CSS", "PROJECTOR_TEXT_CSS", "projector_sizes",
+__all__ = ["BIG_PX", "MODE_VARS", "NORMAL_ONLY_CSS", "PROJECTOR_ONLY_CSS", "both_modes_text_css", "TABS_CSS", "WRAP_CSS", "PROJECTOR_CSS", "PROJECTOR_TEXT_CSS", "projector_sizes",
            "figure_texts", "designed_for_projector", "SCROLL_CUE_CLASS", "SCROLL_CUE_STYLES",
            "SCROLL_CUE_BAND", "NARRATION_LINE_PX", "NARRATION_PROJECTOR_LINE_PX", "NARRATION_PROJECTOR_LINES",
            "NARRATION_CUE_STYLES", "narration_height"]
 
 BIG_PX = 18.0   # projector mode: the smallest text size (px)
 
-#: tab labels wrap onto another row rather than scroll sideways out of view
+#: projector mode is one set of CSS custom properties on the app's root element (``styles=``):
+#: custom properties inherit into every shadow root below it, and a ``styles`` change is no
+#: layout change for BokehJS (a ``visible``, ``stylesheets`` or ``css_classes`` change of a
+#: component re-lays out the whole page, once per component). "initial" leaves a variable
+#: unset, so the fallbacks of the stylesheets below (the normal layout) apply.
+MODE_VARS = {
+    False: {"--gaplab-normal-display": "initial", "--gaplab-projector-display": "initial",
+            "--gaplab-big-font": "initial"},
+    True: {"--gaplab-normal-display": "none", "--gaplab-projector-display": "flex",
+           "--gaplab-big-font": f"{BIG_PX:g}px"},
+}
+#: on a component shown in normal mode only (header, sidebar, the Step tab's normal views: all
+#: flex layouts), and on one shown in projector mode only (its bar and Step tab views)
+NORMAL_ONLY_CSS = ":host { display: var(--gaplab-normal-display, flex) !important; }"
+PROJECTOR_ONLY_CSS = ":host { display: var(--gaplab-projector-display, none) !important; }"
+
+
+def both_modes_text_css(px: float) -> str:
+    """The stylesheet of a text pane shown in both modes (the status line): ``px`` px, BIG_PX
+    in projector mode."""
+    return f":host {{ font-size: var(--gaplab-big-font, {px:g}px) !important; }}"
+
+
+#: tab labels wrap onto another row rather than scroll sideways out of view; projector mode's
+#: labels are BIG_PX (the fallback, "inherit", is the labels' normal size)
 TABS_CSS = """
 .bk-headers-wrapper { flex-wrap: wrap; overflow-x: hidden; }
+.bk-tab { font-size: var(--gaplab-big-font, inherit) !important; }
 """
 
 #: a fixed-height pane that scrolls (``overflow-y: auto``) shows when more is below or above:
@@ -245,7 +272,8 @@ def projector_sizes(layout, big: bool) -> None:
     18 px); input boxes and dropdowns as wide as their text at that size; every text of a Bokeh
     figure at least :data:`BIG_PX` px. Off restores the normal
     stylesheets, heights and sizes. Legends inside a plot frame move below it (and back)."""
-    for wdg in list(layout.select(pn.widgets.Widget)) + list(layout.select(pn.Tabs)):
+    select = layout.select
+    for wdg in list(select(pn.widgets.Widget)) + list(select(pn.Tabs)):
         if wdg not in _WIDGETS:
             _WIDGETS[wdg] = list(wdg.stylesheets)
         want = _WIDGETS[wdg] + [PROJECTOR_CSS] if big else _WIDGETS[wdg]
@@ -254,7 +282,7 @@ def projector_sizes(layout, big: bool) -> None:
         if isinstance(wdg, (pn.widgets.Select, pn.widgets.TextInput, pn.widgets.FloatInput,
                             pn.widgets.IntInput)) and not isinstance(wdg, pn.widgets.MultiSelect):
             _input_width(wdg, big)
-    for pane in list(layout.select(pn.pane.Markdown)) + list(layout.select(pn.pane.HTML)):
+    for pane in list(select(pn.pane.Markdown)) + list(select(pn.pane.HTML)):
         if pane not in _PANES:
             _PANES[pane] = (list(pane.stylesheets), pane.height)
         sheets, height = _PANES[pane]
@@ -267,7 +295,7 @@ def projector_sizes(layout, big: bool) -> None:
             h = round(height * max(1.0, BIG_PX / normal)) if big else height
             if pane.height != h:
                 pane.height = h
-    for pane in layout.select(pn.pane.Bokeh):
+    for pane in select(pn.pane.Bokeh):
         fig = pane.object
         if fig is not None and hasattr(fig, "title"):
             _fig_sizes(fig, big)

@@ -99,6 +99,36 @@ def test_key_steps_run_in_the_worker_and_match_single_steps(toy_app):
         ref.close()
 
 
+def test_step_button_clicks_run_in_the_worker_and_match_a_k_step_run(toy_app):
+    """The Step button (the sidebar's and the projector bar's) takes its step in the session's
+    worker, never in the thread that handles the click; k clicks are the run of one Step ×k
+    with the same seed, bitwise."""
+    from gaplab.app.session import Session
+    s = toy_app.session
+    main = threading.current_thread()
+    stepped_in = []
+    orig = type(s)._single_step
+
+    def spy(self):
+        stepped_in.append(threading.current_thread())
+        return orig(self)
+    s._single_step = spy.__get__(s)
+    for k in range(6):
+        (toy_app.b_step if k % 2 else toy_app._bar_copies[toy_app.b_step]).clicks += 1
+        assert s.wait_idle(120)
+    assert s.snapshot.iteration == 6 and len(stepped_in) == 6
+    assert all(t is not main for t in stepped_in)
+    ref = Session(dataset="toy")
+    try:
+        assert ref.wait_idle(120)
+        ref.step_n(6)
+        assert ref.wait_idle(120) and ref.snapshot.iteration == 6
+        assert (ref.solver.w == s.solver.w).all()     # the same run, bitwise
+        assert (ref.solver.gap_estimates == s.solver.gap_estimates).all()
+    finally:
+        ref.close()
+
+
 def test_back_past_the_history_gives_one_notice(toy_app):
     s = toy_app.session
     toy_app.keys.counts = "step:5"

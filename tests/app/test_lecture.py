@@ -147,14 +147,15 @@ def test_projector_mode_bins_bars_and_enlarges_text(fresh):
     app.on_step()
     app.set_projector(True)
     try:
-        assert not app.sidebar.visible and app.topbar.visible and app.b_step in app.topbar.select(pn.widgets.Button)
+        assert not app.shown(app.sidebar) and app.shown(app.topbar) \
+            and app._bar_copies[app.b_step] in app.topbar.select(pn.widgets.Button)
         n = app.session.snapshot.n
         assert len(app.blocks_p.src.data["x"]) == math.ceil(n / math.ceil(n / PROJECTOR_BARS)) <= PROJECTOR_BARS
         assert app.blocks_p.fig.title.text_font_size == "19px"
         assert "font-size:18.2px" in app.anatomy_p.table.object
     finally:
         app.set_projector(False)
-    assert app.sidebar.visible and not app.topbar.visible and app.blocks.fig.title.text_font_size == "14px"
+    assert app.shown(app.sidebar) and not app.shown(app.topbar) and app.blocks.fig.title.text_font_size == "14px"
 
 
 def test_every_setting_tooltip_names_its_lesson(app):

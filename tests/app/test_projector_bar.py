@@ -15,16 +15,17 @@ def test_projector_bar_switches_the_sampler_keeping_alpha_and_has_exact_and_comp
         s = app.session
         assert s.wait_idle(120) and s.keep_alpha
         app.set_projector(True)
-        assert not app.sidebar.visible and app.topbar.visible
+        assert not app.shown(app.sidebar) and app.shown(app.topbar) and not app.shown(app.header)
         bar = app.topbar
         selects = {w.name: w for w in bar.select(pn.widgets.Select)}
         buttons = {b.label: b for b in bar.select(pn.widgets.Button)}
         assert {"Step", "◀ Back", "Exact gaps", "Add to comparison"} <= set(buttons)
         sampler = app.p_widgets["sampling"]
         assert sampler in selects.values() and app.p_widgets["step_kind"] in selects.values()
-        for _ in range(6):
+        for _ in range(3):   # the sidebar's Step and the bar's (queued for the session's worker)
             app.b_step.clicks += 1
-        assert s.snapshot.iteration == 6
+            app._bar_copies[app.b_step].clicks += 1
+        assert s.wait_idle(60) and s.snapshot.iteration == 6
         w_before = s.solver.w.copy()
         sampler.value = "gap"                       # uniform -> gap mid-run, from the bar
         assert s.sampling == "gap" and app.widgets["sampling"].value == "gap"   # one parameter
@@ -40,7 +41,7 @@ def test_projector_bar_switches_the_sampler_keeping_alpha_and_has_exact_and_comp
         runs = len(s.snapshot.comparison)
         buttons["Add to comparison"].clicks += 1
         assert s.wait_idle(60) and len(s.snapshot.comparison) == runs + 1
-        app.set_projector(False)                     # back in the sidebar, not in a hidden bar
-        assert app.topbar.objects == [] and app.sidebar.visible
+        app.set_projector(False)                     # the sidebar shown, the bar hidden
+        assert not app.shown(app.topbar) and app.shown(app.sidebar) and not app.header.objects[-1].value
     finally:
         app.close()

@@ -9,7 +9,7 @@ import pytest
 
 pn = pytest.importorskip("panel")
 
-from gaplab.app.main import LESSON_PAGES, LESSONS, TOY, GapLabApp  # noqa: E402
+from gaplab.app.main import CONVERGENCE, LESSON_PAGES, LESSONS, TOY, GapLabApp  # noqa: E402
 from gaplab.app.styles import BIG_PX, figure_texts  # noqa: E402
 
 _FONT = next((p for p in ("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
@@ -17,7 +17,11 @@ _FONT = next((p for p in ("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
 
 
 def _figures(app: GapLabApp):
-    return [p.object for p in app._layout.select(pn.pane.Bokeh) if hasattr(p.object, "title")]
+    """The figures a viewer can see in the current mode: the Step tab holds a set of views per
+    mode, the other mode's hidden."""
+    hidden = app._step_normal if app.projector else app._proj_row
+    skip = {id(p) for p in hidden.select(pn.pane.Bokeh)} if hidden is not None and not app.shown(hidden) else set()
+    return [p.object for p in app._layout.select(pn.pane.Bokeh) if hasattr(p.object, "title") and id(p) not in skip]
 
 
 def _every_tab_in_projector_mode(app: GapLabApp):
@@ -27,12 +31,12 @@ def _every_tab_in_projector_mode(app: GapLabApp):
         if tab == TOY:
             continue   # built below with the others; its view needs no solver
         app._ensure_tab(tab)
-        app._apply_big(app._boxes[tab], True)
+        app._size_tab(tab)   # as showing the tab does
     app._ensure_tab(TOY)
-    app._apply_big(app._boxes[TOY], True)
+    app._size_tab(TOY)
     for page in range(len(LESSON_PAGES)):
         app.lessons.go(page)
-        app._apply_big(app._boxes[LESSONS], True)
+        app._size_tab(LESSONS)
 
 
 def _px(size) -> float:
@@ -68,7 +72,9 @@ def test_projector_legends_are_outside_the_plot_frames(app):
     inside = [f.title.text for f in _figures(app) for leg in f.legend if leg in f.center]
     assert inside == []
     app.set_projector(False)
-    # back in normal mode the convergence legend is where the normal layout put it
+    # back in normal mode the convergence legend is where the normal layout put it, once the
+    # tab is shown (a tab is restyled when shown)
+    app.tabs.active = CONVERGENCE
     assert places() == normal and normal
 
 

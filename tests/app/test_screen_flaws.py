@@ -207,8 +207,10 @@ def test_projector_mode_lifts_text_glyphs_to_18px(app):
     app.set_projector(True)
     try:
         for t in (RACE, TOY):
-            app._apply_big(app._boxes[t], True)
+            app._size_tab(t)   # as showing the tab does
         assert all(float(g.text_font_size.rstrip("px")) >= 18 for g in texts), [g.text_font_size for g in texts]
     finally:
         app.set_projector(False)
+    for t in (RACE, TOY):   # a tab is restyled when it is shown again
+        app._size_tab(t)
     assert [g.text_font_size for g in texts] == normal

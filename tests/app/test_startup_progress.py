@@ -159,9 +159,11 @@ def test_exact_gaps_wait_for_their_kernels(app, monkeypatch):
     monkeypatch.setattr(kernels, "state", lambda: bg)
     app.refresh()
     assert not app.b_step.disabled and app.b_exact.disabled
+    # the projector bar's copies too (its "Exact gaps" is a button of its own)
+    assert not app._bar_copies[app.b_step].disabled and app.b_exact_p.disabled
     monkeypatch.setattr(kernels, "state", lambda: KernelState("ready", 1.0, "ready", 60.0))
     app.refresh()
-    assert not app.b_step.disabled and not app.b_exact.disabled
+    assert not app.b_step.disabled and not app.b_exact.disabled and not app.b_exact_p.disabled
 
 
 def test_compile_child_ends_when_its_parent_has_gone():

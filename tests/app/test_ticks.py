@@ -44,7 +44,8 @@ def test_a_click_is_handled_in_the_next_tick(app):
     assert app.session.snapshot.iteration == 0 and app.status.panel.object == status
     assert len(served.ticks()) == 1
     served.run_ticks()
-    assert app.session.wait_idle(30)
+    assert app.session.wait_idle(30)   # the Step is taken in the session's worker
+    app.refresh()                      # (the periodic refresh's draw)
     assert app.session.snapshot.iteration == 1 and "iteration <b>1</b>" in app.status.panel.object
 
 
@@ -72,7 +73,8 @@ def test_a_click_applied_under_the_document_lock_is_handled_at_once(app):
     changes to send: ``_pending_writes`` is a list): the Step is taken and drawn at once, its
     patch sent with that message's processing, not in a later tick that races Bokeh's reply to
     the click (Panel then holds the patch back 10 ms). Without that lock (Panel processing the
-    click in a coroutine of its own) it still waits for the next tick."""
+    click in a coroutine of its own) it still waits for the next tick. (The Step itself is
+    queued for the session's worker; the periodic refresh draws it.)"""
     import threading
 
     from panel.io.state import state
@@ -86,13 +88,15 @@ def test_a_click_applied_under_the_document_lock_is_handled_at_once(app):
         with set_curdoc(served.doc):
             app.b_step.clicks += 1
         assert not served.ticks()
-        assert app.session.snapshot.iteration == 1 and "iteration <b>1</b>" in app.status.panel.object
+        assert app.session.wait_idle(30) and app.session.snapshot.iteration == 1
         session._pending_writes = None      # the lock not held here
         with set_curdoc(served.doc):
             app.b_step.clicks += 1
-        assert app.session.snapshot.iteration == 1 and len(served.ticks()) == 1
+        assert app.session.wait_idle(30) and app.session.snapshot.iteration == 1 and len(served.ticks()) == 1
         served.run_ticks()
-        assert app.session.snapshot.iteration == 2 and "iteration <b>2</b>" in app.status.panel.object
+        assert app.session.wait_idle(30) and app.session.snapshot.iteration == 2
+        app.refresh()
+        assert "iteration <b>2</b>" in app.status.panel.object
     finally:
         state._connected.pop(served.doc, None)
         state._thread_id_.pop(served.doc, None)

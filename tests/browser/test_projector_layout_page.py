@@ -18,7 +18,7 @@ import pytest
 
 from browser_env import require_browser, wait_until, warm_app_server
 from cli_runs import shared_data
-from gaplab.app.testing import busy_machine, layout_problems, text_layout
+from gaplab.app.testing import busy_machine, layout_problems, shadow_texts_js, text_layout
 
 pytestmark = pytest.mark.browser
 
@@ -30,6 +30,8 @@ DATA = shared_data()
 TABS = ("Step", "Convergence", "Cache & active sets", "Regularization path", "Toy example", "Lessons",
         "Sweeps", "Race")
 W, H = 1280, 720
+#: the tabs that fit the viewport in projector mode (no scrolling, nothing cut by its bottom)
+FIT_TABS = ("Step", "Race")
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +60,8 @@ def _settled(page, timeout=60):
 def projector_tour(browser, url, dataset, shots: Path | None = None, tabs=TABS, fold: bool = False) -> dict:
     """Open ``dataset`` at 1280×720 in projector mode, take three steps and visit ``tabs``.
     Returns {tab: problems} (see :func:`gaplab.app.testing.layout_problems`), with the
-    narration's box on the Step tab; ``fold``: the Step tab must also fit the viewport (no
-    scrolling, nothing cut by its bottom edge)."""
+    narration's box on the Step tab; ``fold``: the Step and Race tabs must also fit the
+    viewport (no scrolling, nothing cut by its bottom edge)."""
     ctx = browser.new_context(viewport={"width": W, "height": H})
     page = ctx.new_page()
     page.set_default_timeout(60_000)
@@ -81,7 +83,7 @@ def projector_tour(browser, url, dataset, shots: Path | None = None, tabs=TABS, 
             lay = _settled(page)
             # the Step tab is the lecture's screen: it fits 1280×720 (no scrolling, nothing cut
             # by the bottom edge: the anatomy's numbers table, the sampling plot's axis label)
-            problems = layout_problems(lay, min_font=18, fold=fold and tab == "Step")
+            problems = layout_problems(lay, min_font=18, fold=fold and tab in FIT_TABS)
             if lay["scrollW"] > W:
                 problems.append(f"the page scrolls sideways: {lay['scrollW']} px wide")
             if tab == "Step":
@@ -117,6 +119,54 @@ def test_projector_step_tab_fits_the_viewport_ocr_small(server, browser):
     (the anatomy with its numbers table, the narration, the gap bars, the sampling plot with
     its axis labels) is cut by the viewport's bottom."""
     _assert_clean(projector_tour(browser, server.url, "ocr-small", tabs=TABS[:1], fold=True))
+
+
+def _race_ran(page, problem: str, until, timeout: float = 300.0) -> dict:
+    """The race of ``problem`` (a label of its dropdown) run at the fastest speed until
+    ``until(readout text)`` or ``timeout``; then the page's problems at 1280×720 (fold: no
+    scrolling, nothing cut by the bottom edge)."""
+    race = page.locator(".gaplab-race").first
+    race.locator("select").first.select_option(label=problem)
+    race.locator("select").nth(1).select_option(label="3 passes / tick")
+    page.locator(".gaplab-race-run button, .gaplab-race-run .bk-btn").first.click()
+    page.mouse.move(3, 3)
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        text = page.evaluate(shadow_texts_js(readout=".gaplab-race-readout"))["readout"] or ""
+        if until(text):
+            break
+        time.sleep(1.0)
+    lay = _settled(page)
+    return layout_problems(lay, min_font=18, fold=True)
+
+
+def test_projector_race_tab_fits_the_viewport_ocr_small(server, browser):
+    """The race (uniform against gap sampling) fits 1280×720 under the projector bar: before a
+    race, on the toy after its race (the heat maps' titles then say "frozen at ε (… calls)",
+    the readout takes three lines) and on OCR-small while it runs (its n and K note shown):
+    its controls on one row, the heat maps and the gap curves with their axis labels above the
+    bottom edge."""
+    _assert_clean(projector_tour(browser, server.url, "ocr-small", tabs=("Race",), fold=True,
+                                 shots=ARTIFACTS))
+    ctx = browser.new_context(viewport={"width": W, "height": H})
+    page = ctx.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(f"{server.url}?dataset=ocr-small&tab=race", timeout=120_000)
+        page.locator(".gaplab-race").first.wait_for(state="visible", timeout=120_000)
+        page.get_by_role("button", name="Projector mode").click()
+        page.locator(".gaplab-topbar").first.wait_for(state="visible", timeout=60_000)
+        out = {}
+        # the toy until both sides have stopped (at ε: the heat maps' titles on their longest);
+        # OCR-small (its n and K note shown) while it runs
+        for problem, until in (("App. C toy (1 hard + n−1 easy)",
+                                lambda t: t.count("stopped there") + t.count("without reaching") >= 2),
+                               ("OCR-small", lambda t: "running" in t and "tick 0:" not in t)):
+            out[problem] = _race_ran(page, problem, until)
+            page.screenshot(path=str(ARTIFACTS / f"projector_race_ran_{problem.split()[0].lower()}.png"))
+        _assert_clean(out)
+    finally:
+        ctx.close()
 
 
 @pytest.mark.slow
