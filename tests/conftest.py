@@ -76,7 +76,36 @@ def ocr_small():
 # shared) while the core tests run on the other core; the app tests (which assume compiled
 # kernels: timings, paced runs, waits) run after the core tests and first wait for that
 # compile to end; the browser tests run last.
-_WARMUP: dict = {"proc": None}
+#
+# With pytest-xdist (``-n 2``, as the README's test command runs the suite) every worker keeps
+# this order for the files it is given (``--dist loadfile``: a file's module fixtures, such as
+# its app server and browser, are made once). There the compile comes first instead: each
+# worker starts a compile process, and the two take the model classes of the warm-up plan one
+# at a time (a lock file per class), so every class is compiled once, on both cores; a worker
+# starts its tests when its compile process has no class left to take (the core tests then load
+# kernels from the cache instead of compiling them a second and third time), and its app and
+# browser tests wait until every worker's compile process has ended.
+_WARMUP: dict = {"proc": None, "done": ()}
+
+#: The compile process of one xdist worker: argv = [folder shared by the run's workers, worker].
+_SHARED_WARMUP = """
+import os, pathlib, sys, time
+from gaplab.core.problems import warmup_plan
+from gaplab.core.warmup import warmup
+base, worker = pathlib.Path(sys.argv[1]), sys.argv[2]
+try:
+    for i, job in enumerate(warmup_plan()):
+        try:
+            os.close(os.open(base / f"gaplab-warmup-job{i}.lock", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            continue   # another worker's compile process has taken this model class
+        t0, c0 = time.perf_counter(), time.process_time()
+        warmup(names=list(job.problems))
+        print(f"{worker}: {job.model_class} {time.perf_counter() - t0:.1f} s wall "
+              f"{time.process_time() - c0:.1f} s CPU", flush=True)
+finally:
+    (base / f"gaplab-warmup-{worker}.done").touch()
+"""
 
 
 def _stage(item) -> int:
@@ -91,14 +120,44 @@ def pytest_collection_modifyitems(session, config, items):
     items[:] = sorted(items, key=_stage)
 
 
+def pytest_configure(config):
+    """Under xdist, files go to workers whole (``--dist loadfile``) unless told otherwise."""
+    if getattr(config.option, "numprocesses", None) and getattr(config.option, "dist", "no") == "load":
+        config.option.dist = "loadfile"
+
+
+def _shared_warmup(tmp_path_factory):
+    """Under xdist: this worker's share of the compile (see above), waited for; returns the done
+    files of every worker's compile process."""
+    import os
+    import subprocess
+    worker = os.environ["PYTEST_XDIST_WORKER"]
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    base = tmp_path_factory.getbasetemp().parent   # the run's folder, parent of every worker's own
+    with open(base / f"gaplab-warmup-{worker}.log", "w") as log:
+        proc = subprocess.Popen([sys.executable, "-c", _SHARED_WARMUP, str(base), worker],
+                                stdout=log, stderr=subprocess.STDOUT)
+        try:
+            proc.wait(900)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return tuple(base / f"gaplab-warmup-gw{k}.done" for k in range(count))
+
+
 @pytest.fixture(scope="session", autouse=True)
-def _warm_kernels_in_background(request):
+def _warm_kernels_in_background(request, tmp_path_factory):
     """Start ``gaplab.core.warmup.warmup()`` in a subprocess when the session has app or browser
-    tests (``GAPLAB_TEST_BACKGROUND_WARMUP=0`` turns it off); stopped at the end if still running."""
+    tests (``GAPLAB_TEST_BACKGROUND_WARMUP=0`` turns it off); stopped at the end if still
+    running. Under xdist: this worker's share of the compile first (:func:`_shared_warmup`)."""
     import os
     import subprocess
     wanted = os.environ.get("GAPLAB_TEST_BACKGROUND_WARMUP", "1") != "0"
     if not wanted or not any(_stage(it) > 0 for it in request.session.items):
+        yield
+        return
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        _WARMUP["done"] = _shared_warmup(tmp_path_factory)
         yield
         return
     proc = subprocess.Popen([sys.executable, "-c", "from gaplab.core.warmup import warmup; warmup()"],
@@ -116,11 +175,16 @@ def _warm_kernels_in_background(request):
 @pytest.fixture(autouse=True)
 def _kernels_compiled_for_app_tests(request):
     """App and browser tests start once the background compile has ended (at most 15 minutes)."""
-    proc = _WARMUP["proc"]
-    if proc is not None and _stage(request.node) > 0 and proc.poll() is None:
+    if _stage(request.node) > 0:
         import subprocess
-        try:
-            proc.wait(900)
-        except subprocess.TimeoutExpired:
-            pass
+        import time
+        proc = _WARMUP["proc"]
+        if proc is not None and proc.poll() is None:
+            try:
+                proc.wait(900)
+            except subprocess.TimeoutExpired:
+                pass
+        deadline = time.monotonic() + 900   # xdist: every worker's compile process has ended
+        while not all(f.exists() for f in _WARMUP["done"]) and time.monotonic() < deadline:
+            time.sleep(0.5)
     yield
