@@ -1,3 +1,4 @@
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -77,14 +78,15 @@ def ocr_small():
 # kernels: timings, paced runs, waits) run after the core tests and first wait for that
 # compile to end; the browser tests run last.
 #
-# With pytest-xdist (``-n 2``, as the README's test command runs the suite) every worker keeps
-# this order for the files it is given (``--dist loadfile``: a file's module fixtures, such as
-# its app server and browser, are made once). There the compile comes first instead: each
-# worker starts a compile process, and the two take the model classes of the warm-up plan one
-# at a time (a lock file per class), so every class is compiled once, on both cores; a worker
-# starts its tests when its compile process has no class left to take (the core tests then load
-# kernels from the cache instead of compiling them a second and third time), and its app and
-# browser tests wait until every worker's compile process has ended.
+# With pytest-xdist (``-n 2``, as the README's test command runs the suite) the compile comes
+# first instead: each worker starts a compile process, and the two take the model classes of the
+# warm-up plan one at a time (a lock file per class), so every class is compiled once, on both
+# cores; a worker starts its tests when its compile process has no class left to take (the core
+# and CLI tests then load kernels from the cache instead of compiling them again in every
+# process), and its app and browser tests wait until every worker's compile process has ended.
+# Files go to workers whole (their module fixtures, e.g. an app server, are made once), and the
+# browser test files go together to one worker, first: one app server and one Chromium at a
+# time, while the other worker runs the core tests.
 _WARMUP: dict = {"proc": None, "done": ()}
 
 #: The compile process of one xdist worker: argv = [folder shared by the run's workers, worker].
@@ -114,16 +116,41 @@ def _stage(item) -> int:
     return 1 if item.path.parent.name == "app" else 0
 
 
+def _xdist_worker() -> bool:
+    import os
+    return bool(os.environ.get("PYTEST_XDIST_WORKER"))
+
+
 def pytest_collection_modifyitems(session, config, items):
     """Core tests first, then the app tests (tests/app/), then the tests marked ``browser``
-    (tests/browser/; order otherwise kept: ``sorted`` is stable)."""
-    items[:] = sorted(items, key=_stage)
+    (tests/browser/; order otherwise kept: ``sorted`` is stable). Under xdist the browser tests
+    come first (the kernels are compiled before any test starts there)."""
+    if _xdist_worker():
+        items[:] = sorted(items, key=lambda it: (_stage(it) != 2, _stage(it)))
+    else:
+        items[:] = sorted(items, key=_stage)
 
 
-def pytest_configure(config):
-    """Under xdist, files go to workers whole (``--dist loadfile``) unless told otherwise."""
-    if getattr(config.option, "numprocesses", None) and getattr(config.option, "dist", "no") == "load":
-        config.option.dist = "loadfile"
+def _xdist_unit(nodeid: str) -> str:
+    """The unit of work an xdist worker takes whole: the test file, or every browser test file."""
+    path = nodeid.split("::", 1)[0]
+    return "tests/browser/" if path.startswith("tests/browser/") else path
+
+
+if importlib.util.find_spec("xdist") is not None:
+    def pytest_xdist_make_scheduler(config, log):
+        """``-n N`` (or ``--dist loadfile``): whole files (all browser files as one unit) in the
+        workers' collection order; another ``--dist`` is xdist's own."""
+        if config.getvalue("dist") not in ("load", "loadfile"):
+            return None
+        from xdist.scheduler import LoadScopeScheduling
+
+        class _Units(LoadScopeScheduling):
+            def _split_scope(self, nodeid):
+                return _xdist_unit(nodeid)
+
+        config.option.loadscopereorder = False
+        return _Units(config, log)
 
 
 def _shared_warmup(tmp_path_factory):
@@ -156,7 +183,7 @@ def _warm_kernels_in_background(request, tmp_path_factory):
     if not wanted or not any(_stage(it) > 0 for it in request.session.items):
         yield
         return
-    if os.environ.get("PYTEST_XDIST_WORKER"):
+    if _xdist_worker():
         _WARMUP["done"] = _shared_warmup(tmp_path_factory)
         yield
         return
