@@ -80,13 +80,13 @@ def ocr_small():
 #
 # With pytest-xdist (``-n 2``, as the README's test command runs the suite) the compile comes
 # first instead: each worker starts a compile process, and the two take the model classes of the
-# warm-up plan one at a time (a lock file per class), so every class is compiled once, on both
-# cores; a worker starts its tests when its compile process has no class left to take (the core
-# and CLI tests then load kernels from the cache instead of compiling them again in every
-# process), and its app and browser tests wait until every worker's compile process has ended.
-# Files go to workers whole (their module fixtures, e.g. an app server, are made once), and the
-# browser test files go together to one worker, first: one app server and one Chromium at a
-# time, while the other worker runs the core tests.
+# warm-up plan one at a time (a lock file per class; the second worker from the plan's end), so
+# every class is compiled once, on both cores; a worker starts its tests when its compile
+# process has no class left to take (the core and CLI tests then load kernels from the cache
+# instead of compiling them again in every process), and its app and browser tests wait until
+# every worker's compile process has ended. Files go to workers whole (their module fixtures,
+# e.g. an app server, are made once), and the browser test files go together to one worker,
+# first: one app server and one Chromium at a time, while the other worker runs other tests.
 _WARMUP: dict = {"proc": None, "done": ()}
 
 #: The compile process of one xdist worker: argv = [folder shared by the run's workers, worker].
@@ -95,8 +95,11 @@ import os, pathlib, sys, time
 from gaplab.core.problems import warmup_plan
 from gaplab.core.warmup import warmup
 base, worker = pathlib.Path(sys.argv[1]), sys.argv[2]
+plan = list(enumerate(warmup_plan()))
+if int(worker.lstrip("gw") or 0) % 2:
+    plan.reverse()   # odd workers take classes from the other end: the two meet in the middle
 try:
-    for i, job in enumerate(warmup_plan()):
+    for i, job in plan:
         try:
             os.close(os.open(base / f"gaplab-warmup-job{i}.lock", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
         except FileExistsError:
