@@ -202,19 +202,33 @@ def _warm_kernels_in_background(request, tmp_path_factory):
             proc.kill()
 
 
+def _wait_for_the_compile() -> None:
+    """Until the background compile has ended (at most 15 minutes)."""
+    import subprocess
+    import time
+    proc = _WARMUP["proc"]
+    if proc is not None and proc.poll() is None:
+        try:
+            proc.wait(900)
+        except subprocess.TimeoutExpired:
+            pass
+    deadline = time.monotonic() + 900   # xdist: every worker's compile process has ended
+    while not all(f.exists() for f in _WARMUP["done"]) and time.monotonic() < deadline:
+        time.sleep(0.5)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _kernels_compiled_for_app_modules(request):
+    """An app or browser test module's fixtures (its app server, its app) are made once the
+    background compile has ended: made earlier, they would compile the kernels themselves."""
+    if _stage(request.node) > 0:
+        _wait_for_the_compile()
+    yield
+
+
 @pytest.fixture(autouse=True)
 def _kernels_compiled_for_app_tests(request):
     """App and browser tests start once the background compile has ended (at most 15 minutes)."""
     if _stage(request.node) > 0:
-        import subprocess
-        import time
-        proc = _WARMUP["proc"]
-        if proc is not None and proc.poll() is None:
-            try:
-                proc.wait(900)
-            except subprocess.TimeoutExpired:
-                pass
-        deadline = time.monotonic() + 900   # xdist: every worker's compile process has ended
-        while not all(f.exists() for f in _WARMUP["done"]) and time.monotonic() < deadline:
-            time.sleep(0.5)
+        _wait_for_the_compile()
     yield
