@@ -86,7 +86,8 @@ def ocr_small():
 # instead of compiling them again in every process), and its app and browser tests wait until
 # every worker's compile process has ended. Files go to workers whole (their module fixtures,
 # e.g. an app server, are made once), and the browser test files go together to one worker,
-# first: one app server and one Chromium at a time, while the other worker runs other tests.
+# first: one app server and one Chromium at a time, while the other worker runs other tests
+# (likewise the textbook's files, which share session fixtures).
 _WARMUP: dict = {"proc": None, "done": ()}
 
 #: The compile process of one xdist worker: argv = [folder shared by the run's workers, worker].
@@ -134,15 +135,22 @@ def pytest_collection_modifyitems(session, config, items):
         items[:] = sorted(items, key=_stage)
 
 
+#: Folders whose test files an xdist worker takes together: one app server and one Chromium at a
+#: time (tests/browser/); the session fixtures of tests/textbook/ (recorded data, exported
+#: pages) made once.
+_XDIST_FOLDER_UNITS = ("tests/browser/", "tests/textbook/")
+
+
 def _xdist_unit(nodeid: str) -> str:
-    """The unit of work an xdist worker takes whole: the test file, or every browser test file."""
+    """The unit of work an xdist worker takes whole: the test file, or one of
+    :data:`_XDIST_FOLDER_UNITS`."""
     path = nodeid.split("::", 1)[0]
-    return "tests/browser/" if path.startswith("tests/browser/") else path
+    return next((f for f in _XDIST_FOLDER_UNITS if path.startswith(f)), path)
 
 
 if importlib.util.find_spec("xdist") is not None:
     def pytest_xdist_make_scheduler(config, log):
-        """``-n N`` (or ``--dist loadfile``): whole files (all browser files as one unit) in the
+        """``-n N`` (or ``--dist loadfile``): whole files (see :func:`_xdist_unit`) in the
         workers' collection order; another ``--dist`` is xdist's own."""
         if config.getvalue("dist") not in ("load", "loadfile"):
             return None
