@@ -37,41 +37,98 @@ def make_app_factory(policy, gate, *, student_url: str | None = None, client_of=
     short page saying why instead of the app, and every admitted one is released from the gate
     when Bokeh destroys it. ``student_url``: the URL shown (with its QR code) in the lecturer's
     page."""
-    from .classroom import client_address_of, full_page_html
-    client_of = client_of or client_address_of
+    from . import classroom
+    from .classroom import full_page_html
+    from .main import build_app
 
     def factory():
         import panel as pn
 
-        from .main import build_app
         doc = pn.state.curdoc
-        client = client_of(doc)
+        client = (client_of or classroom.client_address_of)(doc)
         refusal = gate.admit(client)
         if refusal is not None:
             print(f"gaplab app: refused a session from {client}: {refusal}", file=sys.stderr, flush=True)
             return pn.pane.HTML(full_page_html(refusal), sizing_mode="stretch_width",
                                 css_classes=["gaplab-refused"])
-        try:
-            app = build_app(warm=True, limits=policy.limits(client), student_url=student_url)
-        except BaseException:
-            gate.release(client)
-            raise
-        sid = app.session.session_id
-        who = "lecturer" if app.limits.lecturer else "student"
-        print(f"gaplab app: session {sid} opened ({who}, {client})", file=sys.stderr, flush=True)
+        shell = PageShell(lambda: build_app(warm=True, limits=policy.limits(client), student_url=student_url),
+                          client)
 
         def closed(session_context):
             gate.release(client)
-            app.close()  # idempotent; also registered by the app itself
+            shell.close()
             _release_views(session_context._document)
             _return_freed_memory()
-            print(f"gaplab app: session {sid} closed (worker stopped, solver released: "
-                  f"{app.session.closed})", file=sys.stderr, flush=True)
 
         pn.state.on_session_destroyed(closed)
-        return app
+        return shell
 
     return factory
+
+
+def _viewer():
+    import panel as pn
+    return pn.viewable.Viewer
+
+
+class PageShell(_viewer()):
+    """What a page load gets: a small page saying the app opens, and the app itself only once
+    the page's websocket has connected and BokehJS has drawn the shell (Panel's ``onload``).
+
+    Building an app (its widgets, plots and some thousand Bokeh models) takes the server's event
+    loop for a while; a page load that never connects (a crawler, ``curl``, a tab closed at
+    once, a student reloading) would take it for nothing, and every other page (the
+    lecturer's Step) waits meanwhile. ``layout`` is the document's root; ``app`` is None until
+    built (and stays None for a page that never connects).
+
+    Parameters
+    ----------
+    build : callable
+        Makes the session's :class:`gaplab.app.main.GapLabApp` (called once, in the served
+        document's onload).
+    client : str or None
+        The page's client address (for the log line).
+    """
+
+    def __init__(self, build, client):
+        import panel as pn
+
+        from .refresh import _extension, _pin_local_resources
+        super().__init__()
+        self.app = None
+        self.client = client
+        self._build, self._closed = build, False
+        _pin_local_resources()   # as the app does: the page is rendered from this document
+        _extension()             # the page's head loads MathJax and the toasts now
+        self.note = pn.pane.HTML("<div class='gaplab-opening' style='font:16px sans-serif;margin:24px'>"
+                                 "gaplab: opening the app…</div>", sizing_mode="stretch_width")
+        self.layout = pn.Column(self.note, sizing_mode="stretch_width", css_classes=["gaplab-shell"])
+        pn.state.onload(self._open)
+
+    def __panel__(self):
+        return self.layout
+
+    def _open(self):
+        if self._closed or self.app is not None:
+            return
+        app = self._build()
+        self.app = app
+        self.layout.objects = [app]
+        who = "lecturer" if app.limits.lecturer else "student"
+        print(f"gaplab app: session {app.session.session_id} opened ({who}, {self.client})",
+              file=sys.stderr, flush=True)
+
+    def close(self):
+        """Stop the app's worker and release its solver (idempotent; nothing to do when the
+        page never connected)."""
+        self._closed = True
+        if self.app is None:
+            print(f"gaplab app: page load from {self.client} closed (never connected: no app was built)",
+                  file=sys.stderr, flush=True)
+            return
+        self.app.close()
+        print(f"gaplab app: session {self.app.session.session_id} closed (worker stopped, solver "
+              f"released: {self.app.session.closed})", file=sys.stderr, flush=True)
 
 
 def _release_views(doc) -> None:
