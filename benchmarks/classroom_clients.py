@@ -70,6 +70,9 @@ class ProtocolStudent(threading.Thread):
         self._buttons = {}
 
     def run(self):
+        import panel.models  # noqa: F401 - the document's model types, as the page's BokehJS has them
+
+        import gaplab.app.main  # noqa: F401 - the app's own component types
         from bokeh.client import pull_session
         from bokeh.events import DocumentReady
         from tornado.ioloop import IOLoop, PeriodicCallback
