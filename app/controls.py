@@ -20,6 +20,7 @@ from . import classroom, kernels
 from .animate import MAX_FRAMES
 from .export import trace_csv, trace_json
 from .keys import KEY_HELP
+from .session.jobs import MAX_KEY_STEPS
 from .lessons import LESSONS as LESSON_PAGES
 from .safe_html import esc
 from .settings import missing_problems
@@ -259,13 +260,20 @@ class ControlsMixin:
         next_tick(self.refresh)   # the picker's handler
 
     def on_step(self):
+        if self.limits.student and self.limits.loop_share is not None:
+            # a classroom's student: the Step is taken in the session's worker (queued like a
+            # key press), so the event loop stays free for the lecturer's page
+            if not self.session.key_action("step", 1) and not self.session.closed:
+                self.session.notify(f"Step: {MAX_KEY_STEPS} Steps are waiting already.", "warning")
+            self._after_action()
+            return
         self.session.step()
-        self.refresh()
+        self._after_action()
 
     def on_step_n(self):
         n = self._budget(int(self.session.n_steps), "Step ×N")
         self.session.step_n(n)
-        self.refresh()
+        self._after_action()
 
     def on_run(self):
         s = self.session
@@ -274,10 +282,10 @@ class ControlsMixin:
             left = int(math.floor(s.max_passes * s.solver.n - s.solver.oracle_calls))
             if left > self.limits.steps(left):
                 s.step_n(self._budget(left, "Run"))
-                self.refresh()
+                self._after_action()
                 return
         s.toggle_run()
-        self.refresh()
+        self._after_action()
 
     def _budget(self, n: int, what: str) -> int:
         """``n`` block steps cut to this session's budget per request (told when cut)."""

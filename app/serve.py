@@ -51,7 +51,8 @@ def make_app_factory(policy, gate, *, student_url: str | None = None, client_of=
             print(f"gaplab app: refused a session from {client}: {refusal}", file=sys.stderr, flush=True)
             return pn.pane.HTML(full_page_html(refusal), sizing_mode="stretch_width",
                                 css_classes=["gaplab-refused"])
-        shell = PageShell(lambda: build_app(warm=True, limits=policy.limits(client), student_url=student_url),
+        share = gate.loop_share if policy.classroom else None   # students' share of the event loop
+        shell = PageShell(lambda: build_app(warm=True, limits=policy.limits(client, share), student_url=student_url),
                           client)
 
         def closed(session_context):
@@ -97,6 +98,7 @@ class PageShell(_viewer()):
         super().__init__()
         self.app = None
         self.client = client
+        self.doc = pn.state.curdoc   # the session's document
         self._build, self._closed = build, False
         _pin_local_resources()   # as the app does: the page is rendered from this document
         _extension()             # the page's head loads MathJax and the toasts now

@@ -88,7 +88,21 @@ class ProtocolStudent(threading.Thread):
         self.connected.set()
         t0 = time.monotonic()
         PeriodicCallback(lambda: self._tick(t0), self.step_s * 1000).start()
-        self._session._connection.loop_until_closed()
+        self._loop.add_callback(self._read)
+        self._loop.start()
+
+    async def _read(self):
+        """Apply the server's patches as they come (Bokeh's own client loop recurses once per
+        message and stops at Python's recursion limit after some thousand messages)."""
+        conn = self._session._connection
+        while True:
+            message = await conn._pop_message()
+            if message is None:   # closed
+                self.error = self.error or "connection closed by the server"
+                self._loop.stop()
+                return
+            if message.msgtype == "PATCH-DOC":
+                self._session._handle_patch(message)
 
     def _button(self, label):
         b = self._buttons.get(label)
@@ -127,4 +141,5 @@ class ProtocolStudent(threading.Thread):
 
     def stop(self):
         if self._session is not None and self._loop is not None:
+            self.error = self.error or "stopped"
             self._loop.add_callback(self._session.close)

@@ -175,6 +175,20 @@ class _Served:
             await asyncio.sleep(0.05)
         return _app_of(shell)
 
+    def in_doc(self, shell, fn):
+        """``fn()`` in the shell's document's next tick (with its lock, as a button's handler)."""
+        async def go():
+            fut = asyncio.get_running_loop().create_future()
+
+            def call():
+                try:
+                    fut.set_result(fn())
+                except Exception as exc:   # pragma: no cover - reported by the test
+                    fut.set_exception(exc)
+            shell.doc.add_next_tick_callback(call)
+            return await fut
+        return self.run(go())
+
     async def wait_sessions(self, n, timeout=60):
         deadline = time.time() + timeout
         while time.time() < deadline and len(self.server.get_sessions("/")) > n:
@@ -368,3 +382,53 @@ async def _ws_status(port, origin):
         return exc.code
     conn.close()
     return 101
+
+
+# ----------------------------------------------------------------------------- the lecturer first
+def test_loop_share_bounds_the_students_redraws_and_yields_to_the_lecturer(monkeypatch):
+    """Students' redraws stop once they took the share of the window, start again as the
+    window slides, wait after a lecturer's action, and a page starved for starve_s redraws."""
+    clock = [100.0]
+    monkeypatch.setattr(cl.time, "monotonic", lambda: clock[0])
+    share = cl.LoopShare(fraction=0.25, window_s=1.0, lecturer_grace_s=0.3, starve_s=3.0)
+    assert share.may_run()
+    share.spend(0.2)
+    assert share.may_run()
+    share.spend(0.1)   # 0.3 s of the last 1 s: more than a quarter
+    assert not share.may_run(idle_s=1.0)
+    assert share.may_run(idle_s=3.0)   # starved pages still redraw
+    clock[0] += 1.01
+    assert share.may_run()   # the window has slid past both
+    share.lecturer_acted()
+    assert not share.may_run() and not share.may_run(idle_s=10.0)
+    clock[0] += 0.31
+    assert share.may_run()
+    for bad in ({"fraction": 0}, {"fraction": 1.5}, {"window_s": 0}, {"lecturer_grace_s": -1}, {"starve_s": 0}):
+        with pytest.raises(ValueError, match="must be"):
+            cl.LoopShare(**bad)
+
+
+def test_a_students_step_runs_in_the_worker_and_publishes_at_the_page_refresh(served):
+    """In a classroom a student's Step is queued to the session's worker (the event loop only
+    queues it), its snapshots are published at the student page's refresh period, and the
+    lecturer's session steps on the loop as before."""
+    policy = cl.ClassroomPolicy.for_classroom(student_refresh_ms=500)
+    srv = served(policy, lifetime_ms=60_000)
+
+    async def visit():
+        return await srv.open("?dataset=toy", client="192.0.2.5"), await srv.open("?dataset=toy")
+    student, lecturer = srv.run(visit())
+    assert student.session.wait_idle(120) and lecturer.session.wait_idle(120)
+    assert student.limits.loop_share is srv.gate.loop_share and lecturer.limits.loop_share is srv.gate.loop_share
+    assert student.session.snapshot_period_s == 0.5 and lecturer.session.snapshot_period_s == 0.1
+    queued = []
+    monkeypatch_key = student.session.key_action
+    student.session.key_action = lambda a, c: queued.append((a, c)) or monkeypatch_key(a, c)
+    it0 = student.session.solver.iteration
+    srv.in_doc(srv.made[0], student.on_step)
+    assert queued == [("step", 1)]
+    assert student.session.wait_idle(120)
+    assert student.session.solver.iteration == it0 + 1
+    it1 = lecturer.session.solver.iteration
+    srv.in_doc(srv.made[1], lecturer.on_step)   # on the loop: taken when the handler returns
+    assert lecturer.session.solver.iteration == it1 + 1
