@@ -44,6 +44,7 @@ def make_app_factory(policy, gate, *, student_url: str | None = None, client_of=
     def factory():
         import panel as pn
 
+        _start_panel_busy_cleanup()
         doc = pn.state.curdoc
         client = (client_of or classroom.client_address_of)(doc)
         refusal = gate.admit(client)
@@ -59,12 +60,36 @@ def make_app_factory(policy, gate, *, student_url: str | None = None, client_of=
             gate.release(client)
             shell.close()
             _release_views(session_context._document)
-            _return_freed_memory()
+            # a page load that never connected left no app to collect: a full collection of a
+            # server holding 30 pages' apps takes the event loop for most of a second, which
+            # after every page load delayed every page's answer (the lecturer's Step) by seconds
+            if shell.app is not None:
+                _return_freed_memory()
 
         pn.state.on_session_destroyed(closed)
         return shell
 
     return factory
+
+
+def _start_panel_busy_cleanup() -> None:
+    """Start Panel's process-wide cleanup of its busy counter outside every session (once).
+
+    Panel starts that periodic task at the first click it handles, inside the session of that
+    click; the task keeps the context it was started in, with that session's document as the
+    current one, so the document (and its app's models) stayed alive for the life of the
+    server. Started here in an empty context it holds none. Relies on Panel's private
+    ``state._schedule_busy_cleanup`` (nothing is done without it)."""
+    import contextvars
+
+    from panel.io.state import state
+    schedule = getattr(state, "_schedule_busy_cleanup", None)
+    if schedule is None or getattr(type(state), "_busy_cleanup_scheduled", None):
+        return
+    try:
+        contextvars.Context().run(schedule)
+    except Exception:   # pragma: no cover - another Panel version: its own way
+        pass
 
 
 def _viewer():
