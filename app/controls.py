@@ -262,8 +262,11 @@ class ControlsMixin:
     def on_step(self):
         if self.limits.student and self.limits.loop_share is not None:
             # a classroom's student: the Step is taken in the session's worker (queued like a
-            # key press), so the event loop stays free for the lecturer's page
-            if not self.session.key_action("step", 1) and not self.session.closed:
+            # key press), so the event loop stays free for the lecturer's page; during a Run it
+            # is refused (pausing waits for the worker's chunk, on the event loop)
+            if self.session.status == "running":
+                self.session.notify("Step: a Run is going; pause it (❚❚ Pause) to step.", "info")
+            elif not self.session.key_action("step", 1) and not self.session.closed:
                 self.session.notify(f"Step: {MAX_KEY_STEPS} Steps are waiting already.", "warning")
             self._after_action()
             return

@@ -106,7 +106,7 @@ class ProtocolStudent(threading.Thread):
 
     def _button(self, label):
         b = self._buttons.get(label)
-        if b is None or b.document is None:
+        if b is None or b.document is None or b.label != label:
             b = next((m for m in self._session.document.models if getattr(m, "label", None) == label
                       and type(m).__name__ == "Button"), None)
             self._buttons[label] = b
@@ -115,7 +115,7 @@ class ProtocolStudent(threading.Thread):
     def _click(self, label, key):
         from bokeh.events import ButtonClick
         b = self._button(label)
-        if b is not None and not b.disabled:
+        if b is not None and b.label == label and not b.disabled:   # as the page's own check
             self._session.document.callbacks.send_event(ButtonClick(b))
             self.clicks[key] += 1
 
