@@ -336,11 +336,11 @@ def test_student_step_budget_cuts_step_n_and_run(served):
     s = app.session
     assert s.wait_idle(120)
     s.n_steps = 1000
-    app.on_step_n()
+    srv.in_doc(srv.made[0], app.on_step_n)   # as the button's handler: with the document's lock
     assert s.wait_idle(120)
     assert s.solver.iteration == 30
     assert any("at most 30 block steps per request" in t for _lvl, t in s.messages())
-    app.on_run()
+    srv.in_doc(srv.made[0], app.on_run)
     assert s.wait_idle(120)
     assert s.solver.iteration == 60
 
