@@ -265,8 +265,12 @@ class ControlsMixin:
             # key press), so the event loop stays free for the lecturer's page; during a Run it
             # is refused (pausing waits for the worker's chunk, on the event loop)
             if self.session.status == "running":
-                self.session.notify("Step: a Run is going; pause it (❚❚ Pause) to step.", "info")
-            elif not self.session.key_action("step", 1) and not self.session.closed:
+                if not getattr(self, "_told_running", False):   # once per run, not per click
+                    self._told_running = True
+                    self.session.notify("Step: a Run is going; pause it (❚❚ Pause) to step.", "info")
+                return
+            self._told_running = False
+            if not self.session.key_action("step", 1) and not self.session.closed:
                 self.session.notify(f"Step: {MAX_KEY_STEPS} Steps are waiting already.", "warning")
             self._after_action()
             return
