@@ -18,9 +18,11 @@ import ipaddress
 import os
 import socket
 import threading
+import time
+from collections import deque
 from pathlib import Path
 
-__all__ = ["ClassroomPolicy", "SessionGate", "SessionLimits", "HEAVY_DATASETS", "network_address",
+__all__ = ["ClassroomPolicy", "SessionGate", "SessionLimits", "LoopShare", "HEAVY_DATASETS", "network_address",
            "student_url", "qr_svg", "check_origin", "full_page_html"]
 
 #: datasets whose first load takes minutes of CPU or hundreds of MB per session (CoNLL-2000,
@@ -111,9 +113,10 @@ class ClassroomPolicy:
             return True
         return addr in self.own_addresses
 
-    def limits(self, client_address: str | None) -> "SessionLimits":
-        """The limits of one session whose browser connects from ``client_address``."""
-        return SessionLimits(self, lecturer=self.is_lecturer(client_address))
+    def limits(self, client_address: str | None, loop_share: "LoopShare | None" = None) -> "SessionLimits":
+        """The limits of one session whose browser connects from ``client_address``;
+        ``loop_share``: the server's :class:`LoopShare` (a student's page redraws within it)."""
+        return SessionLimits(self, lecturer=self.is_lecturer(client_address), loop_share=loop_share)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,6 +125,7 @@ class SessionLimits:
 
     policy: ClassroomPolicy
     lecturer: bool
+    loop_share: "LoopShare | None" = dataclasses.field(default=None, compare=False)
 
     @property
     def student(self) -> bool:
@@ -175,6 +179,65 @@ class SessionLimits:
         return None if self.lecturer else self.policy.student_refresh_ms
 
 
+class LoopShare:
+    """The share of the server's event loop that the students' pages may take, so that the
+    lecturer's Step is answered first (one per server, thread-safe).
+
+    Every page's redraws (a snapshot turned into Bokeh patches) and button handlers run on the
+    server's one event loop; 30 students' pages redrawing a running solver would keep it busy,
+    and the lecturer's click would wait behind them. A student's page redraws only while the
+    students' redraws of the last ``window_s`` took less than ``fraction`` of it, and not within
+    ``lecturer_grace_s`` of a lecturer's action (a page not redrawn for ``starve_s`` redraws
+    anyway). What is not redrawn is not lost: the next redraw shows the latest snapshot.
+
+    Parameters
+    ----------
+    fraction : float
+        Share of the loop's time in (0, 1] (default 0.25).
+    window_s, lecturer_grace_s, starve_s : float
+        Seconds (> 0, >= 0, > 0).
+
+    Raises
+    ------
+    ValueError
+        A value outside these ranges.
+    """
+
+    def __init__(self, fraction: float = 0.25, window_s: float = 1.0, lecturer_grace_s: float = 0.3,
+                 starve_s: float = 3.0):
+        if not 0.0 < fraction <= 1.0:
+            raise ValueError(f"fraction must be in (0, 1]; got {fraction!r}")
+        if not (window_s > 0 and lecturer_grace_s >= 0 and starve_s > 0):
+            raise ValueError(f"window_s and starve_s must be > 0 and lecturer_grace_s >= 0; got "
+                             f"{window_s!r}, {starve_s!r}, {lecturer_grace_s!r}")
+        self.fraction, self.window_s = float(fraction), float(window_s)
+        self.lecturer_grace_s, self.starve_s = float(lecturer_grace_s), float(starve_s)
+        self._lock = threading.Lock()
+        self._spent: deque = deque()   # (monotonic end time, seconds) of the students' redraws
+        self._sum = 0.0
+        self._lecturer = float("-inf")
+
+    def lecturer_acted(self) -> None:
+        """The lecturer clicked: students' redraws wait ``lecturer_grace_s``."""
+        self._lecturer = time.monotonic()
+
+    def may_run(self, idle_s: float = 0.0) -> bool:
+        """Whether a student's page may redraw now (``idle_s``: seconds since it last did)."""
+        now = time.monotonic()
+        with self._lock:
+            if now - self._lecturer < self.lecturer_grace_s:
+                return False
+            while self._spent and self._spent[0][0] < now - self.window_s:
+                self._sum -= self._spent.popleft()[1]
+            return self._sum < self.fraction * self.window_s or idle_s >= self.starve_s
+
+    def spend(self, seconds: float) -> None:
+        """Count a student's redraw that took ``seconds`` of the loop."""
+        with self._lock:
+            self._spent.append((time.monotonic(), float(seconds)))
+            self._sum += float(seconds)
+
+
 class SessionGate:
     """Counts the live sessions per client address and admits a new one while the policy's
     caps allow (the lecturer's sessions are counted apart and always admitted). Thread-safe;
@@ -187,6 +250,8 @@ class SessionGate:
 
     def __init__(self, policy: ClassroomPolicy):
         self.policy = policy
+        #: the students' share of the server's event loop (see LoopShare)
+        self.loop_share = LoopShare()
         self._lock = threading.Lock()
         self._by_client: dict[str, int] = {}
         self._lecturer = 0
@@ -359,6 +424,8 @@ def guard_session(session, limits: SessionLimits) -> None:
     ``limits`` and, for a student, low-priority worker threads."""
     session.dataset_guard = limits.dataset_refusal if limits.student else None
     session.on_worker_start = lower_thread_priority if limits.student else None
+    if limits.student:   # a student's page pulls a snapshot every refresh_ms: publish no faster
+        session.snapshot_period_s = max(session.snapshot_period_s, limits.refresh_ms / 1000)
     if limits.student:   # the folders the typed-path check of the session's tabs allows
         session.typed_path_roots = limits.path_roots
 

@@ -20,6 +20,7 @@ from . import classroom, kernels
 from .animate import MAX_FRAMES
 from .export import trace_csv, trace_json
 from .keys import KEY_HELP
+from .session.jobs import MAX_KEY_STEPS
 from .lessons import LESSONS as LESSON_PAGES
 from .safe_html import esc
 from .settings import missing_problems
@@ -273,10 +274,25 @@ class ControlsMixin:
         next_tick(self.refresh)   # the picker's handler
 
     def on_step(self):
-        """One block step in the caller's thread, drawn (notebooks, tests); the Step button takes
-        it in the session's worker (:meth:`on_step_click`)."""
+        """One block step in the caller's thread, drawn (notebooks, tests), except for a
+        classroom's student, whose Step is queued for the session's worker; the Step button takes
+        it in the worker too (:meth:`on_step_click`)."""
+        if self.limits.student and self.limits.loop_share is not None:
+            # a classroom's student: the Step is taken in the session's worker (queued like a
+            # key press), so the event loop stays free for the lecturer's page; during a Run it
+            # is refused (pausing waits for the worker's chunk, on the event loop)
+            if self.session.status == "running":
+                if not getattr(self, "_told_running", False):   # once per run, not per click
+                    self._told_running = True
+                    self.session.notify("Step: a Run is going; pause it (❚❚ Pause) to step.", "info")
+                return
+            self._told_running = False
+            if not self.session.key_action("step", 1) and not self.session.closed:
+                self.session.notify(f"Step: {MAX_KEY_STEPS} Steps are waiting already.", "warning")
+            self._after_action()
+            return
         self.session.step()
-        self.refresh()
+        self._after_action()
 
     #: a Step click waits this long (s) for its step before the periodic refresh is left to draw it
     STEP_CLICK_WAIT_S = 0.05
@@ -286,7 +302,11 @@ class ControlsMixin:
         (the same single step: k clicks give the trace of a k-step run with the same seed), so
         the server's event loop never steps. A step done within :attr:`STEP_CLICK_WAIT_S` is
         drawn at once (its patch goes with the reply to the click); a longer one (a slow max
-        oracle) is drawn by the periodic refresh while the event loop answers other work."""
+        oracle) is drawn by the periodic refresh while the event loop answers other work. A
+        classroom's student takes :meth:`on_step`'s student path (refused during a Run)."""
+        if self.limits.student and self.limits.loop_share is not None:
+            self.on_step()
+            return
         self.on_key("step")
         if self.session.wait_idle(self.STEP_CLICK_WAIT_S):
             self.refresh()
@@ -294,7 +314,7 @@ class ControlsMixin:
     def on_step_n(self):
         n = self._budget(int(self.session.n_steps), "Step ×N")
         self.session.step_n(n)
-        self.refresh()
+        self._after_action()
 
     def on_run(self):
         s = self.session
@@ -303,10 +323,10 @@ class ControlsMixin:
             left = int(math.floor(s.max_passes * s.solver.n - s.solver.oracle_calls))
             if left > self.limits.steps(left):
                 s.step_n(self._budget(left, "Run"))
-                self.refresh()
+                self._after_action()
                 return
         s.toggle_run()
-        self.refresh()
+        self._after_action()
 
     def _budget(self, n: int, what: str) -> int:
         """``n`` block steps cut to this session's budget per request (told when cut)."""

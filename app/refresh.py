@@ -126,6 +126,33 @@ class RefreshMixin:
     def _tick(self):
         if self._closed:
             return
+        share = self.limits.loop_share if self.limits.student else None
+        if share is None:
+            self._tick_now()
+            return
+        # a classroom's student page: redrawn within the students' share of the event loop
+        now = time.perf_counter()
+        if not share.may_run(now - getattr(self, "_t_drawn", 0.0)):
+            return
+        self._t_drawn = now
+        self._tick_now()
+        share.spend(time.perf_counter() - now)
+
+    def _after_action(self):
+        """Redraw after a button's action: at once for the lecturer (students' redraws then
+        wait, see gaplab.app.classroom.LoopShare); a student's within the students' share."""
+        share = self.limits.loop_share
+        if share is None:
+            self.refresh()
+        elif self.limits.lecturer:
+            share.lecturer_acted()
+            self.refresh()
+        elif share.may_run():
+            t0 = time.perf_counter()
+            self.refresh()
+            share.spend(time.perf_counter() - t0)
+
+    def _tick_now(self):
         self._route_page_messages()
         if not self._notebook_comms_open():
             self._comm_waited = True

@@ -37,41 +37,125 @@ def make_app_factory(policy, gate, *, student_url: str | None = None, client_of=
     short page saying why instead of the app, and every admitted one is released from the gate
     when Bokeh destroys it. ``student_url``: the URL shown (with its QR code) in the lecturer's
     page."""
-    from .classroom import client_address_of, full_page_html
-    client_of = client_of or client_address_of
+    from . import classroom
+    from .classroom import full_page_html
+    from .main import build_app
 
     def factory():
         import panel as pn
 
-        from .main import build_app
+        _start_panel_busy_cleanup()
         doc = pn.state.curdoc
-        client = client_of(doc)
+        client = (client_of or classroom.client_address_of)(doc)
         refusal = gate.admit(client)
         if refusal is not None:
             print(f"gaplab app: refused a session from {client}: {refusal}", file=sys.stderr, flush=True)
             return pn.pane.HTML(full_page_html(refusal), sizing_mode="stretch_width",
                                 css_classes=["gaplab-refused"])
-        try:
-            app = build_app(warm=True, limits=policy.limits(client), student_url=student_url)
-        except BaseException:
-            gate.release(client)
-            raise
-        sid = app.session.session_id
-        who = "lecturer" if app.limits.lecturer else "student"
-        print(f"gaplab app: session {sid} opened ({who}, {client})", file=sys.stderr, flush=True)
+        share = gate.loop_share if policy.classroom else None   # students' share of the event loop
+        shell = PageShell(lambda: build_app(warm=True, limits=policy.limits(client, share), student_url=student_url),
+                          client)
 
         def closed(session_context):
             gate.release(client)
-            app.close()  # idempotent; also registered by the app itself
+            shell.close()
             _release_views(session_context._document)
-            _return_freed_memory()
-            print(f"gaplab app: session {sid} closed (worker stopped, solver released: "
-                  f"{app.session.closed})", file=sys.stderr, flush=True)
+            # a page load that never connected left no app to collect: a full collection of a
+            # server holding 30 pages' apps takes the event loop for most of a second, which
+            # after every page load delayed every page's answer (the lecturer's Step) by seconds
+            if shell.app is not None:
+                _return_freed_memory()
 
         pn.state.on_session_destroyed(closed)
-        return app
+        return shell
 
     return factory
+
+
+def _start_panel_busy_cleanup() -> None:
+    """Start Panel's process-wide cleanup of its busy counter outside every session (once).
+
+    Panel starts that periodic task at the first click it handles, inside the session of that
+    click; the task keeps the context it was started in, with that session's document as the
+    current one, so the document (and its app's models) stayed alive for the life of the
+    server. Started here in an empty context it holds none. Relies on Panel's private
+    ``state._schedule_busy_cleanup`` (nothing is done without it)."""
+    import contextvars
+
+    from panel.io.state import state
+    schedule = getattr(state, "_schedule_busy_cleanup", None)
+    if schedule is None or getattr(type(state), "_busy_cleanup_scheduled", None):
+        return
+    try:
+        contextvars.Context().run(schedule)
+    except Exception:   # pragma: no cover - another Panel version: its own way
+        pass
+
+
+def _viewer():
+    import panel as pn
+    return pn.viewable.Viewer
+
+
+class PageShell(_viewer()):
+    """What a page load gets: a small page saying the app opens, and the app itself only once
+    the page's websocket has connected and BokehJS has drawn the shell (Panel's ``onload``).
+
+    Building an app (its widgets, plots and some thousand Bokeh models) takes the server's event
+    loop for a while; a page load that never connects (a crawler, ``curl``, a tab closed at
+    once, a student reloading) would take it for nothing, and every other page (the
+    lecturer's Step) waits meanwhile. ``layout`` is the document's root; ``app`` is None until
+    built (and stays None for a page that never connects).
+
+    Parameters
+    ----------
+    build : callable
+        Makes the session's :class:`gaplab.app.main.GapLabApp` (called once, in the served
+        document's onload).
+    client : str or None
+        The page's client address (for the log line).
+    """
+
+    def __init__(self, build, client):
+        import panel as pn
+
+        from .refresh import _extension, _pin_local_resources
+        super().__init__()
+        self.app = None
+        self.client = client
+        self.doc = pn.state.curdoc   # the session's document
+        self._build, self._closed = build, False
+        _pin_local_resources()   # as the app does: the page is rendered from this document
+        _extension()             # the page's head loads MathJax and the toasts now
+        self.note = pn.pane.HTML("<div class='gaplab-opening' style='font:16px sans-serif;margin:24px'>"
+                                 "gaplab: opening the app…</div>", sizing_mode="stretch_width")
+        self.layout = pn.Column(self.note, sizing_mode="stretch_width", css_classes=["gaplab-shell"])
+        pn.state.onload(self._open)
+
+    def __panel__(self):
+        return self.layout
+
+    def _open(self):
+        if self._closed or self.app is not None:
+            return
+        app = self._build()
+        self.app = app
+        self.layout.objects = [app]
+        who = "lecturer" if app.limits.lecturer else "student"
+        print(f"gaplab app: session {app.session.session_id} opened ({who}, {self.client})",
+              file=sys.stderr, flush=True)
+
+    def close(self):
+        """Stop the app's worker and release its solver (idempotent; nothing to do when the
+        page never connected)."""
+        self._closed = True
+        if self.app is None:
+            print(f"gaplab app: page load from {self.client} closed (never connected: no app was built)",
+                  file=sys.stderr, flush=True)
+            return
+        self.app.close()
+        print(f"gaplab app: session {self.app.session.session_id} closed (worker stopped, solver "
+              f"released: {self.app.session.closed})", file=sys.stderr, flush=True)
 
 
 def _release_views(doc) -> None:

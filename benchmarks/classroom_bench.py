@@ -1,36 +1,47 @@
 """A class on the lecturer's server (a benchmark script, not a timed test).
 
-One classroom-mode server (``gaplab.app.serve.make_app_factory`` with a
-:class:`~gaplab.app.classroom.ClassroomPolicy`) on 127.0.0.1 in this process. The lecturer's page
-(a loopback client) steps OCR-small while N = 0, 10, 20, 30 student pages are open (added 10 at
-a time to the same server). Each student page clicks Step every 0.5 s and Run every 5 s (Run of a
-student is cut to the server's steps per request); two of them are hostile: one sets the page's
-KeyboardShortcuts ``counts`` to ``step:1000000`` from the page (as a console would), one opens
-``/?dataset=ocr-small&steps=200000``. Meanwhile a thread of this script loads the page over plain
-HTTP once a second (a visitor's page load).
+The server is ``gaplab app --classroom`` (``gaplab.app.serve.serve``) in its own process, on
+127.0.0.1 (see ``classroom_clients.py`` for how a student's client address is given on one
+machine), with a folder holding a FIFO as ``--path-root``. The lecturer's page (a loopback
+client, real Chromium) steps OCR-small while N = 0, 10, 20, 30 students are connected (added to
+the same server). Meanwhile a thread of this script loads the page over plain HTTP once a second
+(a visitor's page load that never connects its websocket).
+
+The students, in this order:
+
+- the first ``--browser-students`` are Chromium pages, two per browser context (one context =
+  one student computer). Student 1 opens ``/?dataset=conll2000&steps=200000`` (hostile: a heavy
+  dataset and a 200,000-step replay); student 2 sets the page's KeyboardShortcuts ``counts`` to
+  ``step:1000000`` from the page's JavaScript (hostile: what a console would send); the others
+  click Step every 0.5 s and ▶ Run every 5 s;
+- the rest are Bokeh protocol clients (``classroom_clients.ProtocolStudent``): a websocket that
+  sends what a page sends (DocumentReady, then a Step click every 0.5 s and a Run click every
+  5 s) and applies the server's patches, without drawing anything. The first of them also types
+  the FIFO's path into the path tab's Open store every 2 s (hostile). A class's browsers run on
+  the students' own laptops; 30 Chromium pages on this 2-core machine would take the CPU the
+  server needs, which a class would not.
 
 Reported per N: the lecturer's Step round trip in the page (click -> the status line's new
 iteration, the page's own clock, as ``app_bench.py`` measures it), median and max; page loads
-answered (within 10 s) of those tried; the server's RSS. Target at N = 30: median <= 100 ms,
-max <= 500 ms.
-
-Students come from one Chromium, several pages per browser context (30 Chromium processes do
-not fit a 2-core machine); a context stands for one student computer: its pages carry a
-bench-only request header that this script's factory reads as the client address (the real
-server reads the TCP peer address, so on one machine every page would be the lecturer).
+answered (within 10 s) of those tried; the server process's RSS; the students' clicks sent.
+Target at N = 30: median <= 100 ms, max <= 500 ms. ``--busy``: two CPU-bound processes run
+beside (``scripts/busy.py``'s condition) during the timed part.
 
 Usage::
 
-    python benchmarks/classroom_bench.py [--students 0,10,20,30] [--steps 20] [--per-context 2]
-                                         [--out benchmarks/results/classroom_bench.json]
+    python benchmarks/classroom_bench.py [--students 0,10,20,30] [--steps 20] [--repeats 1]
+        [--browser-students 4] [--busy] [--out benchmarks/results/classroom_bench.json]
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import signal
 import statistics
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -38,8 +49,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from app_bench import _ROUND_TRIP_JS, _wait_status, finish  # noqa: E402
+from classroom_clients import HEADER, ProtocolStudent, rss_mb, serve_classroom  # noqa: E402
 
-HEADER = "X-Bench-Client"
 
 #: a student page's own clicks (buttons found in Panel's shadow roots by their text)
 _STUDENT_JS = """() => {
@@ -68,45 +79,6 @@ _HOSTILE_KEYS_JS = """() => {
 }"""
 
 
-class Server:
-    """The classroom server in a thread of this process."""
-
-    def __init__(self, policy):
-        from gaplab.app import classroom as cl
-        from gaplab.app.serve import make_app_factory
-        from gaplab.app.testing import free_port
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/"
-        self.gate = cl.SessionGate(policy)
-
-        def client_of(doc):
-            return doc.session_context.request.headers.get(HEADER, "127.0.0.1")
-        self.factory = make_app_factory(policy, self.gate, student_url=self.url, client_of=client_of)
-
-    def __enter__(self):
-        import panel as pn
-        self.thread = pn.serve({"/": self.factory}, port=self.port, address="127.0.0.1", show=False,
-                               threaded=True, websocket_origin=[f"127.0.0.1:{self.port}"],
-                               unused_session_lifetime_milliseconds=3000,
-                               check_unused_sessions_milliseconds=1000)
-        time.sleep(1.0)
-        return self
-
-    def __exit__(self, *exc):
-        try:
-            self.thread.stop()
-        except Exception:
-            pass
-        return False
-
-
-def _rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 class PageLoads:
     """Plain page loads once a second from a thread: how many are answered within 10 s."""
 
@@ -128,6 +100,48 @@ class PageLoads:
     def take(self):
         out, self.done = self.done, []
         return out
+
+
+class ServerProcess:
+    """The classroom server in a child process (its own interpreter: the script's browsers and
+    clients do not share its GIL)."""
+
+    def __init__(self, max_sessions, per_client, log_path):
+        from gaplab.app.testing import free_port
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/"
+        self.dir = tempfile.mkdtemp(prefix="gaplab-classroom-")
+        self.fifo = os.path.join(self.dir, "store-fifo")
+        os.mkfifo(self.fifo)
+        self.log = open(log_path, "w")
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--serve", str(self.port), "--path-root", self.dir,
+             "--max-sessions", str(max_sessions), "--per-client", "2"],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 600
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(self.url, timeout=30) as r:
+                    r.read()
+                return
+            except Exception:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"the server exited ({self.proc.returncode}); see {log_path}")
+                time.sleep(1.0)
+        raise TimeoutError("the server did not answer in 600 s")
+
+    def rss_mb(self):
+        return rss_mb(self.proc.pid)
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+        os.unlink(self.fifo)
+        os.rmdir(self.dir)
 
 
 def _open_student(browser, url, client, pages, timeout=300):
@@ -169,89 +183,127 @@ def _lecturer_steps(page, n_steps, timeout=60.0):
     return out
 
 
-def main(argv=None) -> int:
+def _add_students(n, students, browser, srv, args):
+    """Connect students until there are ``n`` (see the module docstring for who they are)."""
+    while len(students) < n:
+        k = len(students)
+        client = f"10.0.{k // 2 // 250}.{k // 2 % 250 + 1}"   # two students per computer
+        if k < args.browser_students:
+            m = min(2, args.browser_students - k, n - k)
+            urls = ["?dataset=conll2000&steps=200000" if k + j == 0 else "" for j in range(m)]
+            ctx, pages = _open_student(browser, srv.url, client, urls)
+            for j, (page, u) in enumerate(zip(pages, urls)):
+                _start_student(page, hostile_keys=(k + j == 1), hostile_url=bool(u))
+                students.append(("browser", ctx, page))
+        else:
+            fifo = srv.fifo if k == args.browser_students else None
+            st = ProtocolStudent(srv.url, client, fifo=fifo)
+            st.start()
+            st.connected.wait(600)
+            students.append(("protocol", None, st))
+
+
+def _measure(n, lect, loads, srv, students, args, open_s):
+    """The lecturer's Steps (``--repeats`` rounds of ``--steps``) with ``n`` students working."""
+    loads.take()
+    la0 = os.getloadavg()[0]
+    rounds = []
+    for _ in range(args.repeats):
+        rounds.append(_lecturer_steps(lect, args.steps))
+    rt = [x for r in rounds for x in r]
+    pl = loads.take()
+    proto = [st for kind, _, st in students if kind == "protocol"]
+    ok = [t for good, t in pl if good]
+    return {"students": n, "open_s": open_s, "load_avg_1min": [la0, os.getloadavg()[0]],
+            "lecturer_step_ms": {"median": statistics.median(rt), "max": max(rt), "n": len(rt),
+                                 "round_medians": [statistics.median(r) for r in rounds], "all": rt},
+            "page_loads": {"answered": len(ok), "tried": len(pl), "median_s": statistics.median(ok) if ok else None,
+                           "max_s": max(ok) if ok else None},
+            "rss_mb": srv.rss_mb(),
+            "students_by_kind": {"browser": sum(k == "browser" for k, _, _ in students), "protocol": len(proto)},
+            "protocol_clicks": {k: sum(st.clicks[k] for st in proto) for k in ("step", "run", "fifo")},
+            "protocol_errors": [st.error for st in proto if st.error]}
+
+
+def _print(run, args):
+    ms = run["lecturer_step_ms"]
+    print(f"N = {run['students']}: lecturer Step {ms['median']:.0f} ms median, {ms['max']:.0f} ms max "
+          f"({ms['n']} of {args.steps * args.repeats}); page loads {run['page_loads']['answered']}/"
+          f"{run['page_loads']['tried']} answered; RSS {run['rss_mb']:.0f} MB; students "
+          f"{run['students_by_kind']}; load {run['load_avg_1min'][0]:.1f}", flush=True)
+
+
+def _args(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--students", default="0,10,20,30", help="student page counts, increasing")
-    ap.add_argument("--steps", type=int, default=20, help="lecturer's Step clicks per N")
-    ap.add_argument("--per-context", type=int, default=2, help="student pages per browser context (computer)")
+    ap.add_argument("--students", default="0,10,20,30", help="student counts, increasing")
+    ap.add_argument("--steps", type=int, default=20, help="lecturer's Step clicks per round")
+    ap.add_argument("--repeats", type=int, default=1, help="rounds of --steps clicks per N")
+    ap.add_argument("--browser-students", type=int, default=4, help="students that are Chromium pages")
     ap.add_argument("--settle", type=float, default=5.0, help="seconds the students work before timing")
+    ap.add_argument("--busy", action="store_true", help="two CPU-bound processes beside, while timing")
     ap.add_argument("--no-page-loads", action="store_true", help="no plain page loads meanwhile")
-    ap.add_argument("--no-wait-kernels", action="store_true",
-                    help="start once the lecturer's page is ready, while other model kinds still compile")
     ap.add_argument("--out", default=None, help="write the results as JSON here (again after each N)")
-    args = ap.parse_args(argv)
+    ap.add_argument("--serve", type=int, default=None, help=argparse.SUPPRESS)   # the server process
+    ap.add_argument("--path-root", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--max-sessions", type=int, default=40, help=argparse.SUPPRESS)
+    ap.add_argument("--per-client", type=int, default=2, help=argparse.SUPPRESS)
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = _args(argv)
+    if args.serve is not None:
+        return serve_classroom(args.serve, args.path_root, args.max_sessions, args.per_client)
     counts = [int(c) for c in args.students.split(",")]
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # the server process is stopped
     from playwright.sync_api import sync_playwright
 
-    from gaplab.app import classroom as cl
-    from gaplab.app import kernels
-    from gaplab.app.testing import CHROMIUM_ARGS, find_chromium
+    from gaplab.app.testing import CHROMIUM_ARGS, busy_machine, find_chromium
     chromium = find_chromium()
     if chromium is None:
         print("no Chromium executable found (apt-get install chromium)", file=sys.stderr)
         return 2
-    policy = cl.ClassroomPolicy.for_classroom(max_sessions=max(counts) + 4,
-                                              max_sessions_per_client=max(args.per_context, 2))
-    res = {"machine": {"cpus": os.cpu_count(), "load_avg": os.getloadavg()},
-           "policy": {"max_steps_per_request": policy.max_steps_per_request,
-                      "student_refresh_ms": policy.student_refresh_ms},
-           "per_context": args.per_context, "runs": []}
-    with Server(policy) as srv, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        lect_ctx = browser.new_context(viewport={"width": 1400, "height": 900})
-        lect = lect_ctx.new_page()
-        lect.set_default_timeout(300_000)
-        lect.goto(srv.url, timeout=300_000)
-        _wait_status(lect, r"ready", timeout=900)
-        if not args.no_wait_kernels:
-            kernels.wait(900)
-        loads = PageLoads(srv.url)
-        if not args.no_page_loads:
-            loads.thread.start()
-        students, hostile = [], 0
-        for n in counts:
-            t_open = time.perf_counter()
-            while len(students) < n:
-                k = len(students)
-                m = min(args.per_context, n - k)
-                urls = [""] * m
-                keys = [False] * m
-                if hostile == 0:
-                    urls[0] = "?dataset=ocr-small&steps=200000"
-                    hostile = 1
-                elif hostile == 1 and m > 1:
-                    keys[1] = True
-                    hostile = 2
-                ctx, pages = _open_student(browser, srv.url, f"10.0.{k // 250}.{k % 250 + 1}", urls)
-                for page, bad, u in zip(pages, keys, urls):
-                    _start_student(page, hostile_keys=bad, hostile_url=bool(u))
-                    students.append((ctx, page))
-            open_s = time.perf_counter() - t_open
-            time.sleep(args.settle if n else 0.5)
-            loads.take()
-            la0 = os.getloadavg()[0]
-            rt = _lecturer_steps(lect, args.steps)
-            pl = loads.take()
-            run = {"students": n, "open_s": open_s, "load_avg_1min": [la0, os.getloadavg()[0]],
-                   "lecturer_step_ms": {"median": statistics.median(rt) if rt else None,
-                                        "max": max(rt) if rt else None, "n": len(rt), "all": rt},
-                   "page_loads": {"answered": sum(ok for ok, _ in pl), "tried": len(pl),
-                                  "median_s": statistics.median(t for ok, t in pl if ok) if any(ok for ok, _ in pl) else None},
-                   "rss_mb": _rss_mb(), "sessions": srv.gate.counts()["students"]}
-            res["runs"].append(run)
-            if args.out:   # a partial result survives an interrupted run
-                from gaplab.core.atomic import write_text_atomic
-                write_text_atomic(args.out, json.dumps(dict(res, partial=True), indent=1, default=str))
-            print(f"N = {n}: lecturer Step {run['lecturer_step_ms']['median']:.0f} ms median, "
-                  f"{run['lecturer_step_ms']['max']:.0f} ms max ({len(rt)} of {args.steps}); page loads "
-                  f"{run['page_loads']['answered']}/{run['page_loads']['tried']} answered; RSS "
-                  f"{run['rss_mb']:.0f} MB; student sessions {run['sessions']}; load {la0:.1f}", flush=True)
-        loads.stop.set()
-        browser.close()
+    res = {"machine": {"cpus": os.cpu_count(), "load_avg": os.getloadavg()}, "busy": args.busy,
+           "browser_students": args.browser_students, "runs": []}
+    log = (args.out or "classroom_bench.json") + ".server.log"
+    srv = ServerProcess(max(counts) + 4, 2, log if args.out else os.devnull)
+    students = []
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+            lect = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+            lect.set_default_timeout(300_000)
+            lect.goto(srv.url, timeout=300_000)
+            _wait_status(lect, r"ready", timeout=900)
+            loads = PageLoads(srv.url)
+            if not args.no_page_loads:
+                loads.thread.start()
+            for n in counts:
+                t_open = time.perf_counter()
+                _add_students(n, students, browser, srv, args)
+                open_s = time.perf_counter() - t_open
+                time.sleep(args.settle if n else 0.5)
+                if args.busy:
+                    with busy_machine(2):
+                        run = _measure(n, lect, loads, srv, students, args, open_s)
+                else:
+                    run = _measure(n, lect, loads, srv, students, args, open_s)
+                res["runs"].append(run)
+                _print(run, args)
+                if args.out:   # a partial result survives an interrupted run
+                    from gaplab.core.atomic import write_text_atomic
+                    write_text_atomic(args.out, json.dumps(dict(res, partial=True), indent=1, default=str))
+            loads.stop.set()
+            for kind, _, st in students:
+                if kind == "protocol":
+                    st.stop()
+            browser.close()
+    finally:
+        srv.stop()
     res["machine"]["load_avg_end"] = os.getloadavg()
     last = res["runs"][-1]
-    res["targets_met"] = {"lecturer_step_median_ms<=100": (last["lecturer_step_ms"]["median"] or 1e9) <= 100,
-                          "lecturer_step_max_ms<=500": (last["lecturer_step_ms"]["max"] or 1e9) <= 500}
+    res["targets_met"] = {"lecturer_step_median_ms<=100": last["lecturer_step_ms"]["median"] <= 100,
+                          "lecturer_step_max_ms<=500": last["lecturer_step_ms"]["max"] <= 500}
     return finish(res, args.out, lambda: print("targets at N =", last["students"], ":", res["targets_met"]))
 
 

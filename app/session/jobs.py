@@ -186,7 +186,7 @@ class SessionJobs:
                 else:
                     self._replay_fast(left)
                 now = time.perf_counter()
-                if now - last_pub >= SNAPSHOT_PERIOD_S:
+                if now - last_pub >= self.snapshot_period_s:
                     last_pub = now
                     with self._lock:
                         self._note = f"replaying the URL's steps: step {self._solver.iteration:,} of {target:,}"

@@ -26,6 +26,10 @@ PASS_FRAME_S = 0.25           # "one pass per frame": a pass of n steps, then th
 class SessionRunLoop:
     """Stepping, the worker thread and the session's lifetime (a part of :class:`Session`)."""
 
+    #: the worker publishes a snapshot at most this often, s (a classroom's student session: its
+    #: page's refresh period, see gaplab.app.classroom.guard_session)
+    snapshot_period_s = SNAPSHOT_PERIOD_S
+
     # ------------------------------------------------------------------ stepping
     def _ready(self, action: str) -> bool:
         if self._closed:
@@ -313,7 +317,7 @@ class SessionRunLoop:
                         want = k * CHUNK_TARGET_S / dt
                         self._chunk = int(min(max(want, 1), 4 * self._chunk + 1, 200_000))
                     now = time.perf_counter()
-                    if now - last_pub >= SNAPSHOT_PERIOD_S or (dt_step > 0 and k * dt_step >= SNAPSHOT_PERIOD_S):
+                    if now - last_pub >= self.snapshot_period_s or (dt_step > 0 and k * dt_step >= SNAPSHOT_PERIOD_S):
                         self._history.note(s, running=True)
                         self._rate.sample(now, s.iteration)   # taken right after a chunk
                         self._capture_last_step()

@@ -3,7 +3,10 @@ do, how many sessions the server admits, which page origins may connect, the stu
 and its QR code, and that page loads that never connect leave no live sessions.
 
 Every server here binds 127.0.0.1. Student sessions are made by a factory whose client address
-comes from a test-only request header (the real server reads the TCP peer address).
+comes from a test-only request header (the real server reads the TCP peer address). A page load
+gets a small shell; its app is built when the page's websocket connects and BokehJS says the
+document is ready (:meth:`_Served.open` does what a browser does: the page, then the websocket of
+its session, then DocumentReady).
 """
 from __future__ import annotations
 
@@ -127,6 +130,7 @@ class _Served:
         from gaplab.app.testing import free_port
         self.gate = cl.SessionGate(policy)
         self.made = []
+        self.clients = []
         self.most_students = 0
 
         def client_of(doc):
@@ -154,6 +158,37 @@ class _Served:
         headers = {"X-Test-Client": client} if client else {}
         return await AsyncHTTPClient().fetch(self.url + path, headers=headers, request_timeout=300)
 
+    async def open(self, path="", client=None):
+        """What a browser does: load the page, connect its session's websocket, send
+        DocumentReady; returns the session's app (None: the page was refused) once built."""
+        from bokeh.util.token import get_session_id
+        page = await self.get(path, client)
+        shell = self.made[-1]
+        if type(shell).__name__ == "HTML":   # the refusal page
+            return None
+        token = re.search(r'"token":\s*"([^"]+)"', page.body.decode()).group(1)
+        sid = get_session_id(token)
+        loop = asyncio.get_running_loop()
+        self.clients.append(await loop.run_in_executor(None, lambda: _ready_client(self.url, sid)))
+        deadline = time.time() + 300
+        while time.time() < deadline and _app_of(shell) is None:
+            await asyncio.sleep(0.05)
+        return _app_of(shell)
+
+    def in_doc(self, shell, fn):
+        """``fn()`` in the shell's document's next tick (with its lock, as a button's handler)."""
+        async def go():
+            fut = asyncio.get_running_loop().create_future()
+
+            def call():
+                try:
+                    fut.set_result(fn())
+                except Exception as exc:   # pragma: no cover - reported by the test
+                    fut.set_exception(exc)
+            shell.doc.add_next_tick_callback(call)
+            return await fut
+        return self.run(go())
+
     async def wait_sessions(self, n, timeout=60):
         deadline = time.time() + timeout
         while time.time() < deadline and len(self.server.get_sessions("/")) > n:
@@ -161,10 +196,29 @@ class _Served:
         return len(self.server.get_sessions("/"))
 
     def close(self):
+        for c in self.clients:
+            c.close()
         for obj in self.made:
-            if hasattr(obj, "close"):
-                obj.close()
+            app = _app_of(obj)
+            if app is not None:
+                app.close()
         self.server.stop()
+
+
+def _app_of(shell):
+    """The app a page's shell holds once built (None before, and for a refusal page)."""
+    return getattr(shell, "app", None)
+
+
+def _ready_client(url, session_id):
+    """A websocket client of the page's session that has sent DocumentReady (as BokehJS does
+    once the page is drawn); the server has handled it when this returns."""
+    from bokeh.client import pull_session
+    from bokeh.events import DocumentReady
+    client = pull_session(session_id=session_id, url=url)
+    client.document.callbacks.send_event(DocumentReady())
+    client.request_server_info()   # a reply after the event: handled in order
+    return client
 
 
 @pytest.fixture
@@ -183,8 +237,8 @@ def served():
 @pytest.mark.slow   # about 50 s of page polls and session releases; .ci/run runs the slow set
 def test_polling_the_page_leaves_no_live_sessions(served):
     """A client polling the page (plain loads, no websocket) makes sessions that are released
-    within the unused-session lifetime: N polls do not leave N live sessions, and the gate's
-    counts return to zero."""
+    within the unused-session lifetime: N polls do not leave N live sessions, the gate's counts
+    return to zero, and no poll built an app (a page that never connects gets only the shell)."""
     srv = served(cl.ClassroomPolicy.for_classroom(max_sessions_per_client=3, max_sessions=5))
 
     async def poll():
@@ -199,27 +253,44 @@ def test_polling_the_page_leaves_no_live_sessions(served):
     assert srv.gate.counts() == {"lecturer": 0, "students": 0, "clients": {}}
     # at most 3 of the student's polls were apps at any time (the others got the busy page)
     assert srv.most_students <= 3
-    apps = [m for m in srv.made if hasattr(m, "session")]
-    assert apps and all(m.session.closed for m in apps)
+    assert [type(m).__name__ for m in srv.made].count("PageShell") >= 4   # the lecturer's 4 at least
+    assert not [m for m in srv.made if _app_of(m) is not None]
+
+
+def test_a_page_load_gets_the_shell_and_its_app_only_when_the_websocket_connects(served):
+    srv = served(cl.ClassroomPolicy.for_classroom(), lifetime_ms=60_000)
+
+    async def visit():
+        r = await srv.get(client="192.0.2.9")
+        assert r.code == 200 and "opening the app" in srv.made[-1].note.object
+        assert _app_of(srv.made[-1]) is None
+        app = await srv.open(client="192.0.2.9")
+        return app
+    app = srv.run(visit())
+    assert _app_of(srv.made[0]) is None   # the plain page load: never an app
+    assert app is not None and app.limits.student and _app_of(srv.made[1]) is app
+    assert app._page_loaded   # its own onload ran after it joined the page
 
 
 def test_caps_refuse_the_extra_session_with_a_page_saying_why(served):
     srv = served(cl.ClassroomPolicy.for_classroom(max_sessions_per_client=2, max_sessions=3), lifetime_ms=60_000)
 
     async def visit():
+        apps = []
         for c in ("192.0.2.1", "192.0.2.1", "192.0.2.1", "192.0.2.2", "192.0.2.3", "127.0.0.1"):
-            r = await srv.get(client=c)
-            assert r.code == 200
-    srv.run(visit())
+            apps.append(await srv.open(client=c))
+        return apps
+    apps = srv.run(visit())
     kinds = [type(m).__name__ for m in srv.made]
-    assert kinds == ["GapLabApp", "GapLabApp", "HTML", "GapLabApp", "HTML", "GapLabApp"], kinds
+    assert kinds == ["PageShell", "PageShell", "HTML", "PageShell", "HTML", "PageShell"], kinds
+    assert [a is None for a in apps] == [False, False, True, False, True, False]
     texts = [m.object for m in srv.made if type(m).__name__ == "HTML"]
     assert "2 open sessions from your computer" in texts[0] and "server is full" in texts[1]
     assert srv.gate.counts()["students"] == 3
-    lecturer = srv.made[-1]
+    lecturer = apps[-1]
     assert lecturer.limits.lecturer and lecturer.qr_pane is not None
     assert "192.0.2.7:5006" in lecturer.qr_pane.object and "<svg" in lecturer.qr_pane.object
-    assert srv.made[0].limits.student and srv.made[0].qr_pane is None
+    assert apps[0].limits.student and apps[0].qr_pane is None
 
 
 def test_heavy_dataset_names_are_registered_problems():
@@ -234,11 +305,10 @@ def test_heavy_dataset_is_refused_to_a_student_and_not_to_the_lecturer(served):
     srv = served(policy, lifetime_ms=60_000)
 
     async def visit():
-        await srv.get("?dataset=seg-tiny&steps=7", client="192.0.2.4")
-        await srv.get("?dataset=toy", client="192.0.2.4")
-        await srv.get("?dataset=toy")   # the lecturer
-    srv.run(visit())
-    url_student, student, lecturer = srv.made
+        return [await srv.open("?dataset=seg-tiny&steps=7", client="192.0.2.4"),
+                await srv.open("?dataset=toy", client="192.0.2.4"),
+                await srv.open("?dataset=toy")]   # the lecturer
+    url_student, student, lecturer = srv.run(visit())
     assert url_student.session.dataset == "ocr-small"   # the URL's dataset was refused, with a notice
     pending = url_student._url_pending
     notices = [t for _lvl, t in url_student.session.messages()] + (pending.notices if pending else [])
@@ -262,16 +332,15 @@ def test_heavy_dataset_is_refused_to_a_student_and_not_to_the_lecturer(served):
 
 def test_student_step_budget_cuts_step_n_and_run(served):
     srv = served(cl.ClassroomPolicy.for_classroom(max_steps_per_request=30), lifetime_ms=60_000)
-    srv.run(srv.get("?dataset=toy", client="192.0.2.5"))
-    app = srv.made[0]
+    app = srv.run(srv.open("?dataset=toy", client="192.0.2.5"))
     s = app.session
     assert s.wait_idle(120)
     s.n_steps = 1000
-    app.on_step_n()
+    srv.in_doc(srv.made[0], app.on_step_n)   # as the button's handler: with the document's lock
     assert s.wait_idle(120)
     assert s.solver.iteration == 30
     assert any("at most 30 block steps per request" in t for _lvl, t in s.messages())
-    app.on_run()
+    srv.in_doc(srv.made[0], app.on_run)
     assert s.wait_idle(120)
     assert s.solver.iteration == 60
 
@@ -313,3 +382,53 @@ async def _ws_status(port, origin):
         return exc.code
     conn.close()
     return 101
+
+
+# ----------------------------------------------------------------------------- the lecturer first
+def test_loop_share_bounds_the_students_redraws_and_yields_to_the_lecturer(monkeypatch):
+    """Students' redraws stop once they took the share of the window, start again as the
+    window slides, wait after a lecturer's action, and a page starved for starve_s redraws."""
+    clock = [100.0]
+    monkeypatch.setattr(cl.time, "monotonic", lambda: clock[0])
+    share = cl.LoopShare(fraction=0.25, window_s=1.0, lecturer_grace_s=0.3, starve_s=3.0)
+    assert share.may_run()
+    share.spend(0.2)
+    assert share.may_run()
+    share.spend(0.1)   # 0.3 s of the last 1 s: more than a quarter
+    assert not share.may_run(idle_s=1.0)
+    assert share.may_run(idle_s=3.0)   # starved pages still redraw
+    clock[0] += 1.01
+    assert share.may_run()   # the window has slid past both
+    share.lecturer_acted()
+    assert not share.may_run() and not share.may_run(idle_s=10.0)
+    clock[0] += 0.31
+    assert share.may_run()
+    for bad in ({"fraction": 0}, {"fraction": 1.5}, {"window_s": 0}, {"lecturer_grace_s": -1}, {"starve_s": 0}):
+        with pytest.raises(ValueError, match="must be"):
+            cl.LoopShare(**bad)
+
+
+def test_a_students_step_runs_in_the_worker_and_publishes_at_the_page_refresh(served):
+    """In a classroom a student's Step is queued to the session's worker (the event loop only
+    queues it), its snapshots are published at the student page's refresh period, and the
+    lecturer's session steps on the loop as before."""
+    policy = cl.ClassroomPolicy.for_classroom(student_refresh_ms=500)
+    srv = served(policy, lifetime_ms=60_000)
+
+    async def visit():
+        return await srv.open("?dataset=toy", client="192.0.2.5"), await srv.open("?dataset=toy")
+    student, lecturer = srv.run(visit())
+    assert student.session.wait_idle(120) and lecturer.session.wait_idle(120)
+    assert student.limits.loop_share is srv.gate.loop_share and lecturer.limits.loop_share is srv.gate.loop_share
+    assert student.session.snapshot_period_s == 0.5 and lecturer.session.snapshot_period_s == 0.1
+    queued = []
+    monkeypatch_key = student.session.key_action
+    student.session.key_action = lambda a, c: queued.append((a, c)) or monkeypatch_key(a, c)
+    it0 = student.session.solver.iteration
+    srv.in_doc(srv.made[0], student.on_step)
+    assert queued == [("step", 1)]
+    assert student.session.wait_idle(120)
+    assert student.session.solver.iteration == it0 + 1
+    it1 = lecturer.session.solver.iteration
+    srv.in_doc(srv.made[1], lecturer.on_step)   # on the loop: taken when the handler returns
+    assert lecturer.session.solver.iteration == it1 + 1

@@ -28,6 +28,7 @@ ARTIFACTS = ROOT / "artifacts"
 
 def test_closed_sessions_free_their_session_app_and_document(monkeypatch):
     from bokeh.client import pull_session
+    from bokeh.events import DocumentReady
     from tornado.httpclient import AsyncHTTPClient
 
     from gaplab.app import serve as serve_mod
@@ -38,9 +39,9 @@ def test_closed_sessions_free_their_session_app_and_document(monkeypatch):
     factory = serve_mod.app_factory
 
     def recording_factory():
-        app = factory()
-        made.append((weakref.ref(app), weakref.ref(app.session), weakref.ref(pn.state.curdoc)))
-        return app
+        shell = factory()
+        made.append((shell, weakref.ref(shell), weakref.ref(pn.state.curdoc)))
+        return shell
 
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
@@ -48,16 +49,22 @@ def test_closed_sessions_free_their_session_app_and_document(monkeypatch):
                       websocket_origin=[f"127.0.0.1:{port}", f"localhost:{port}"],
                       unused_session_lifetime_milliseconds=500, check_unused_sessions_milliseconds=250)
     server.start()
+    apps = []
+
+    def connect_and_close():
+        client = pull_session(url=url)
+        client.document.callbacks.send_event(DocumentReady())   # the app is built (as a page's)
+        client.request_server_info()   # answered after the event was handled
+        client.close()
 
     async def visit():
         client = AsyncHTTPClient()
-        # each session builds the whole app (seconds): two of the first kind and one of the
-        # second show that every session is freed, not only the latest
-        for _ in range(2):   # plain page loads: sessions that never connect
+        for _ in range(4):   # plain page loads: sessions that never connect
             await client.fetch(url, request_timeout=300)
         loop = asyncio.get_running_loop()
-        for _ in range(1):   # a session whose websocket connects, then closes
-            await loop.run_in_executor(None, lambda: pull_session(url=url).close())
+        for _ in range(2):   # sessions whose websocket connects, then closes
+            await loop.run_in_executor(None, connect_and_close)
+            apps.append(weakref.ref(made[-1][0].app))
         deadline = time.time() + 60
         while time.time() < deadline and server.get_sessions("/"):   # destroyed: unused or closed
             await asyncio.sleep(0.25)
@@ -68,11 +75,15 @@ def test_closed_sessions_free_their_session_app_and_document(monkeypatch):
         assert server.get_sessions("/") == []
     finally:
         server.stop()
-    assert len(made) == 3
-    gc.collect()
-    alive = [(a() is not None, s() is not None, d() is not None) for a, s, d in made]
-    assert alive == [(False, False, False)] * 3, alive
+    assert len(made) == 6
+    assert [type(a()).__name__ for a in apps] == ["GapLabApp", "GapLabApp"]
+    sessions = [weakref.ref(a().session) for a in apps]
     docs = {id(d()) for _, _, d in made}
+    made = [(s, d) for _, s, d in made]
+    gc.collect()
+    alive = [(s() is not None, d() is not None) for s, d in made]
+    assert alive == [(False, False)] * 6, alive
+    assert [a() for a in apps] == [None, None] and [s() for s in sessions] == [None, None]
     assert not [ref for ref, v in state._views.items() if id(v[2]) in docs]
 
 
