@@ -335,7 +335,7 @@ _TEXT_LAYOUT_JS = r"""
 """
 
 
-def text_layout(page, skip: str | None = ".notyf, .bk-tooltip, .bk-tool-overflow, .Toastify, .jp-toast-message",
+def text_layout(page, skip: str | None = ".notyf, .notyf-announcer, .bk-tooltip, .bk-tool-overflow, .Toastify, .jp-toast-message",
                 within: str | None = None) -> dict:
     """Every visible DOM text fragment of a Playwright ``page`` (shadow roots included): a dict
     with ``boxes`` (one per line fragment: ``text``, ``x0 y0 x1 y1`` in CSS px of the viewport,
@@ -345,8 +345,8 @@ def text_layout(page, skip: str | None = ".notyf, .bk-tooltip, .bk-tool-overflow
     ``font``, ``tag`` and its box ``x0 y0 x1 y1``), the viewport size
     ``vw``, ``vh`` and the document's ``scrollW``. Text drawn in canvases (Bokeh plots) is not
     DOM text and is not here. ``skip``: a CSS selector of subtrees left out (transient toasts:
-    Panel's and JupyterLab's notifications,
-    tooltips, the "⋯" glyph of a plot toolbar's overflow button: an icon like the tool icons).
+    Panel's and JupyterLab's notifications, and notyf's screen-reader announcer, a clipped 1-px
+    live region that repeats a toast's text and is never drawn; tooltips, the "⋯" glyph of a plot toolbar's overflow button: an icon like the tool icons).
     ``within``: a CSS selector of the elements whose text is measured (default: the page)."""
     return page.evaluate(_TEXT_LAYOUT_JS, [skip, within])
 
