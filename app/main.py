@@ -100,7 +100,7 @@ class GapLabApp(ControlsMixin, UrlMixin, RefreshMixin, ProjectorMixin, pn.viewab
         # the page's URL is left as opened
         self._url_pending = url if url is not None and not (url.empty and not url.notices) else None
         self._url_written = ("", 0.0)
-        self._frame = Frame()   # the snapshot on screen (gaplab.app.views.frame)
+        self._frame = Frame(ack=True)   # the snapshot on screen (gaplab.app.views.frame)
         self._loc = pn.state.location if _served() else None   # this page's URL (served only)
         _pin_local_resources()   # before any component is built
         _extension()
@@ -290,7 +290,7 @@ class GapLabApp(ControlsMixin, UrlMixin, RefreshMixin, ProjectorMixin, pn.viewab
         # narrower than the sidebar and MAIN_MIN_WIDTH: the tabs go below the settings
         main.styles = {"flex": "1 1 0"}
         # projector mode is a set of CSS variables on this root (gaplab.app.projector)
-        return pn.Column(self.keys, header, pn.FlexBox(self.sidebar, main, flex_wrap="wrap", align_items="flex-start",
+        return pn.Column(self.keys, self._frame.ack, header, pn.FlexBox(self.sidebar, main, flex_wrap="wrap", align_items="flex-start",
                                             sizing_mode="stretch_width"),
                          sizing_mode="stretch_width", styles=dict(MODE_VARS[False]))
 
