@@ -6,7 +6,8 @@ viewer sees, read after the page's next painted frame every 50 ms:
 
 * space (Step): the status line's iteration goes up by one;
 * r (Run/Pause): the status line says "running" (and the iteration moves), then, on the next
-  r, "paused" (the run at ``--speed``, default 1,000 steps/s);
+  r, "paused" (the run at ``--speed``, default 1,000 steps/s; the pass budget set to 100,000 so
+  that no round ends a run);
 * p (projector mode): the projector bar shows, then hides (with the Step tab's narration).
 
 The presses of each key alternate with the others (space, r, r, p, p per round), so each
@@ -110,6 +111,11 @@ def measure(rounds: int, busy: bool, url: str | None = None, speed: str = "1,000
         status = page.locator(".gaplab-status").first
         # the run's speed: a lecture's (at "unlimited" the pass budget ends a run within seconds)
         page.locator(".gaplab-w-speed select").first.select_option(label=speed)
+        # a pass budget no round reaches (at unlimited speed the default 100 passes end a run
+        # within seconds, and r then cannot resume it)
+        budget = page.locator(".gaplab-w-max_passes input").first
+        budget.fill("100000")
+        budget.press("Enter")
         page.get_by_role("button", name="Step", exact=True).click()
         t0 = time.time()
         while "iteration 1 " not in status.inner_text():
