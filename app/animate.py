@@ -17,8 +17,8 @@ import numpy as np
 
 from .wording import ROUND_OFF, count, gamma_words, gap_words
 
-__all__ = ["StepFrame", "replay_frames", "render_gif", "last_steps_gif", "gif_span", "MAX_FRAMES",
-           "FRAME_BARS"]
+__all__ = ["StepFrame", "replay_frames", "render_gif", "last_steps_gif", "gif_span", "across_switch_span",
+           "across_switch_gif", "MAX_FRAMES", "FRAME_BARS"]
 
 #: the most steps one GIF shows (the history keeps at least this many steps back)
 MAX_FRAMES = 200
@@ -51,6 +51,7 @@ class StepFrame:
     staleness: np.ndarray = field(repr=False)
     image: np.ndarray | None = field(default=None, repr=False)
     gap_tol: float = 0.0     # the round-off threshold of a block gap (gaplab.app.wording)
+    phase: str = ""          # a GIF across a setting switch: before or after it, in the caption
 
 
 def _text(d) -> str:
@@ -69,9 +70,9 @@ def _describe(model, i, y) -> dict:
         return {}
 
 
-def replay_frames(solver, steps: int) -> list[StepFrame]:
+def replay_frames(solver, steps: int, phase: str = "") -> list[StepFrame]:
     """Step an independent copy of ``solver`` ``steps`` times and record a frame after each
-    step. ``solver`` itself is not changed.
+    step (``phase``: a caption line of every frame). ``solver`` itself is not changed.
 
     Raises
     ------
@@ -101,7 +102,7 @@ def replay_frames(solver, steps: int) -> list[StepFrame]:
             truth=_text(truth), corner=_text(corner), note=str(truth.get("note") or ""),
             gaps=np.asarray(s.gap_estimates, dtype=np.float64), staleness=np.where(st >= 0, st, np.nan),
             image=None if image is None else np.asarray(image),
-            gap_tol=ROUND_OFF * abs(float(s.dual_objective())) / max(int(s.n), 1)))
+            gap_tol=ROUND_OFF * abs(float(s.dual_objective())) / max(int(s.n), 1), phase=phase))
     return frames
 
 
@@ -130,6 +131,8 @@ def frame_lines(frame: StepFrame, title: str) -> list[str]:
              f"{gap_words(frame.gap_after, frame.gap_tol, '.3g')}"]
     if frame.truth:
         lines.append(f"truth: {frame.truth[:60]}   {corner}: {frame.corner[:60]}")
+    if frame.phase:
+        lines.append(frame.phase)
     return lines
 
 
@@ -140,8 +143,12 @@ def _draw(fig, frame: StepFrame, title: str, ylim, st_max, max_bars):
     top = fig.add_axes([0.03, 0.66, 0.94, 0.30])
     top.axis("off")
     lines = frame_lines(frame, title)
-    top.text(0.0, 1.0, "\n".join(lines), va="top", ha="left", fontsize=11, family="DejaVu Sans",
-             transform=top.transAxes, linespacing=1.5)
+    top.text(0.0, 1.0, "\n".join(lines[:-1] if frame.phase else lines), va="top", ha="left", fontsize=11,
+             family="DejaVu Sans", transform=top.transAxes, linespacing=1.5)
+    if frame.phase:   # the setting switch, in the switch's colour on the convergence curves
+        top.text(0.0, 1.0, "\n" * (len(lines) - 1) + lines[-1], va="top", ha="left", fontsize=11,
+                 family="DejaVu Sans", transform=top.transAxes, linespacing=1.5, color="#d62728",
+                 fontweight="bold")
     if frame.image is not None and frame.image.ndim == 3 and frame.image.shape[0] <= 40:
         word = np.concatenate(list(frame.image), axis=1)          # (16, 8·T) letters side by side
         im = fig.add_axes([0.70, 0.66, 0.27, 0.12])
@@ -276,5 +283,48 @@ def last_steps_gif(session, steps: int = 30, fps: float = 4.0, max_bars: int = F
     first, _why = gif_span(snap, steps)
     start = session.solver_at(first)
     frames = replay_frames(start, snap.iteration - first)
+    title = f"gaplab · {snap.dataset} (n = {count(snap.n)}) · {snap.label}"
+    return io.BytesIO(render_gif(frames, title=title, fps=fps, max_bars=max_bars))
+
+
+def across_switch_span(session, steps: int) -> tuple:
+    """(first, switch, label): a GIF of the last ``steps`` block steps across the run's last
+    setting switch with α kept starts after step ``first`` (before the switch at step
+    ``switch``, replayed under the settings of before it; ``label`` says what the switch
+    changed).
+
+    Raises
+    ------
+    ValueError
+        If ``steps`` is out of range, or the last ``steps`` steps do not reach back past a
+        setting switch whose earlier steps the session keeps.
+    """
+    snap = session.snapshot
+    first, _why = gif_span(snap, steps)
+    before = session.before_switch()
+    if before is None or before[1] != first or snap.iteration - first >= steps:
+        raise ValueError("the last steps do not reach back past a setting switch whose earlier steps are kept")
+    earliest, at, label = before
+    return max(at - (steps - (snap.iteration - at)), earliest), at, label
+
+
+def across_switch_gif(session, steps: int = 30, fps: float = 4.0, max_bars: int = FRAME_BARS) -> io.BytesIO:
+    """A GIF of the last ``steps`` block steps of ``session``'s run across its last setting
+    switch with α kept: the steps before the switch are replayed under the settings they ran
+    under, and every frame's caption says whether it is before or after the switch (and what
+    changed). Fewer frames when the steps before the switch are not kept that far back. Takes
+    seconds: call it off a server's event loop.
+
+    Raises
+    ------
+    ValueError
+        As :func:`across_switch_span`.
+    """
+    snap = session.snapshot
+    first, at, label = across_switch_span(session, steps)
+    frames = replay_frames(session.solver_before_switch(first), at - first,
+                           phase=f"before the setting switch at step {count(at)}")
+    frames += replay_frames(session.solver_at(at), snap.iteration - at,
+                            phase=f"after the setting switch at step {count(at)}: {label}")
     title = f"gaplab · {snap.dataset} (n = {count(snap.n)}) · {snap.label}"
     return io.BytesIO(render_gif(frames, title=title, fps=fps, max_bars=max_bars))

@@ -194,6 +194,13 @@ class ControlsMixin:
                                              css_classes=["gaplab-export-gif"],
                                              description="Download an animation of the last N block steps "
                                                          "(anatomy and per-block gap bars), made on the server.")
+        # offered when the last N steps reach back past a setting switch (shown by _gif)
+        self.d_gif_across = pn.widgets.FileDownload(
+            callback=self._gif_across, filename="gaplab_steps_across_switch.gif",
+            label="Make the GIF across the switch", width=250, color="light", visible=False,
+            css_classes=["gaplab-export-gif-across"],
+            description="The last N steps including those before the setting switch (replayed under "
+                        "the settings they ran under); each frame's caption says before or after the switch.")
 
     def _projector_copies(self):
         """The projector bar's own widgets (a widget is shown in one place), guarded."""
@@ -251,7 +258,7 @@ class ControlsMixin:
                 pn.Row(self.b_exact),
                 pn.Row(self.b_compare, self.b_clear),
                 pn.Row(self.d_csv, self.d_json),
-                pn.Row(self.d_gif, self.gif_steps)]
+                pn.Row(self.d_gif, self.gif_steps), pn.Row(self.d_gif_across)]
 
     @property
     def s(self):

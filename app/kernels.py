@@ -24,7 +24,14 @@ from dataclasses import dataclass
 
 from gaplab.core.warmup import CompileProgress
 
-__all__ = ["KernelState", "start", "state", "wait", "yield_to_page", "page_loaded", "COMPILE_NOTE"]
+__all__ = ["KernelState", "start", "state", "wait", "yield_to_page", "page_loaded", "COMPILE_NOTE",
+           "FAKE_BACKGROUND_ENV"]
+
+#: Test-only: with this environment variable set to "1" in the server's environment, once the
+#: kernels are ready :func:`state` reports the background phase ("background", 50 %), so the page
+#: shows the background-compile note while every button works (the projector's fit with the
+#: note is checked this way; a real background compile ends at a time a test cannot choose).
+FAKE_BACKGROUND_ENV = "GAPLAB_TEST_FAKE_BACKGROUND_COMPILE"
 
 #: what the page says while the kernels compile
 COMPILE_NOTE = "compiling solver kernels (once per install, about a minute)"
@@ -320,8 +327,12 @@ def start(*, log: bool = True, extra=None) -> bool:
 
 
 def state() -> KernelState:
-    """The compile's current :class:`KernelState` (never blocks)."""
-    return _WARMUP.state()
+    """The compile's current :class:`KernelState` (never blocks; see :data:`FAKE_BACKGROUND_ENV`)."""
+    ks = _WARMUP.state()
+    if ks.status == "ready" and os.environ.get(FAKE_BACKGROUND_ENV) == "1":
+        return dataclasses.replace(ks, status="background", fraction=0.5,
+                                   message=f"a test's stand-in for a compile ({FAKE_BACKGROUND_ENV}=1)")
+    return ks
 
 
 def yield_to_page(seconds: float = 10.0) -> None:

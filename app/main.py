@@ -24,7 +24,7 @@ import panel as pn
 from panel.io import hold
 
 from . import classroom, kernels
-from .animate import gif_span, last_steps_gif
+from .animate import across_switch_gif, across_switch_span, gif_span, last_steps_gif
 from .export import figure_export_buttons
 from .keys import KeyboardShortcuts
 from .widget_guard import guard_links
@@ -100,7 +100,7 @@ class GapLabApp(ControlsMixin, UrlMixin, RefreshMixin, ProjectorMixin, pn.viewab
         # the page's URL is left as opened
         self._url_pending = url if url is not None and not (url.empty and not url.notices) else None
         self._url_written = ("", 0.0)
-        self._frame = Frame()   # the snapshot on screen (gaplab.app.views.frame)
+        self._frame = Frame(ack=True)   # the snapshot on screen (gaplab.app.views.frame)
         self._loc = pn.state.location if _served() else None   # this page's URL (served only)
         _pin_local_resources()   # before any component is built
         _extension()
@@ -207,30 +207,54 @@ class GapLabApp(ControlsMixin, UrlMixin, RefreshMixin, ProjectorMixin, pn.viewab
     async def _gif(self):
         """The GIF of the last N steps (gaplab.app.animate), drawn in a worker thread (seconds of
         matplotlib: the server's event loop keeps answering), bins as the page shows them; a
-        notice says why it has fewer frames than N. An empty file and a warning when there is no
+        notice says why it has fewer frames than N and, when a setting switch cut it, the button
+        "Make the GIF across the switch" shows. An empty file and a warning when there is no
         step to show or N (a value from the browser) is out of range, or a GIF is being made."""
-        import asyncio
         steps, snap = self.gif_steps.value, self.session.snapshot
         try:
             first, why = gif_span(snap, steps)
         except ValueError as exc:
             self.session.notify(f"GIF: {exc}", "warning")
             return io.BytesIO(b"")
+        data = await self._gif_made(last_steps_gif, steps)
+        if why and data.getvalue():
+            try:
+                across_switch_span(self.session, steps)
+                offer = True
+            except ValueError:
+                offer = False
+            self.d_gif_across.visible = offer
+            self.session.notify(f"GIF: {snap.iteration - first} frames, not {steps}: {why}."
+                                + (" Or click “Make the GIF across the switch”: it replays the steps before "
+                                   "the switch too, marked in each frame's caption." if offer else ""), "info")
+        return data
+
+    async def _gif_across(self):
+        """The GIF of the last N steps across the last setting switch (gaplab.app.animate), in a
+        worker thread; a warning and an empty file when there is no such switch any more."""
+        try:
+            across_switch_span(self.session, self.gif_steps.value)
+        except ValueError as exc:
+            self.d_gif_across.visible = False
+            self.session.notify(f"GIF across the switch: {exc}.", "warning")
+            return io.BytesIO(b"")
+        return await self._gif_made(across_switch_gif, self.gif_steps.value)
+
+    async def _gif_made(self, make, steps) -> io.BytesIO:
+        """``make(session, steps, max_bars=...)`` in a worker thread, one GIF at a time."""
+        import asyncio
         if self._gif_busy:
             self.session.notify("GIF: one is being made already; click again when it has downloaded.", "warning")
             return io.BytesIO(b"")
         bars = PROJECTOR_BARS if self.projector else BlockGapsView.MAX_BARS
         self._gif_busy = True
         try:
-            data = await asyncio.to_thread(last_steps_gif, self.session, steps, max_bars=bars)
+            return await asyncio.to_thread(make, self.session, steps, max_bars=bars)
         except ValueError as exc:   # the run changed meanwhile (a reset): nothing to show
             self.session.notify(f"GIF: {exc}", "warning")
             return io.BytesIO(b"")
         finally:
             self._gif_busy = False
-        if why:
-            self.session.notify(f"GIF: {snap.iteration - first} frames, not {steps}: {why}.", "info")
-        return data
 
     def _sync_visibility(self):
         s, wd = self.session, self.widgets
@@ -290,7 +314,7 @@ class GapLabApp(ControlsMixin, UrlMixin, RefreshMixin, ProjectorMixin, pn.viewab
         # narrower than the sidebar and MAIN_MIN_WIDTH: the tabs go below the settings
         main.styles = {"flex": "1 1 0"}
         # projector mode is a set of CSS variables on this root (gaplab.app.projector)
-        return pn.Column(self.keys, header, pn.FlexBox(self.sidebar, main, flex_wrap="wrap", align_items="flex-start",
+        return pn.Column(self.keys, self._frame.ack, header, pn.FlexBox(self.sidebar, main, flex_wrap="wrap", align_items="flex-start",
                                             sizing_mode="stretch_width"),
                          sizing_mode="stretch_width", styles=dict(MODE_VARS[False]))
 

@@ -6,7 +6,8 @@ viewer sees, read after the page's next painted frame every 50 ms:
 
 * space (Step): the status line's iteration goes up by one;
 * r (Run/Pause): the status line says "running" (and the iteration moves), then, on the next
-  r, "paused" (the run at ``--speed``, default 1,000 steps/s);
+  r, "paused" (the run at ``--speed``, default 1,000 steps/s; the pass budget set to 100,000 so
+  that no round ends a run);
 * p (projector mode): the projector bar shows, then hides (with the Step tab's narration).
 
 The presses of each key alternate with the others (space, r, r, p, p per round), so each
@@ -15,7 +16,10 @@ round's presses share the load. ``--busy`` runs with the busy-laptop condition
 
     python benchmarks/keys_latency.py [--busy] [--rounds 8] [--speed LABEL] [--url URL] [--out FILE.json]
 
-Prints and writes JSON: seconds per key (median, max, every press), the load average.
+Prints and writes JSON: seconds per key (median, max, every press), the load average, and what
+the page received and how busy it was during the rounds: websocket messages and kilobytes per
+second from the server, and the page's main-thread lag (how late a 50-ms timer fires: median and
+max in ms; a page behind on applying document patches answers keys as late).
 """
 from __future__ import annotations
 
@@ -45,6 +49,11 @@ _STATE_JS = """async () => {
   all(document);
   return {status: status || '', on: !!(top && top.checkVisibility()), narration: nar};
 }"""
+
+#: the page's main-thread lag: how late a 50-ms timer fires (ms), sampled from now on
+_LAG_JS = """() => { window.__gaplabLag = []; let t = performance.now();
+  window.__gaplabLagTimer = setInterval(() => { const now = performance.now();
+    window.__gaplabLag.push(now - t - 50); t = now; }, 50); }"""
 
 _ITER = re.compile(r"iteration ([0-9,]+)")
 
@@ -95,10 +104,18 @@ def measure(rounds: int, busy: bool, url: str | None = None, speed: str = "1,000
         b = pw.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS)
         page = b.new_page(viewport={"width": 1280, "height": 720})
         page.set_default_timeout(120_000)
+        ws_in = []   # (time, bytes) of each websocket message the page receives
+        page.on("websocket", lambda ws: ws.on(
+            "framereceived", lambda payload: ws_in.append((time.perf_counter(), len(payload)))))
         page.goto(f"{srv.url}?dataset=ocr-small", timeout=300_000)
         status = page.locator(".gaplab-status").first
         # the run's speed: a lecture's (at "unlimited" the pass budget ends a run within seconds)
         page.locator(".gaplab-w-speed select").first.select_option(label=speed)
+        # a pass budget no round reaches (at unlimited speed the default 100 passes end a run
+        # within seconds, and r then cannot resume it)
+        budget = page.locator(".gaplab-w-max_passes input").first
+        budget.fill("100000")
+        budget.press("Enter")
         page.get_by_role("button", name="Step", exact=True).click()
         t0 = time.time()
         while "iteration 1 " not in status.inner_text():
@@ -109,8 +126,17 @@ def measure(rounds: int, busy: bool, url: str | None = None, speed: str = "1,000
         with busy_machine() if busy else contextlib.nullcontext():
             time.sleep(3 if busy else 0)
             out["load_start"] = os.getloadavg()
+            page.evaluate(_LAG_JS)
+            t_rounds = time.perf_counter()
             for _ in range(rounds):
                 _round(page, presses)
+            t_end = time.perf_counter()
+            lag = page.evaluate("() => window.__gaplabLag")
+        got = [b for t, b in ws_in if t_rounds <= t <= t_end]
+        out["page"] = {"ws_msgs_per_s": len(got) / (t_end - t_rounds),
+                       "ws_kb_per_s": sum(got) / 1024 / (t_end - t_rounds),
+                       "main_thread_lag_ms_median": statistics.median(lag) if lag else None,
+                       "main_thread_lag_ms_max": max(lag) if lag else None}
         b.close()
     out["load_after"] = os.getloadavg()
     for k, secs in presses.items():

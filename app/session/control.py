@@ -5,6 +5,7 @@ loop (:mod:`~gaplab.app.session.runloop`) and the snapshots it publishes
 (:mod:`~gaplab.app.session.publish`)."""
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 import threading
@@ -115,6 +116,7 @@ class Session(SessionJobs, SessionRunLoop, SessionPublisher, SessionSettings):
         self._metric_cache = None   # (key of the gap check, headline test metric, its pass)
         self._history = History()   # checkpoints for Back (gaplab.app.history)
         self._switches: list = []   # settings switched with α kept (see Snapshot.switches)
+        self._before_switch = None  # (History before the last switch with α kept, its step, label)
         self._snapshot = _empty_snapshot(self.session_id, self.dataset, "loading", 0, {})
         #: the server's say on a dataset (gaplab.app.classroom): ``guard(name)`` is None when this
         #: session may open it, else the reason shown (a refused choice is reverted)
@@ -351,6 +353,7 @@ class Session(SessionJobs, SessionRunLoop, SessionPublisher, SessionSettings):
             self._chunk = 64
             self._switches = []
             self._history.clear()
+            self._before_switch = None
             self._drawn = {}
             self._history.note(solver, force=True)
             self._set_status("idle")
@@ -408,6 +411,8 @@ class Session(SessionJobs, SessionRunLoop, SessionPublisher, SessionSettings):
             self._solver = new
             self._applied = self._current_values()
             self._switches = prev + [mark]
+            # the steps before the switch stay replayable (a GIF across it), the last switch's only
+            self._before_switch = None if warm else (copy.copy(self._history), s.iteration, label)
             self._history.clear()
             self._drawn = {}
             self._history.note(new, force=True)
@@ -489,6 +494,27 @@ class Session(SessionJobs, SessionRunLoop, SessionPublisher, SessionSettings):
                 raise ValueError(f"iteration must be an int in [0, {s.iteration}] (the current step), "
                                  f"got {iteration!r}")
             return self._history.reach(int(iteration))
+
+    def solver_before_switch(self, iteration: int) -> Solver:
+        """An independent copy of this run's solver after block step ``iteration``, a step
+        before the run's last setting switch with α kept (replayed under the settings of before
+        the switch); the session's state is not changed. Raises ValueError if there is no such
+        switch or its steps before ``iteration`` are not kept (see :meth:`before_switch`)."""
+        with self._lock:
+            before = self._before_switch
+            if before is None:
+                raise ValueError("the run has no setting switch whose earlier steps are kept")
+            hist, at, _label = before
+            if isinstance(iteration, bool) or not isinstance(iteration, (int, np.integer)) \
+                    or not 0 <= iteration <= at:
+                raise ValueError(f"iteration must be an int in [0, {at}] (the switch's step), got {iteration!r}")
+            return hist.reach(int(iteration))
+
+    def before_switch(self) -> tuple | None:
+        """(earliest step kept, the switch's step, what it changed) of the run's last setting
+        switch with α kept, whose earlier steps stay replayable; None without one."""
+        b = self._before_switch
+        return None if b is None or b[0].earliest is None else (int(b[0].earliest), int(b[1]), b[2])
 
     def load_model(self, make, *, lam: float, settings: dict, busy: str = "", note: str = "",
                    origin: str = "") -> bool:

@@ -353,6 +353,7 @@ class SessionRunLoop:
             self._comparison = []
             self._history.clear()   # its checkpoints are solver copies
             self._switches = []
+            self._before_switch = None
             self._status = "closed"
             self._snapshot = _empty_snapshot(self.session_id, self.dataset, "closed", 0, {})
 

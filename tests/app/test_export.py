@@ -161,8 +161,56 @@ def test_app_gif_button_downloads_the_last_steps():
         assert im.n_frames == 4
         notes = [t for _lv, t in app.session.messages(seen)]
         assert any("4 frames, not 20" in t and "switched settings at step 5" in t for t in notes), notes
+        # ... and offers the GIF across the switch: the 5 steps before it and the 4 after
+        assert app.d_gif_across.visible and any("Make the GIF across the switch" in t for t in notes), notes
+        im = Image.open(asyncio.run(app.d_gif_across.callback()))
+        assert im.format == "GIF" and im.n_frames == 9
+        app.session.reset()          # a new run: no switch to cross, the button says so and hides
+        app.session.step()
+        seen = len(app.session.messages())
+        assert asyncio.run(app.d_gif_across.callback()).getvalue() == b""
+        assert not app.d_gif_across.visible
+        assert any("GIF across the switch" in t for _lv, t in app.session.messages(seen))
     finally:
         app.close()
+
+
+def test_gif_across_a_switch_replays_the_steps_taken_before_and_after_it():
+    """Gap sampling for 6 steps, a switch to uniform sampling with α kept, 4 more steps: the GIF
+    of the last 8 steps across the switch replays steps 3-6 under gap sampling and 7-10 under
+    uniform sampling, the very blocks the session drew, each frame's caption saying which side
+    of the switch it is on; the session is not changed."""
+    from gaplab.app.animate import across_switch_span, frame_lines, gif_span, replay_frames
+    from gaplab.app.session import Session
+    s = Session(sampling="gap", max_passes=1e6)
+    try:
+        assert s.wait_idle(120), s.messages()
+        blocks = []
+        for _ in range(6):
+            blocks.append(s.step().last_step.block)
+        with pytest.raises(ValueError, match="setting switch"):
+            across_switch_span(s, 8)                 # no switch yet
+        s.sampling = "uniform"
+        assert s.keep_alpha and len(s.snapshot.switches) == 1
+        for _ in range(4):
+            blocks.append(s.step().last_step.block)
+        assert gif_span(s.snapshot, 8)[0] == 6       # the plain GIF stops at the switch
+        first, at, label = across_switch_span(s, 8)
+        assert (first, at) == (2, 6) and "uniform" in label
+        state = (s.snapshot.version, np.array(s.solver.w))
+        before = replay_frames(s.solver_before_switch(first), at - first, phase="before")
+        after = replay_frames(s.solver_at(at), 4, phase="after")
+        assert [f.iteration for f in before + after] == list(range(3, 11))
+        assert [f.block for f in before + after] == blocks[2:]
+        assert s.solver_before_switch(0).config.sampling.name == "GAP" and s.solver.config.sampling.name == "UNIFORM"
+        assert frame_lines(before[0], "t")[-1] == "before" and frame_lines(after[0], "t")[-1] == "after"
+        assert s.snapshot.version == state[0] and np.array_equal(s.solver.w, state[1])
+        with pytest.raises(ValueError, match="iteration must be an int in"):
+            s.solver_before_switch(7)               # after the switch
+        s.reset()
+        assert s.before_switch() is None
+    finally:
+        s.close()
 
 
 def test_gif_bins_blocks_as_the_page_does(stepped):

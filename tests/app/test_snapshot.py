@@ -244,3 +244,45 @@ def test_step_info_is_built_from_the_core_step_record():
             assert getattr(st, name) == getattr(rec, name), name
     assert (st.fw_corner, st.away_corner, st.truth, st.gap_after) == ((1, 2), (0, 2), (1, 1), 0.1)
     assert st.gap_before == rec.block_gap_estimate
+
+
+# ------------------------------------------------------------------------ frames the page has painted
+class _View:
+    RUNNING_MIN_INTERVAL_S = 0.15
+
+    def __init__(self):
+        self.seen = []
+
+    def update(self, snap, force=False):
+        self.seen.append(snap)
+
+
+def test_a_running_frame_waits_until_the_page_has_painted_the_last_one():
+    """While a run goes a new frame is sent only once the page says it painted the previous one
+    (one frame in flight; the newest snapshot when it is sent), or after ACK_TIMEOUT_S without
+    an answer; a page that never answered (headless, no page) gets frames at the views' pace;
+    a frame that is not a run's (a Step, Pause, the end of a run) is sent at once."""
+    from gaplab.app.views.frame import ACK_TIMEOUT_S, Frame
+    view, status = _View(), _View()
+    f = Frame(ack=True)
+
+    def draw(snap, now, running=True):
+        return f.draw(snap, [view], status, running=running, now=now)
+    assert draw("a", 0.0) and f.ack.sent == 1
+    assert not draw("b", 0.1)                      # the views' pace (0.15 s)
+    assert draw("b", 0.2) and f.ack.sent == 2      # no answer from the page yet: not waited for
+    f.ack.applied = 2                              # the page painted frame 2
+    assert draw("c", 0.4) and f.ack.sent == 3
+    assert not draw("d", 0.6) and not draw("e", 1.0)   # frame 3 not painted yet
+    assert view.seen[-1] == "c" and status.seen[-1] == "c"
+    f.ack.applied = 3
+    assert draw("f", 1.1)                          # the newest snapshot, not the ones skipped
+    assert view.seen == ["a", "b", "c", "f"] and status.seen == view.seen
+    assert not draw("g", 1.1 + ACK_TIMEOUT_S - 0.01)
+    assert draw("g", 1.1 + ACK_TIMEOUT_S)          # a page that stopped answering still gets frames
+    assert draw("h", 1.2 + ACK_TIMEOUT_S, running=False)   # paused: drawn at once, painted or not
+    assert view.seen[-1] == "h"
+    # without an acknowledging page (Frame() as before): the views' pace only
+    g = Frame()
+    assert g.draw("a", [view], status, running=True, now=0.0) and g.ack is None
+    assert g.draw("b", [view], status, running=True, now=0.2)

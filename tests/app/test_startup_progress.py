@@ -190,3 +190,25 @@ def test_projector_banner_is_one_short_line_with_the_whole_note_on_hover():
     short = startup.banner_html(cold, projector=True)
     assert "<br>" not in short and ">25%<" in short and ">3.2 s<" in short and "Run, Step ×N" in short
     assert startup.banner_html(KernelState("ready", 1.0, "ready", 50.0), projector=True) == ""
+
+
+def test_fake_background_compile_shows_the_note_only_once_the_kernels_are_ready(monkeypatch):
+    """The test-only switch (kernels.FAKE_BACKGROUND_ENV) turns "ready" into the background
+    phase, whose banner is the compile note; a real compile in progress is reported as it is,
+    and without the switch "ready" stays ready (no banner)."""
+    ready = KernelState("ready", 1.0, "ready", 50.0)
+    cold = KernelState("compiling", 0.25, "x", 3.2)
+    for real in (ready, cold):
+        monkeypatch.setattr(kernels._WARMUP, "state", lambda real=real: real)
+        monkeypatch.delenv(kernels.FAKE_BACKGROUND_ENV, raising=False)
+        assert kernels.state() == real
+        monkeypatch.setenv(kernels.FAKE_BACKGROUND_ENV, "1")
+        ks = kernels.state()
+        if real is cold:
+            assert ks == cold
+            continue
+        assert ks.status == "background" and ks.ready and ks.exact_gaps_ready
+        assert "still compiling more kernels in the background (50%)" in startup.banner_html(ks, projector=True)
+    monkeypatch.setattr(kernels._WARMUP, "state", lambda: ready)
+    monkeypatch.setenv(kernels.FAKE_BACKGROUND_ENV, "0")
+    assert kernels.state() == ready and startup.banner_html(kernels.state()) == ""

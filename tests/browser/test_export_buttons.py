@@ -97,6 +97,41 @@ def test_step_tab_png_is_3x_and_svg_parses(page):
     assert page.errors == []
 
 
+def test_gif_cut_by_a_setting_switch_offers_the_gif_across_it(page):
+    """Five Steps, a switch to uniform sampling (α kept), four Steps; the GIF of the last 20
+    steps has the 4 since the switch, the page says why and shows "Make the GIF across the
+    switch", whose GIF has all 9 steps."""
+    import io
+
+    from PIL import Image
+
+    status = page.locator(".gaplab-status").first
+    step = page.get_by_role("button", name="Step", exact=True)
+
+    def steps(k0, k1):
+        for k in range(k0, k1 + 1):
+            step.click()
+            t0 = time.time()
+            while f"iteration {k} " not in status.inner_text():
+                assert time.time() - t0 < 60, f"iteration {k}: {status.inner_text()}"
+                time.sleep(0.1)
+    steps(1, 5)
+    page.locator(".gaplab-w-sampling select").first.select_option(value="uniform")
+    page.wait_for_timeout(1000)
+    steps(6, 9)
+    across = page.locator(".gaplab-export-gif-across").first
+    assert not across.is_visible()
+    gif_n = page.locator(".gaplab-gif-steps input").first
+    gif_n.fill("20")
+    gif_n.press("Enter")
+    name, data = _download(page, page.locator(".gaplab-export-gif button").first)
+    assert Image.open(io.BytesIO(data)).n_frames == 4
+    across.wait_for(state="visible", timeout=30_000)
+    name, data = _download(page, across.locator("button"))
+    assert name.endswith(".gif") and Image.open(io.BytesIO(data)).n_frames == 9
+    assert page.errors == []
+
+
 def test_race_tab_png_is_3x_and_svg_parses(page):
     page.locator(".bk-tab", has_text="Race").first.click()
     page.locator(".gaplab-race").first.wait_for()

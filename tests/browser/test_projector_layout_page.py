@@ -18,6 +18,7 @@ import pytest
 
 from browser_env import require_browser, wait_until, warm_app_server
 from cli_runs import shared_data
+from gaplab.app.kernels import FAKE_BACKGROUND_ENV
 from gaplab.app.testing import busy_machine, layout_problems, shadow_texts_js, text_layout
 
 pytestmark = pytest.mark.browser
@@ -57,11 +58,13 @@ def _settled(page, timeout=60):
     return prev
 
 
-def projector_tour(browser, url, dataset, shots: Path | None = None, tabs=TABS, fold: bool = False) -> dict:
+def projector_tour(browser, url, dataset, shots: Path | None = None, tabs=TABS, fold: bool = False,
+                   note: bool = False) -> dict:
     """Open ``dataset`` at 1280×720 in projector mode, take three steps and visit ``tabs``.
     Returns {tab: problems} (see :func:`gaplab.app.testing.layout_problems`), with the
     narration's box on the Step tab; ``fold``: the Step and Race tabs must also fit the
-    viewport (no scrolling, nothing cut by its bottom edge)."""
+    viewport (no scrolling, nothing cut by its bottom edge); ``note``: the background-compile
+    note must show on the Step tab, inside the viewport."""
     ctx = browser.new_context(viewport={"width": W, "height": H})
     page = ctx.new_page()
     page.set_default_timeout(60_000)
@@ -95,6 +98,11 @@ def projector_tour(browser, url, dataset, shots: Path | None = None, tabs=TABS, 
                     problems.append(f"narration outside the {W}×{H} viewport: {box}")
                 if "What just happened" not in text or "block" not in text:
                     problems.append(f"narration does not narrate the step: {text[:120]!r}")
+                if note:
+                    cn = page.locator(".gaplab-compile-short").filter(visible=True)
+                    nb = cn.first.bounding_box() if cn.count() else None
+                    if nb is None or nb["y"] < 0 or nb["y"] + nb["height"] > H:
+                        problems.append(f"the background-compile note is not in the viewport: {nb}")
             if shots is not None:
                 page.screenshot(path=str(shots / f"projector_{dataset}_{tab.split()[0].lower()}.png"))
             out[tab] = problems
@@ -119,6 +127,22 @@ def test_projector_step_tab_fits_the_viewport_ocr_small(server, browser):
     (the anatomy with its numbers table, the narration, the gap bars, the sampling plot with
     its axis labels) is cut by the viewport's bottom."""
     _assert_clean(projector_tour(browser, server.url, "ocr-small", tabs=TABS[:1], fold=True))
+
+
+@pytest.fixture(scope="module")
+def server_compile_note():
+    """A server whose kernels are ready but whose page shows the background-compile note (the
+    test-only :data:`gaplab.app.kernels.FAKE_BACKGROUND_ENV`)."""
+    env = {FAKE_BACKGROUND_ENV: "1", **({"GAPLAB_DATA": str(DATA)} if DATA is not None else {})}
+    yield from warm_app_server(ARTIFACTS / "layout_note_server.log", env)
+
+
+def test_projector_step_tab_fits_the_viewport_with_the_compile_note_ocr_small(server_compile_note, browser):
+    """The lecture's screen fits 1280×720 while the note "still compiling more kernels in the
+    background" shows above it (the first minutes of a lecture on a fresh install): no scrolling,
+    nothing cut by the bottom edge, the note itself on screen."""
+    _assert_clean(projector_tour(browser, server_compile_note.url, "ocr-small", tabs=TABS[:1], fold=True,
+                                 note=True))
 
 
 def _race_ran(page, problem: str, until, timeout: float = 300.0) -> dict:
