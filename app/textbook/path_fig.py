@@ -18,7 +18,7 @@ import numpy as np
 
 from ..pathlab_snapshot import end_words
 from ..safe_html import esc
-from .simplex_fig import play_controls
+from .player import play_toggle
 
 __all__ = ["LESSON", "build_data", "build_figure", "state_at"]
 
@@ -318,7 +318,7 @@ def build_figure(data: dict):
                             band_zoom=band_zoom, zoom_x=z.x_range,
                             lo=lo, eps=data["eps"], **srcs), code=_UPDATE_JS)
     slider.js_on_change("value", js)
-    play = play_controls(slider, "path_play", interval_ms=150, stride=0.05)
+    play = play_toggle(slider, "path_play", interval_ms=150, stride=0.05, wrap=True)
     st = state_at(data, 10.0 ** -slider.value, lo)
     srcs["pick"].data, srcs["piece"].data, srcs["cost"].data = st["pick"], st["piece"], st["cost"]
     band.left, band.right = st["band"]

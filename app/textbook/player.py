@@ -24,24 +24,34 @@ def scrubber(name: str, title: str, end: int, value: int = 0) -> Slider:
                   sizing_mode="stretch_width", min_width=200, margin=(4, 10, 4, 10))
 
 
-def play_toggle(slider: Slider, name: str, frames: int = 240, interval_ms: int = 60) -> Toggle:
-    """A ▶ Play / ❚❚ Pause toggle moving ``slider`` to its end in about ``frames`` frames of
-    ``interval_ms`` (a timer of the page; it stops at the end, and starts from 0 when pressed
-    there)."""
+def play_toggle(slider: Slider, name: str, frames: int = 240, interval_ms: int = 60,
+                stride: float | None = None, wrap: bool = False) -> Toggle:
+    """A ▶ Play / ❚❚ Pause toggle moving ``slider`` every ``interval_ms`` (a timer of the page)
+    by ``stride`` (default: an integer step that reaches the end in about ``frames`` frames).
+    At the end it stops (and starts from the start when pressed there), or with ``wrap`` goes
+    on from the start."""
     btn = Toggle(label="▶ Play", active=False, width=96, name=name, margin=(4, 10, 4, 10),
                  button_type="success")
-    btn.js_on_change("active", CustomJS(args=dict(slider=slider, btn=btn, frames=frames, ms=interval_ms), code="""
+    step_js = (repr(float(stride)) if stride is not None
+               else "Math.max(1, Math.round((slider.end - slider.start) / frames))")
+    btn.js_on_change("active", CustomJS(args=dict(slider=slider, btn=btn, frames=frames, ms=interval_ms,
+                                                  wrap=bool(wrap)), code="""
 const key = "__gaplab_play_" + btn.id;
 if (window[key]) { clearInterval(window[key]); window[key] = null; }
 if (!btn.active) { btn.label = "▶ Play"; return; }
 btn.label = "❚❚ Pause";
-if (slider.value >= slider.end) slider.value = slider.start;
+if (!wrap && slider.value >= slider.end) slider.value = slider.start;
 window[key] = setInterval(() => {
-  const stride = Math.max(1, Math.round((slider.end - slider.start) / frames));
+  const stride = STEP;
+  if (wrap) {
+    const v = slider.value + stride;
+    slider.value = v > slider.end + 1e-9 ? slider.start : v;
+    return;
+  }
   if (slider.value >= slider.end) { btn.active = false; return; }
   slider.value = Math.min(slider.end, slider.value + stride);
 }, ms);
-"""))
+""".replace("STEP", step_js)))
     return btn
 
 

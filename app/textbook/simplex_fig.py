@@ -17,10 +17,11 @@ import math
 import numpy as np
 
 from ..safe_html import esc
+from .player import play_toggle
 from ..simplex import (CORNER_LABELS, CORNERS_XY, PROBLEMS, STEP_KINDS, SimplexLab, X_START,
                        _vertex_labels, geometry_sentence, simplex_x_end, step_geometry, to_xy)
 
-__all__ = ["LESSON", "build_data", "build_figure", "play_controls", "zoom_window"]
+__all__ = ["LESSON", "build_data", "build_figure", "zoom_window"]
 
 #: the lesson page (app/lessons.py: "5 · Pairwise and away steps")
 LESSON = 5
@@ -165,24 +166,6 @@ text.text = tr.html[k];
 """
 
 
-def play_controls(slider, name: str, interval_ms: int = 700, stride: float | None = None):
-    """A play/pause toggle that advances ``slider`` by ``stride`` (default: its step) every
-    ``interval_ms`` ms in the browser (back to its start after its end), wired with CustomJS only."""
-    from bokeh.models import CustomJS, Toggle
-    tog = Toggle(label="▶ Play", active=False, width=90, name=name)
-    tog.js_on_change("active", CustomJS(args=dict(slider=slider, tog=tog), code=f"""
-const reg = window.__gaplab_play || (window.__gaplab_play = {{}});
-if (reg[tog.id]) {{ clearInterval(reg[tog.id]); delete reg[tog.id]; }}
-tog.label = tog.active ? "❚❚ Pause" : "▶ Play";
-if (tog.active) {{
-  reg[tog.id] = setInterval(() => {{
-    const v = slider.value + {float(stride) if stride else "slider.step"};
-    slider.value = v > slider.end + 1e-9 ? slider.start : v;
-  }}, {int(interval_ms)});
-}}"""))
-    return tog
-
-
 def _simplex_plot(srcs: dict):
     """The triangle with its vertex labels and the step's glyphs (sources in ``srcs``)."""
     from bokeh.models import ColumnDataSource, Range1d
@@ -311,7 +294,7 @@ def build_figure(data: dict):
                   code=_UPDATE_JS % (json.dumps(kinds), ZOOM_MIN_HALF))
     slider.js_on_change("value", js)
     radio.js_on_change("active", js)
-    play = play_controls(slider, "simplex_play")
+    play = play_toggle(slider, "simplex_play", interval_ms=700, stride=slider.step, wrap=True)
     _draw_initial(traces[kinds[radio.active]].data, srcs, f, text)
     z.x_range.start, z.x_range.end, z.y_range.start, z.y_range.end = zoom_window(
         *(float(traces[kinds[radio.active]].data[c][0]) for c in ("px", "py", "gx", "gy")))
