@@ -28,6 +28,9 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import print_json  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 
@@ -153,10 +156,7 @@ def main(argv=None) -> int:
             h.kill()
             h.wait()
     res["load_average_end"] = os.getloadavg()
-    text = json.dumps(res, indent=1, default=str)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    print_json(res, args.out or None, default=str)
     return 0
 
 

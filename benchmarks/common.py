@@ -37,6 +37,15 @@ def write_json(name: str, data) -> Path:
     return p
 
 
+def print_json(result, out=None, default=None) -> None:
+    """A benchmark's result: printed as JSON (indent 1) and, with ``out`` (a path), written there
+    too (atomically). ``default``: json's fallback for values it cannot encode (e.g. ``str``)."""
+    text = json.dumps(result, indent=1, default=default)
+    print(text)
+    if out is not None:
+        write_text_atomic(Path(out), text + "\n")
+
+
 def describe_root(root: str) -> dict:
     """A package root of an A/B run (a directory whose ``gaplab`` entry is a checkout): its path
     and, when the checkout is a git work tree, its commit, so a result file names what it compared."""

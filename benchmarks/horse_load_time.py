@@ -8,11 +8,13 @@ load average. ``--cache-dir`` empty forces a first load; without it the user cac
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import print_json  # noqa: E402
 
 
 def timed(fn):
@@ -34,10 +36,7 @@ def main(argv=None) -> int:
         load_weizmann_horses(args.data_home, cache_dir=args.cache_dir, progress=True)
 
     res = {"first_or_cached": timed(load), "cached": timed(load)}
-    text = json.dumps(res, indent=1)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    print_json(res, args.out or None)
     return 0
 
 

@@ -17,7 +17,6 @@ Run it with another checkout's interpreter to compare (e.g. ``/work/main/.venv/b
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import statistics
@@ -26,6 +25,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import print_json  # noqa: E402
 
 SET_COUNTS_JS = """(value) => {
     for (const doc of Bokeh.documents) {
@@ -180,10 +182,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     res = run(args)
-    text = json.dumps(res, indent=1)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
+    print_json(res, args.out)
     return 0
 
 

@@ -25,12 +25,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import re
 import statistics
+import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import print_json  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -156,10 +159,7 @@ def main(argv=None) -> int:
         print(f"keys_latency.py: --rounds must be >= 1, got {args.rounds}")
         return 2
     res = measure(args.rounds, args.busy, args.url, args.speed)
-    text = json.dumps(res, indent=1)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
+    print_json(res, args.out)
     return 0
 
 

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import statistics
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import describe_root, print_json  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -119,8 +121,6 @@ def measure(repeats: int, busy: bool, url: str | None = None, roots: dict | None
     from gaplab.app.testing import CHROMIUM_ARGS, busy_machine, find_chromium
     out = {"busy": busy, "load_before": os.getloadavg(), "roots": roots or {}}
     if roots:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from common import describe_root
         out["compared"] = {name: describe_root(root) for name, root in roots.items()}
     roots = roots or {"app": ""}
     rows = {}
@@ -167,10 +167,7 @@ def main(argv=None) -> int:
             return 2
         roots[name] = path
     res = measure(args.repeats, args.busy, args.url, roots or None)
-    text = json.dumps(res, indent=1)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
+    print_json(res, args.out)
     return 0
 
 
