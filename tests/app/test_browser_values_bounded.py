@@ -74,17 +74,23 @@ def test_a_hostile_press_value_is_capped_too(toy_app):
     assert 1 <= s.snapshot.iteration <= PRESS_CAPS["step"]
 
 
-def test_key_steps_run_in_the_worker_and_match_single_steps(toy_app):
-    from gaplab.app.session import Session
-    s = toy_app.session
-    main = threading.current_thread()
+def _record_step_threads(session) -> list:
+    """The threads ``session`` takes its single steps in, appended as it takes them."""
     stepped_in = []
-    orig = type(s)._single_step
+    orig = type(session)._single_step
 
     def spy(self):
         stepped_in.append(threading.current_thread())
         return orig(self)
-    s._single_step = spy.__get__(s)
+    session._single_step = spy.__get__(session)
+    return stepped_in
+
+
+def test_key_steps_run_in_the_worker_and_match_single_steps(toy_app):
+    from gaplab.app.session import Session
+    s = toy_app.session
+    main = threading.current_thread()
+    stepped_in = _record_step_threads(s)
     toy_app.keys.counts = "step:7"
     assert s.wait_idle(120) and s.snapshot.iteration == 7
     assert stepped_in and all(t is not main for t in stepped_in)
@@ -106,13 +112,7 @@ def test_step_button_clicks_run_in_the_worker_and_match_a_k_step_run(toy_app):
     from gaplab.app.session import Session
     s = toy_app.session
     main = threading.current_thread()
-    stepped_in = []
-    orig = type(s)._single_step
-
-    def spy(self):
-        stepped_in.append(threading.current_thread())
-        return orig(self)
-    s._single_step = spy.__get__(s)
+    stepped_in = _record_step_threads(s)
     for k in range(6):
         (toy_app.b_step if k % 2 else toy_app._bar_copies[toy_app.b_step]).clicks += 1
         assert s.wait_idle(120)
