@@ -207,14 +207,19 @@ def test_the_plugin_model_fits_through_the_estimator(site):
     assert len(bad["said"]) == 1 and "the max oracle is not exact" in bad["said"][0]
 
 
+def _local_problem_file(path, name: str):
+    """A user's local file (``path``) that registers the plugin's chain as problem ``name``."""
+    path.parent.mkdir()
+    path.write_text("from chain3_plugin import Chain3, load\nfrom gaplab.core.models import PythonModel\n"
+                    "from gaplab.core.problems import register_problem\n"
+                    f"register_problem({name!r}, load, lambda t: PythonModel(Chain3(), t), default_lam=0.1,\n"
+                    "                 description='from a local file', quick=True)\n")
+    return path
+
+
 def test_import_a_local_file_or_a_module(site, tmp_path):
     root, env = site
-    local = tmp_path / "work" / "my_chain.py"
-    local.parent.mkdir()
-    local.write_text("from chain3_plugin import Chain3, load\nfrom gaplab.core.models import PythonModel\n"
-                     "from gaplab.core.problems import register_problem\n"
-                     "register_problem('my-chain', load, lambda t: PythonModel(Chain3(), t), default_lam=0.1,\n"
-                     "                 description='from a local file', quick=True)\n")
+    local = _local_problem_file(tmp_path / "work" / "my_chain.py", "my-chain")
     r = _gaplab(env, "train", "--import", local, "--dataset", "my-chain", "--max-passes", "3",
                 "--gap-threshold", "0", "--quiet")
     assert r.returncode == 0, r.stderr
@@ -232,12 +237,7 @@ def test_sweep_imports_a_local_file_in_every_worker_process(site, tmp_path):
     """``gaplab sweep --import FILE``: the problem the file registers is known to the spec and is
     run by a LocalCluster worker, a process of its own that imports the file itself."""
     _, env = site
-    local = tmp_path / "work" / "sweep_chain.py"
-    local.parent.mkdir()
-    local.write_text("from chain3_plugin import Chain3, load\nfrom gaplab.core.models import PythonModel\n"
-                     "from gaplab.core.problems import register_problem\n"
-                     "register_problem('sweep-chain', load, lambda t: PythonModel(Chain3(), t), default_lam=0.1,\n"
-                     "                 description='from a local file', quick=True)\n")
+    local = _local_problem_file(tmp_path / "work" / "sweep_chain.py", "sweep-chain")
     spec = tmp_path / "spec.toml"
     spec.write_text('name = "plugin"\ndatasets = ["sweep-chain"]\nlams = [0.1]\nseeds = 1\n'
                     '[budgets.laptop]\nmax_passes = 3\ngap_check = 1\n[methods.bcfw]\nsampling = "uniform"\n')
