@@ -203,6 +203,19 @@ async def _nothing():
     return None
 
 
+def _drop_writes_to_closed_pages(loop, context) -> None:
+    """The event loop's exception handler (set by :func:`_run`): a message Panel was still
+    writing to a page when its tab closed fails with tornado's ``WebSocketClosedError`` (or
+    ``StreamClosedError``) inside a write task nobody awaits any more, which asyncio logged as
+    "Task exception was never retrieved" with a traceback. A closed page wants no answer: such a
+    failure is dropped. Everything else goes to the loop's default handler."""
+    from tornado.iostream import StreamClosedError
+    from tornado.websocket import WebSocketClosedError
+    if isinstance(context.get("exception"), (WebSocketClosedError, StreamClosedError)):
+        return
+    loop.default_exception_handler(context)
+
+
 def _return_freed_memory() -> None:
     """Collect the closed page's reference cycles (its document, views and solver, freed from
     Panel's registry just before) and hand the C heap's free pages back to the system.
@@ -314,6 +327,7 @@ def _policy(classroom: bool, address: str, *, allow_heavy: bool, path_roots, **c
 def _run(server, show: bool) -> None:
     """Start ``server`` and run its event loop until Ctrl-C; the server is stopped either way."""
     try:
+        server.io_loop.asyncio_loop.set_exception_handler(_drop_writes_to_closed_pages)
         server.start()
         if show:
             server.show("/")

@@ -173,3 +173,37 @@ def test_messages_queued_by_a_page_that_closed_are_dropped_without_a_traceback()
                 return "ok"
 
     assert asyncio.run(ServerSession.patch("msg", Open())) == "ok" and Open.seen == ["msg"]
+
+
+def test_a_write_to_a_page_that_closed_is_dropped_without_a_traceback(caplog):
+    """A message still being written when its tab closes fails in a write task nobody awaits;
+    asyncio logged "Task exception was never retrieved" with the tornado traceback. The
+    server's loop drops exactly those; any other unretrieved failure is still logged."""
+    import gc
+
+    from tornado.iostream import StreamClosedError
+    from tornado.websocket import WebSocketClosedError
+
+    from gaplab.app.serve import _drop_writes_to_closed_pages
+
+    async def fail(exc):
+        raise exc
+
+    def unretrieved(exc, handler):
+        loop = asyncio.new_event_loop()
+        if handler:
+            loop.set_exception_handler(handler)
+        caplog.clear()
+        with caplog.at_level("ERROR", logger="asyncio"):
+            task = loop.create_task(fail(exc))
+            loop.run_until_complete(asyncio.sleep(0.01))
+            assert task.done()
+            del task
+            gc.collect()   # the never-retrieved report comes when the task is freed
+        loop.close()
+        return "\n".join(r.getMessage() + str(r.exc_info) for r in caplog.records)
+
+    assert "never retrieved" in unretrieved(WebSocketClosedError(), None)   # asyncio on its own
+    for exc in (WebSocketClosedError(), StreamClosedError()):
+        assert unretrieved(exc, _drop_writes_to_closed_pages) == ""
+    assert "never retrieved" in unretrieved(ValueError("a real bug"), _drop_writes_to_closed_pages)
