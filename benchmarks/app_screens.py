@@ -9,17 +9,26 @@ Serves the app, opens it in headless Chromium (Debian's chromium + Playwright) a
   app cell), after one step: every tab, to ``benchmarks/results/jupyterlab_<tab>.png``
   (``--no-jupyterlab`` skips it);
 
-and prints the layout problems of each page (:func:`gaplab.app.testing.layout_problems`: text
+``--busy`` takes the projector pictures under the busy-laptop condition
+(:func:`gaplab.app.testing.busy_machine`: two CPU-bound processes beside the app and the browser)
+and names them with a ``_busy`` suffix (``projector_step_busy.png``); ``--report FILE`` writes
+every picture's layout problems, the console messages and the load average as JSON.
+
+It prints the layout problems of each page (:func:`gaplab.app.testing.layout_problems`: text
 cut, overlapping or, in projector mode, under 18 px) and the console warnings and errors.
 
 Usage::
 
     python benchmarks/app_screens.py [--out benchmarks/results] [--datasets conll2000 horse-small lsp-pose]
+                                     [--no-jupyterlab] [--busy] [--report FILE.json]
 """
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
+import json
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -86,7 +95,7 @@ def _slug(tab):
     return tab.split()[0].lower()
 
 
-def projector(browser, url, dataset, out, report):
+def projector(browser, url, dataset, out, report, suffix=""):
     from gaplab.app.testing import layout_problems
     ctx = browser.new_context(viewport={"width": 1280, "height": 720})
     p = ctx.new_page()
@@ -106,7 +115,8 @@ def projector(browser, url, dataset, out, report):
         p.locator(".bk-tab", has_text=tab).first.click()
         below = _strip_bottom(p) + 2
         lay = _settle(p, below=below)
-        name = f"projector_{_slug(tab)}.png" if dataset == "ocr-small" else f"projector_{dataset}_{_slug(tab)}.png"
+        name = (f"projector_{_slug(tab)}{suffix}.png" if dataset == "ocr-small"
+                else f"projector_{dataset}_{_slug(tab)}{suffix}.png")
         _shot(p, out / name)
         report["pages"][name] = _blank(lay, below) + layout_problems(lay, min_font=18)
     ctx.close()
@@ -157,21 +167,36 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     ap.add_argument("--datasets", nargs="*", default=[], help="more datasets than OCR-small in projector mode")
     ap.add_argument("--no-jupyterlab", action="store_true", help="skip the JupyterLab screenshots")
+    ap.add_argument("--busy", action="store_true",
+                    help="projector pictures with two CPU-bound processes beside (files named *_busy.png)")
+    ap.add_argument("--report", default=None, help="write the layout problems and console messages as JSON here")
     args = ap.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
-    from gaplab.app.testing import CHROMIUM_ARGS, AppServer, find_chromium
+    from gaplab.app.testing import CHROMIUM_ARGS, AppServer, busy_machine, find_chromium
     out = Path(args.out)
     art = ROOT / "artifacts"
     art.mkdir(exist_ok=True)
     report = {"console": collections.Counter(), "pages": {}}
+    datasets = ["ocr-small"] + list(args.datasets)
+    loads = {"load_avg_start": os.getloadavg()}
     with AppServer(art / "screens_server.log", wait_warm=True, timeout=900) as srv, sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS)
-        for dataset in ["ocr-small"] + list(args.datasets):
-            projector(b, srv.url, dataset, out, report)
+        with busy_machine() if args.busy else contextlib.nullcontext():
+            loads["load_avg_shots_start"] = os.getloadavg()
+            for dataset in datasets:
+                projector(b, srv.url, dataset, out, report, "_busy" if args.busy else "")
+            loads["load_avg_shots_end"] = os.getloadavg()
         if not args.no_jupyterlab:
             jupyterlab(b, out, report)
         b.close()
+    if args.report:
+        from gaplab.core.atomic import write_text_atomic
+        write_text_atomic(args.report, json.dumps(
+            {"busy": args.busy, "datasets": datasets, "tabs": list(TABS), "out": str(out), **loads,
+             "load_avg_end": os.getloadavg(), "pages": report["pages"],
+             "written": sorted(n for n in report["pages"] if (out / n).is_file()),
+             "console": dict(report["console"])}, indent=1))
     for name, problems in report["pages"].items():
         print(f"wrote {out / name}: {len(problems)} layout problem(s)")
         for line in problems[:10]:
