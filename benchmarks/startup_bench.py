@@ -335,9 +335,9 @@ def _summarise(res: dict) -> None:
         if runs:
             s[f"{name}_first_step_answered_s_median"] = med(runs, "first_step_answered_s")
     if url:
-        for key in ("b_visible_s", "b_shell_s", "b_iteration_120_s", "a_round_trip_during_median_ms",
-                    "a_longest_wait_s"):
+        for key in ("b_visible_s", "b_shell_s", "b_iteration_120_s", "a_longest_wait_s"):
             s[f"url_{key}_median"] = med(url, key)
+        s["url_a_round_trip_during_median_ms"] = med(url, "a_round_trip_during_median_ms")   # median of the runs'
         mx = [r["a_round_trip_during_max_ms"] for r in url if r["a_round_trip_during_max_ms"] is not None]
         s["url_a_round_trip_during_max_ms"] = max(mx) if mx else None
     s["runs"] = len(res["runs"])

@@ -160,3 +160,22 @@ def test_the_pieces_command_lines_carry_the_condition(lt, tmp_path):
     assert lt.piece_argv("startup", False, Opts, tmp_path / "r.json", tmp_path)[3:5] == ["--repeats", "2"]
     with pytest.raises(ValueError, match="piece must be one of"):
         lt.piece_argv("nonsense", False, Opts, tmp_path / "r.json", tmp_path)
+
+
+def test_the_rows_read_what_startup_bench_summarises(lt):
+    """The startup and url rows read startup_bench's summary keys (a renamed key would show "not seen")."""
+    spec = importlib.util.spec_from_file_location("startup_bench", ROOT / "benchmarks" / "startup_bench.py")
+    sb = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sb)
+    url = {"query": "?steps=120", "b_visible_s": 2.0, "b_shell_s": 0.8, "b_iteration_120_s": 5.0,
+           "a_round_trip_during_median_ms": 70.0, "a_round_trip_during_max_ms": 300.0, "a_longest_wait_s": 0.4,
+           "a_round_trips_during_ms": [70.0, 300.0, 60.0]}
+    res = {"runs": [{"cold": True, "first_step_answered_s": 12.0}, {"cold": True, "first_step_answered_s": 14.0},
+                    url, dict(url, b_visible_s=4.0, a_round_trip_during_max_ms=900.0)]}
+    sb._summarise(res)
+    rows = lt.build_rows({"busy": {"startup": _rec(res, quiet=None), "url": _rec(res, quiet=None)}})
+    assert _row(rows, "first_step")["busy"]["value"] == 13.0
+    assert _row(rows, "url_visible")["busy"]["value"] == 3.0 and _row(rows, "url_visible")["busy"]["met"] is True
+    assert _row(rows, "url_steps")["busy"]["value"] == 5.0
+    assert _row(rows, "url_other_step")["busy"]["value"] == 900.0
+    assert _row(rows, "url_other_step")["busy"]["text"].startswith("70 ms median, 900 ms max (6 Steps")
