@@ -12,7 +12,9 @@ Serves the app, opens it in headless Chromium (Debian's chromium + Playwright) a
 ``--busy`` takes the projector pictures under the busy-laptop condition
 (:func:`gaplab.app.testing.busy_machine`: two CPU-bound processes beside the app and the browser)
 and names them with a ``_busy`` suffix (``projector_step_busy.png``); ``--report FILE`` writes
-every picture's layout problems, the console messages and the load average as JSON.
+every picture's layout problems, the console messages and the load average as JSON. A dataset
+whose page is not ready after 600 s is reported (its status line's text; a picture of the page
+in ``artifacts/``) and the next one is taken.
 
 It prints the layout problems of each page (:func:`gaplab.app.testing.layout_problems`: text
 cut, overlapping or, in projector mode, under 18 px) and the console warnings and errors.
@@ -104,7 +106,14 @@ def projector(browser, url, dataset, out, report, suffix=""):
          if m.type in ("warning", "error") else None)
     p.goto(f"{url}?dataset={dataset}", timeout=120_000)
     status = p.locator(".gaplab-status").first
-    _wait(lambda: "ready" in status.inner_text() and dataset in status.inner_text(), 600, "ready")
+    try:
+        _wait(lambda: "ready" in status.inner_text() and dataset in status.inner_text(), 600, "ready")
+    except TimeoutError:   # recorded (with a picture of the page in artifacts/), the next dataset is taken
+        shown = status.inner_text(timeout=10_000) if status.count() else "(no status line)"
+        report["not_ready"][dataset] = f"not ready after 600 s; the status said: {shown[:200]}"
+        _shot(p, ROOT / "artifacts" / f"screens_{dataset}_not_ready{suffix}.png")
+        ctx.close()
+        return
     p.get_by_role("button", name="Projector mode").click()
     p.locator(".gaplab-topbar").first.wait_for(state="visible", timeout=60_000)
     for k in range(1, 4):
@@ -177,7 +186,7 @@ def main(argv=None) -> int:
     out = Path(args.out)
     art = ROOT / "artifacts"
     art.mkdir(exist_ok=True)
-    report = {"console": collections.Counter(), "pages": {}}
+    report = {"console": collections.Counter(), "pages": {}, "not_ready": {}}
     datasets = ["ocr-small"] + list(args.datasets)
     loads = {"load_avg_start": os.getloadavg()}
     with AppServer(art / "screens_server.log", wait_warm=True, timeout=900) as srv, sync_playwright() as pw:
@@ -196,7 +205,9 @@ def main(argv=None) -> int:
             {"busy": args.busy, "datasets": datasets, "tabs": list(TABS), "out": str(out), **loads,
              "load_avg_end": os.getloadavg(), "pages": report["pages"],
              "written": sorted(n for n in report["pages"] if (out / n).is_file()),
-             "console": dict(report["console"])}, indent=1))
+             "not_ready": report["not_ready"], "console": dict(report["console"])}, indent=1))
+    for dataset, why in report["not_ready"].items():
+        print(f"{dataset}: {why}")
     for name, problems in report["pages"].items():
         print(f"wrote {out / name}: {len(problems)} layout problem(s)")
         for line in problems[:10]:

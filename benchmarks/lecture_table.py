@@ -22,8 +22,9 @@ Pieces (``--pieces``, in this order):
 A quiet piece waits (up to ``--settle`` seconds) for the 1-minute load average to fall to 1.0
 (the previous piece's own work raises it); a piece whose load at the start is still above 1.0 is
 recorded with ``quiet: false`` and the table says "not quiet" next to its values, since other
-jobs may share the machine. Running one condition (``--busy`` or ``--quiet-only``) keeps the other
-condition's pieces from an existing ``lecture_table.json`` in the same folder.
+jobs may share the machine. Running one condition (``--busy`` or ``--quiet-only``) or some pieces
+(``--pieces``) keeps the other records (each dated) from an existing ``lecture_table.json`` in the
+same folder.
 
     python benchmarks/lecture_table.py [--busy | --quiet-only] [--pieces startup,url,...]
         [--cold-repeats 1] [--url-repeats 1] [--projector-repeats 3] [--settle 180]
@@ -95,7 +96,8 @@ def run_piece(name: str, condition: str, opts) -> dict:
         print(f"[{condition}] {name}: load {load0[0]:.2f}; {' '.join(argv[1:])}", file=sys.stderr, flush=True)
         t0 = time.perf_counter()
         proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
-        rec = {"argv": argv[1:], "rc": proc.returncode, "wall_s": time.perf_counter() - t0,
+        rec = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+               "argv": argv[1:], "rc": proc.returncode, "wall_s": time.perf_counter() - t0,
                "load_start": load0, "load_end": list(os.getloadavg()),
                "quiet": None if busy else load0[0] <= QUIET_LOAD, "result": None, "error": None}
         try:
@@ -182,12 +184,15 @@ def _tracebacks(r):
 
 def _screens(r):
     pages = {k: v for k, v in (r.get("pages") or {}).items() if k.startswith("projector_")}
-    if not pages:
+    if not pages and not r.get("not_ready"):
         return None, None
     bad = sorted(k for k, v in pages.items() if v)
     want = (1 + len(SCREEN_DATASETS)) * SCREEN_TABS
     text = f"{len(r.get('written', pages))} of {want} written; {len(bad)} with layout problems"
-    return (len(r.get("written", pages)), len(bad)), text + (": " + ", ".join(bad[:6]) if bad else "")
+    text += (": " + ", ".join(bad[:6]) if bad else "")
+    for dataset, why in (r.get("not_ready") or {}).items():
+        text += f"; {dataset} {why}"
+    return (len(r.get("written", pages)), len(bad)), text
 
 
 def _fmt(v):
@@ -288,7 +293,9 @@ def markdown(rows: list[dict], meta: dict) -> str:
             "Made by `python benchmarks/lecture_table.py` (see its docstring). Quiet: the machine as it was, "
             f"a row counts as quiet only when the 1-minute load average at its start was ≤ {QUIET_LOAD:.1f}. "
             "Busy: two CPU-bound processes beside the app (`gaplab.app.testing.busy_machine`). "
-            "Load: the 1-minute load average at the start and the end of the row's piece.", "",
+            "Load: the 1-minute load average at the start and the end of the row's piece."
+            + (" Some pieces were kept from earlier runs: each piece's date and command are in lecture_table.json."
+               if meta.get("kept_from") else ""), "",
             "| item | quiet | busy | target (quiet / busy) | met quiet | met busy | load quiet | load busy |",
             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -356,12 +363,13 @@ def main(argv=None) -> int:
     res = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
            "commit": _commit(), "cpus": os.cpu_count(), "argv": sys.argv[1:],
            "conditions": {c: v for c, v in (old.get("conditions") or {}).items() if c not in conds}}
-    if res["conditions"]:
-        res["kept_from"] = {"date": old.get("date"), "commit": old.get("commit"), "conditions": sorted(res["conditions"])}
+    if old:
+        res["kept_from"] = {"date": old.get("date"), "commit": old.get("commit")}
     t0 = time.perf_counter()
     args.results.mkdir(parents=True, exist_ok=True)
-    for c in conds:
-        res["conditions"][c] = {}
+    for c in conds:   # pieces not run now keep their record from the JSON (each dated)
+        res["conditions"][c] = {k: v for k, v in ((old.get("conditions") or {}).get(c) or {}).items()
+                                if k not in args.pieces}
         for name in args.pieces:
             res["conditions"][c][name] = run_piece(name, c, args)
             res["wall_s"] = time.perf_counter() - t0

@@ -179,3 +179,13 @@ def test_the_rows_read_what_startup_bench_summarises(lt):
     assert _row(rows, "url_steps")["busy"]["value"] == 5.0
     assert _row(rows, "url_other_step")["busy"]["value"] == 900.0
     assert _row(rows, "url_other_step")["busy"]["text"].startswith("70 ms median, 900 ms max (6 Steps")
+
+
+def test_a_dataset_that_never_got_ready_is_named_and_not_met(lt):
+    p = _pieces()
+    res = p["quiet"]["screens"]["result"]
+    res["written"] = [n for n in res["written"] if "conll2000" not in n]
+    res["pages"] = {n: [] for n in res["written"]}
+    res["not_ready"] = {"conll2000": "not ready after 600 s; the status said: loading conll2000"}
+    cell = _row(lt.build_rows(p), "screens")["quiet"]
+    assert cell["met"] is False and cell["text"].startswith("24 of 32 written") and "conll2000 not ready" in cell["text"]
