@@ -189,7 +189,8 @@ def main(argv=None) -> int:
     report = {"console": collections.Counter(), "pages": {}, "not_ready": {}}
     datasets = ["ocr-small"] + list(args.datasets)
     loads = {"load_avg_start": os.getloadavg()}
-    with AppServer(art / "screens_server.log", wait_warm=True, timeout=900) as srv, sync_playwright() as pw:
+    env = {"GAPLAB_DATA": os.environ.get("GAPLAB_DATA") or str(ROOT.parent / "shared" / "data")}  # CoNLL, horse, LSP
+    with AppServer(art / "screens_server.log", wait_warm=True, timeout=900, env=env) as srv, sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS)
         with busy_machine() if args.busy else contextlib.nullcontext():
             loads["load_avg_shots_start"] = os.getloadavg()
