@@ -147,10 +147,10 @@ def _url_steps(r):
 
 def _url_other(r):
     med, mx = _get(r, "summary", "url_a_round_trip_during_median_ms"), _get(r, "summary", "url_a_round_trip_during_max_ms")
-    if med is None:
-        return None, None
     n = sum(len(run.get("a_round_trips_during_ms", [])) for run in r.get("runs", []))
     wait = _get(r, "summary", "url_a_longest_wait_s_median")
+    if med is None:   # no Step of A answered while B replayed: how long the longest click waited
+        return (None, None) if wait is None else (wait, f"no Step answered in the window; longest wait {wait:.1f} s")
     return mx, f"{med:.0f} ms median, {mx:.0f} ms max ({n} Steps; longest wait {_fmt(wait)})"
 
 

@@ -10,7 +10,7 @@ sampled every ~0.1 s from the page. The machine's load average is recorded (the 
 ``--url-during-compile``: a bookmarked URL opened while the kernels compile. ``gaplab app`` on an
 empty ``NUMBA_CACHE_DIR``; page A (the lecturer's) opens at launch and clicks Step once a second
 (the next click a second after the last one, once that one is answered); ``--url-after`` seconds
-after launch page B navigates to ``--url-query``. Reported: seconds from B's request to the
+after launch (or once A's page is up, when that is later) page B navigates to ``--url-query``. Reported: seconds from B's request to the
 page shell drawn ("opening the app…") and to B's app drawn (its status line shows text: the page
 is visible and says what it waits for), to B's status showing iteration 120 (the query's
 steps); every status text B showed meanwhile; A's Step round trips as the page measures them
@@ -227,7 +227,8 @@ def url_run(browser, query: str, after: float, window: float = 10.0, timeout: fl
         ctx_b.close()
         log = srv.log()
     tmp.cleanup()
-    out.update(_a_summary(state["clicks"], rts, t_req, t_end, "during"), **_a_summary(state["clicks"], rts, 0.0, t_req, "before"),
+    before = {k: v for k, v in _a_summary(state["clicks"], rts, 0.0, t_req, "before").items() if "_before" in k}
+    out.update(_a_summary(state["clicks"], rts, t_req, t_end, "during"), **before,
                a_window_s=[t_req, t_end], b_request_s=t_req, b_statuses=seen[:40] if seen else [],
                b_compiling_when_visible=bool(seen) and "compiling" in seen[0][1],
                **{"b_" + k: v for k, v in marks.items()})
