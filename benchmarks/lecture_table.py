@@ -363,8 +363,10 @@ def main(argv=None) -> int:
     res = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
            "commit": _commit(), "cpus": os.cpu_count(), "argv": sys.argv[1:],
            "conditions": {c: v for c, v in (old.get("conditions") or {}).items() if c not in conds}}
-    if old:
-        res["kept_from"] = {"date": old.get("date"), "commit": old.get("commit")}
+    kept = [f"{c}/{k}" for c, ps in (old.get("conditions") or {}).items() for k in ps
+            if c not in conds or k not in args.pieces]
+    if kept:
+        res["kept_from"] = {"date": old.get("date"), "commit": old.get("commit"), "pieces": kept}
     t0 = time.perf_counter()
     args.results.mkdir(parents=True, exist_ok=True)
     for c in conds:   # pieces not run now keep their record from the JSON (each dated)
