@@ -209,10 +209,34 @@ print(f"disk of {size} B (state {state} B + {FRACTION:.0%} of the points): {L[0]
 '''
 
 
+_NO_ROOM = r'''
+# a disk too small for the solver state from the start: the points are kept, and neither the
+# full-disk line nor --resume promises what cannot be done
+r = subprocess.run(G + SHORT + ["--store", "R"], capture_output=True, text=True, timeout=1800)
+assert r.returncode == 0, r.stderr[-500:]
+need = sum(os.path.getsize(os.path.join("R", f)) for f in os.listdir("R"))
+size = int(need * 0.5) // 4096 * 4096
+os.makedirs("disk")
+sh = ("mount -t tmpfs -o size=$0 tmpfs disk && $1 -m gaplab $2 --store disk/S 2> full.err; echo $? > full.rc; "
+      "mount -o remount,size=1G disk && "
+      "$1 -m gaplab path --resume disk/S --quiet --no-test-error 2> resume.err; echo $? > resume.rc")
+subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", sh, str(size), sys.executable, " ".join(SHORT)],
+               check=True, timeout=3600)
+L, L2 = lines(open("full.err").read()), lines(open("resume.err").read())
+assert int(open("full.rc").read()) == 1 and len(L) == 1 and "No space left" in L[0], L
+assert "continue with: gaplab path --resume" not in L[0], "the line promises a resume: " + L[0]
+assert int(open("resume.rc").read()) != 0 and len(L2) == 1 and "Traceback" not in L2[0], L2
+print(L[0][:150] + " | then: " + L2[0][:100])
+'''
+
+
 def disk_cases(Case) -> list:
-    return [_case(Case, "disk", f"path on a disk full after {frac:.0%} of its points, resumed once freed: equal to whole",
-                  f"FRACTION, SHORT = {frac!r}, {SHORT!r}\n" + _FULL_DISK)
-            for frac in (0.2, 0.5, 0.8)]
+    cases = [_case(Case, "disk", f"path on a disk full after {frac:.0%} of its points, resumed once freed: equal to whole",
+                   f"FRACTION, SHORT = {frac!r}, {SHORT!r}\n" + _FULL_DISK)
+             for frac in (0.2, 0.5, 0.8)]
+    cases.append(_case(Case, "disk", "path on a disk with no room for its solver state: says it cannot be resumed",
+                       f"SHORT = {SHORT!r}\n" + _NO_ROOM))
+    return cases
 
 
 # ------------------------------------------------------------------------------ model arrays
