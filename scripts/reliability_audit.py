@@ -354,10 +354,16 @@ def sweep_cases() -> list:
 
 # ---------------------------------------------------------------- running
 
+def as_from_a_terminal():
+    """In the child before exec: SIGINT at its default, as a terminal's shell starts a command (the
+    audit itself may run under nohup or as a background job, which start it ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _run(argv, cwd, timeout, env=None, signal_at=None):
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=as_from_a_terminal)
     try:
         if signal_at is not None:
             try:

@@ -3,7 +3,9 @@ path stopped by a full disk and resumed, model arrays changed under a built solv
 the first moments, one-line errors of the estimator and of a read-only store folder, and the
 values a browser sends to ``gaplab app --classroom``.
 
-Kinds: ``lock``, ``disk``, ``arrays``, ``early-int``, ``errors``, ``browser``. Each case is a
+Kinds: ``lock``, ``disk``, ``arrays``, ``early-int``, ``errors``, ``browser``. Children start
+with SIGINT at its default, as from a terminal; one ``early-int`` case starts ``gaplab`` with it
+ignored, as ``nohup`` does, and wants it to stay ignored. Each case is a
 short Python snippet run in its own work directory (exit 0: the property held) or a ``gaplab``
 command; a snippet that dies from a signal is a ``crash``.
 """
@@ -69,7 +71,8 @@ def _resumable_store(wd, name="S"):
     if "store" not in _CACHE:
         src = tempfile.mkdtemp(prefix="gaplab-audit-resumable-")
         p = subprocess.Popen([sys.executable, "-m", "gaplab", *RESUMABLE, "--store", "S"], cwd=src,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         man = os.path.join(src, "S", "manifest.json")
         t0 = time.time()
         while time.time() - t0 < 900 and p.poll() is None:
@@ -304,7 +307,24 @@ def early_sigint_cases(Case, train_base) -> list:
                           expect="interrupted", signal_at=t, timeout=300))
         cases.append(Case("early-int", f"train, SIGINT at {t} s (the gaplab console script)", argv=train_base,
                           expect="interrupted", signal_at=t, timeout=300, env={"GAPLAB_AUDIT_SCRIPT": "1"}))
+    cases.append(Case("early-int", "train started with SIGINT ignored (nohup): SIGINTs ignored, exit 0",
+                      code=_IGNORED, expect="succeed", timeout=300))
     return cases
+
+
+_IGNORED = r'''
+import json, signal, subprocess, sys, time
+p = subprocess.Popen([sys.executable, "-m", "gaplab", "train", "--dataset", "toy", "--option", "n=10", "--max-passes",
+                      "3", "--quiet", "--out", "r.json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+sent = 0
+while p.poll() is None:
+    p.send_signal(signal.SIGINT); sent += 1; time.sleep(0.02)
+_, err = p.communicate()
+assert p.returncode == 0, f"exit {p.returncode} after {sent} ignored SIGINTs: {err[-300:]}"
+assert json.load(open("r.json"))["status"]
+print(f"{sent} SIGINTs ignored, exit 0")
+'''
 
 
 # ------------------------------------------------------------------------------ one-line errors
