@@ -4,7 +4,8 @@ Importing the command line (numpy, numba, the problem registry) takes a noticeab
 SIGINT in that moment used to surface as a traceback from inside an import, or, when an import
 swallowed the KeyboardInterrupt, be lost (the command ran to the end and exited 0). So this
 module's first statement holds SIGINT: a Ctrl-C while gaplab starts is remembered, and once the
-imports are done the command exits 130 with "gaplab: interrupted" instead of running.
+imports are done the command exits 130 with "gaplab: interrupted" instead of running. A command
+started with SIGINT ignored (``nohup``, ``cmd &`` in a script) leaves it ignored.
 :func:`gaplab.cli.entry.main` takes over from there (130 and one line for a Ctrl-C at any later
 moment).
 """
@@ -18,9 +19,14 @@ def _hold(signum, frame):
 
 
 try:  # first thing: hold Ctrl-C while the command line is imported
-    _previous = _signal.signal(_signal.SIGINT, _hold)
-    if hasattr(_signal, "pthread_sigmask"):  # a SIGINT kept pending (blocked) while Python started: now held
-        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, {_signal.SIGINT})
+    if _signal.getsignal(_signal.SIGINT) is _signal.SIG_IGN:
+        # started with SIGINT ignored (nohup, a background job of a script): it stays ignored, as
+        # Python itself leaves it, so a Ctrl-C meant for the terminal's foreground job is not ours
+        _previous = None
+    else:
+        _previous = _signal.signal(_signal.SIGINT, _hold)
+        if hasattr(_signal, "pthread_sigmask"):  # a SIGINT kept pending (blocked) while Python started: now held
+            _signal.pthread_sigmask(_signal.SIG_UNBLOCK, {_signal.SIGINT})
 except ValueError:  # not the main thread (imported by a library user's thread): leave SIGINT alone
     _previous = None
 

@@ -157,8 +157,10 @@ def _parse_holding_sigint(argv):
     import signal
     held = []
     try:
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            raise ValueError("SIGINT is ignored (nohup, a background job): it stays so")
         previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
-    except ValueError:  # not the main thread: nothing to hold
+    except ValueError:  # not the main thread, or SIGINT ignored: nothing to hold
         _import_user_modules(argv)
         return build_parser().parse_args(argv)
     try:

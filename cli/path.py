@@ -198,6 +198,8 @@ def _write_failed(args, what: str, exc: OSError, store) -> int:
             kept = f"; {store} keeps {len(saved)} certified points"
             if what == "path" and "resume_state" in saved.meta:
                 kept += f" (free space, then continue with: gaplab path --resume {store})"
+            elif what == "path":  # the disk had no room even for the solver state (larger than a breakpoint)
+                kept += " but not the solver state (no room for it), so --resume cannot continue it: free space and run the path again"
         except (OSError, PathStoreError):
             pass
     print(f"gaplab {what}: error: cannot write{target}: {cause}{kept}", file=sys.stderr)

@@ -18,7 +18,13 @@ Usage::
 
 It prints a table of counts by verdict and by kind, then every case that did not pass with its
 reason, and writes the whole table as JSON. It needs the OCR data (bundled) and nothing else; the
-cases use the toy problem and OCR-small with tiny budgets.
+cases use the toy problem and OCR-small with tiny budgets. More cases live in
+``reliability_cases.py`` (kinds lock, disk, arrays, early-int, errors, browser: two writers on a
+store, a full disk then ``--resume``, model arrays changed under a built solver, Ctrl-C in the
+first 0.05 s, one-line errors, the values a browser sends to ``gaplab app --classroom``).
+
+- ``--add-to OLD.json``: run some cases (``--only``/``--match``) and merge them into an earlier
+  table: the earlier rows of the cases not run now are kept, the counts cover the whole.
 """
 from __future__ import annotations
 
@@ -348,10 +354,16 @@ def sweep_cases() -> list:
 
 # ---------------------------------------------------------------- running
 
+def as_from_a_terminal():
+    """In the child before exec: SIGINT at its default, as a terminal's shell starts a command (the
+    audit itself may run under nohup or as a background job, which start it ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _run(argv, cwd, timeout, env=None, signal_at=None):
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=as_from_a_terminal)
     try:
         if signal_at is not None:
             try:
@@ -371,12 +383,24 @@ def _verdict(case, rc, out, err) -> tuple:
         return "hang", f"no end within {case.timeout:.0f} s"
     if TRACEBACK in err:
         last = [ln for ln in err.strip().splitlines() if ln.strip()][-1:]
+        if "init_import_site" in err:   # CPython's own start-up, before any line of gaplab runs
+            return "traceback", (f"exit {rc}: Fatal Python error: init_import_site ({last[0] if last else ''} while "
+                                 "CPython imports site and the .pth files, before gaplab's first line)")
         return "traceback", (last[0] if last else "")[:300]
-    if rc < 0 or rc in (134, 137, 139):
+    ended_by_ctrl_c = rc == -signal.SIGINT and case.expect == "interrupted"
+    if (rc < 0 and not ended_by_ctrl_c) or rc in (134, 137, 139):
         return "crash", f"exit {rc}"
     if case.expect == "succeed":
         return ("pass", "") if rc == 0 else ("accepted", (err or out).strip()[-300:])
     lines = [ln for ln in err.strip().splitlines() if ln.strip()]
+    if case.expect == "interrupted":   # a Ctrl-C: exit 130 and one line saying "interrupted"
+        if rc == 130 and len(lines) == 1 and "interrupted" in lines[0]:
+            return "pass", lines[0][:200]
+        if rc == 0:
+            return "accepted", "exit 0: the Ctrl-C was lost"
+        if rc == -signal.SIGINT:
+            return "pass", "ended by SIGINT itself (before Python's handler existed): the shell shows 130"
+        return ("multi-line" if rc == 130 else "accepted"), f"exit {rc}: " + " | ".join(lines)[:250]
     if rc == 0:
         if case.expect == "either":
             return "pass", "accepted"
@@ -406,9 +430,12 @@ def run_case(case: Case, root: str) -> dict:
             blocker.listen(1)
             case.argv = [str(blocker.getsockname()[1]) if a == "PORT_IN_USE" else a for a in case.argv]
         if case.argv is not None:
-            rc, out, err, secs = _run(GAPLAB + case.argv, wd, case.timeout, env, case.signal_at)
+            prog = ([os.path.join(os.path.dirname(sys.executable), "gaplab")] if case.env.get("GAPLAB_AUDIT_SCRIPT")
+                    else GAPLAB)
+            rc, out, err, secs = _run(prog + case.argv, wd, case.timeout, env, case.signal_at)
             verdict, why = _verdict(case, rc, out, err)
-            if case.signal_at is not None and verdict != "traceback" and case.after is None:
+            if (case.signal_at is not None and verdict != "traceback" and case.after is None
+                    and case.expect != "interrupted"):
                 # a Ctrl-C must end the run with one line, whatever moment it came
                 verdict, why = ("pass", why) if rc is not None else (verdict, why)
             if case.after and verdict in ("pass", "multi-line", "accepted"):
@@ -420,8 +447,11 @@ def run_case(case: Case, root: str) -> dict:
             rc, out, err, secs = _run([sys.executable, "-c", case.code], wd, case.timeout, env)
             if rc is None:
                 verdict, why = "hang", f"no end within {case.timeout:.0f} s"
+            elif rc < 0 or rc in (134, 137, 139):
+                verdict, why = "crash", f"exit {rc}: " + " | ".join((err or out).strip().splitlines()[-2:])[:250]
             elif rc == 0:
-                verdict, why = "pass", ""
+                tail = out.strip().splitlines()
+                verdict, why = "pass", (tail[-1] if tail else "")[:300]
             else:
                 tail = (err or out).strip().splitlines()
                 verdict, why = "accepted", (tail[-1] if tail else f"exit {rc}")[:300]
@@ -444,10 +474,14 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--limit", type=int, default=None, help="run the first N cases only")
     ap.add_argument("--match", action="append", default=None, help="run only cases whose name contains this")
+    ap.add_argument("--add-to", default=None, metavar="JSON",
+                    help="a table written by --out: its rows for the cases not run now are kept, and the "
+                         "counts cover both")
     args = ap.parse_args(argv)
     rng = random.Random(args.seed)
+    import reliability_cases
     cases = (option_cases() + file_cases() + store_cases() + signal_cases(args.signals, rng) + app_cases()
-             + sweep_cases())
+             + sweep_cases() + reliability_cases.all_cases(Case, TRAIN_BASE))
     if args.only:
         cases = [c for c in cases if c.kind in args.only]
     if args.match:
@@ -461,6 +495,12 @@ def main(argv=None) -> int:
         rows.append(run_case(case, root))
         r = rows[-1]
         print(f"[{i}/{len(cases)}] {r['verdict']:<10} {r['kind']:<7} {r['name']}  {r['why'][:120]}", flush=True)
+    kept = []
+    if args.add_to:
+        ran = {(r["kind"], r["name"]) for r in rows}
+        with open(args.add_to) as f:
+            kept = [r for r in json.load(f)["rows"] if (r["kind"], r["name"]) not in ran]
+    rows = kept + rows
     counts = {}
     for r in rows:
         counts.setdefault(r["kind"], {}).setdefault(r["verdict"], 0)
@@ -478,7 +518,7 @@ def main(argv=None) -> int:
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"cases": len(rows), "verdicts": total, "by_kind": counts, "wall_s": round(time.perf_counter() - t0, 1),
-                       "rows": rows}, f, indent=1)
+                       "kept_from": args.add_to and {"file": args.add_to, "rows": len(kept)}, "rows": rows}, f, indent=1)
     return 0
 
 

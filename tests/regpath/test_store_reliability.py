@@ -278,6 +278,25 @@ def test_cli_full_disk_in_path_and_grid_is_one_line_and_resumable(tmp_path, monk
     assert RegPath.open(store).end_reason in ("rho<=0", "lam_min")
 
 
+def test_cli_full_disk_without_room_for_the_solver_state_says_it_cannot_be_resumed(tmp_path, monkeypatch,
+                                                                                   capsys):
+    """The solver state is much larger than a breakpoint (OCR-small: 5 MB against 33 kB): a disk
+    that fills before the state fits keeps the certified points, and the one line says the path
+    cannot be resumed instead of promising a --resume."""
+    from gaplab.cli import main
+    common = ["--dataset", "ocr-small", "--eps", "0.5", "--lam-min", "0.1", "--no-test-error", "--quiet"]
+    store = tmp_path / "s"
+    with monkeypatch.context() as m:
+        _enospc_from(m, 4, resume_state_fits=False)
+        assert main(["path", *common, "--store", str(store)]) == 1
+    line = _one_line(capsys.readouterr().err)
+    assert "No space left on device" in line and "4 certified" in line, line
+    assert "cannot continue it" in line and "continue with: gaplab path --resume" not in line, line
+    assert "resume_state" not in json.loads((store / pst.MANIFEST).read_text())
+    assert main(["path", "--resume", str(store), "--quiet", "--no-test-error"]) == 2
+    assert "no solver state" in _one_line(capsys.readouterr().err)
+
+
 def test_cli_bad_lams_eps_and_resume_files_are_one_line(tmp_path, capsys, model, ref_path):
     from gaplab.cli import main
     assert main(["grid", "--dataset", "ocr-small", "--lams", "2^2000"]) == 2
