@@ -49,7 +49,9 @@ def cmd_app(args) -> int:
     return serve(port=args.port, address=args.address, show=args.show, classroom=args.classroom,
                  allow_origins=args.allow_origin, allow_heavy=args.allow_heavy, path_roots=args.path_root,
                  max_sessions=args.max_sessions, max_sessions_per_client=args.max_sessions_per_client,
-                 max_steps_per_request=args.max_steps)
+                 max_steps_per_request=args.max_steps,
+                 students_setup={"imports": list(args.imports), "data_file": args.data_file,
+                                 "test_file": args.test_file})   # repeated in a students' process
 
 
 def _count(text: str) -> int:
