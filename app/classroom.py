@@ -4,9 +4,12 @@ and the QR code of it shown in the page (:func:`qr_svg`).
 
 ``gaplab app --classroom`` binds the machine's network address, allows that origin for Bokeh's
 websocket (``allow_websocket_origin``: Bokeh's own check of the Origin header, not a bypass of
-it) and applies the policy to every session whose client is not the lecturer. The lecturer is
-the browser on the serving machine itself (a loopback client address, or the machine's own
-network address): a TCP client address cannot be chosen by a student.
+it) and applies the policy to every session whose client is not the lecturer. In one process
+the lecturer is the browser on the serving machine itself (a loopback client address, or the
+machine's own network address): a TCP client address cannot be chosen by a student. On a
+network address the students get a process of their own (:mod:`gaplab.app.students`) whose
+policy makes every session a student's (``students_only``); the lecturer's page is served on
+127.0.0.1 by the main process.
 
 Nothing here keeps state at module level: :func:`gaplab.app.serve.serve` makes one policy and
 one gate per server and hands them to the app factory in a closure.
@@ -105,7 +108,7 @@ class ClassroomPolicy:
 
     def is_lecturer(self, client_address: str | None) -> bool:
         """True for the machine's own browser (loopback, or an address of ``own_addresses``),
-        and for every session outside classroom mode."""
+        and for every session outside classroom mode; never with ``students_only``."""
         if not self.classroom:
             return True
         if self.students_only or not client_address:

@@ -119,8 +119,9 @@ class StudentsProcess:
         r, w = os.pipe()
         code = "from gaplab.app.students import child_main; child_main()"
         try:
+            # a session of its own: a terminal's Ctrl-C goes to the parent only, which stops it
             self.proc = subprocess.Popen([sys.executable, "-c", code, CHILD_MARK, str(config["port"])],
-                                         stdin=subprocess.PIPE, pass_fds=(w,), text=True)
+                                         stdin=subprocess.PIPE, pass_fds=(w,), text=True, start_new_session=True)
         finally:
             os.close(w)
         self._replies = os.fdopen(r, "r")
@@ -384,7 +385,7 @@ def child_main() -> None:
     """The students' process (started by :class:`StudentsProcess`): read the settings from
     stdin, lower this process's priority, listen, answer the parent, serve until stdin ends."""
     from .serve import _run
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # a terminal's Ctrl-C reaches us too: the parent stops us
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # the parent stops us (closing our stdin)
     line = sys.stdin.readline()
     try:
         cfg = json.loads(line)
@@ -393,8 +394,11 @@ def child_main() -> None:
         os._exit(2)   # not started by StudentsProcess
     os.nice(int(cfg.get("nice", STUDENTS_NICE)))
     server, answer = _child_listen(cfg)
-    reply.write(json.dumps(answer) + "\n")
-    reply.close()
+    try:
+        reply.write(json.dumps(answer) + "\n")
+        reply.close()
+    except OSError:   # the parent has gone meanwhile
+        os._exit(1)
     if server is None:
         os._exit(2)
     events = {"first": threading.Event(), "rest": threading.Event()}
