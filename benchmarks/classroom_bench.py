@@ -30,10 +30,13 @@ process and their sum; the students' clicks sent.
 Target at N = 30: median <= 100 ms, max <= 500 ms. ``--busy``: two CPU-bound processes run
 beside (``scripts/busy.py``'s condition) during the timed part.
 
+``--one-process``: the comparison, everyone served by one process on 127.0.0.1 as before the
+students had a process of their own (the bench's client addresses read by that process).
+
 Usage::
 
     python benchmarks/classroom_bench.py [--students 0,10,20,30] [--steps 20] [--repeats 1]
-        [--browser-students 4] [--busy] [--out benchmarks/results/classroom_bench.json]
+        [--browser-students 4] [--busy] [--one-process] [--out benchmarks/results/classroom_bench.json]
 """
 from __future__ import annotations
 
@@ -115,18 +118,19 @@ class ServerProcess:
     """The classroom server in a child process (its own interpreter: the script's browsers and
     clients do not share its GIL); ``url``: the lecturer's page, ``student_url``: the students'."""
 
-    def __init__(self, max_sessions, per_client, log_path):
+    def __init__(self, max_sessions, per_client, log_path, one_process=False):
         from gaplab.app.students import free_port_pair
-        self.port = free_port_pair("127.0.0.1", STUDENTS_ADDRESS)
+        students = "127.0.0.1" if one_process else STUDENTS_ADDRESS
+        self.port = free_port_pair("127.0.0.1", students)
         self.url = f"http://127.0.0.1:{self.port}/"
-        self.student_url = f"http://{STUDENTS_ADDRESS}:{self.port}/"
+        self.student_url = f"http://{students}:{self.port}/"
         self.dir = tempfile.mkdtemp(prefix="gaplab-classroom-")
         self.fifo = os.path.join(self.dir, "store-fifo")
         os.mkfifo(self.fifo)
         self.log = open(log_path, "w")
         self.proc = subprocess.Popen(
             [sys.executable, __file__, "--serve", str(self.port), "--path-root", self.dir,
-             "--max-sessions", str(max_sessions), "--per-client", "2"],
+             "--max-sessions", str(max_sessions), "--per-client", "2"] + (["--one-process"] if one_process else []),
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 600
         while time.time() < deadline:
@@ -259,6 +263,8 @@ def _args(argv):
     ap.add_argument("--busy", action="store_true", help="two CPU-bound processes beside, while timing")
     ap.add_argument("--no-page-loads", action="store_true", help="no plain page loads meanwhile")
     ap.add_argument("--out", default=None, help="write the results as JSON here (again after each N)")
+    ap.add_argument("--one-process", action="store_true",
+                    help="everyone served by one process on 127.0.0.1 (as before the students' own process)")
     ap.add_argument("--serve", type=int, default=None, help=argparse.SUPPRESS)   # the server process
     ap.add_argument("--path-root", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--max-sessions", type=int, default=40, help=argparse.SUPPRESS)
@@ -269,7 +275,7 @@ def _args(argv):
 def main(argv=None) -> int:
     args = _args(argv)
     if args.serve is not None:
-        return serve_classroom(args.serve, args.path_root, args.max_sessions, args.per_client)
+        return serve_classroom(args.serve, args.path_root, args.max_sessions, args.per_client, args.one_process)
     counts = [int(c) for c in args.students.split(",")]
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # the server process is stopped
     from playwright.sync_api import sync_playwright
@@ -280,9 +286,10 @@ def main(argv=None) -> int:
         print("no Chromium executable found (apt-get install chromium)", file=sys.stderr)
         return 2
     res = {"machine": {"cpus": os.cpu_count(), "load_avg": os.getloadavg()}, "busy": args.busy,
+           "one_process": args.one_process,
            "browser_students": args.browser_students, "runs": []}
     log = (args.out or "classroom_bench.json") + ".server.log"
-    srv = ServerProcess(max(counts) + 4, 2, log if args.out else os.devnull)
+    srv = ServerProcess(max(counts) + 4, 2, log if args.out else os.devnull, one_process=args.one_process)
     students = []
     try:
         with sync_playwright() as pw:

@@ -28,6 +28,7 @@ def bench_client_of(doc):
     """A session's client address: the bench's header or query argument, else the request's."""
     from gaplab.app import classroom as cl
     req = getattr(getattr(doc, "session_context", None), "request", None)
+    request_address = getattr(cl, "_bench_original_client_of", cl.client_address_of)
     if req is not None:
         args = getattr(req, "arguments", None) or {}
         if args.get(ARGUMENT):
@@ -36,15 +37,24 @@ def bench_client_of(doc):
         hdr = (getattr(req, "headers", None) or {}).get(HEADER)
         if hdr:
             return hdr
-    return cl.client_address_of(doc)
+    return request_address(doc)
 
 
-def serve_classroom(port: int, path_root: str | None, max_sessions: int, per_client: int) -> int:
+def serve_classroom(port: int, path_root: str | None, max_sessions: int, per_client: int,
+                    one_process: bool = False) -> int:
     """``gaplab app --classroom --address 127.0.0.2 --port PORT``, whose students' process reads
-    the bench's client addresses (runs until killed)."""
+    the bench's client addresses (runs until killed). ``one_process``: as before the students had
+    a process of their own, everyone on 127.0.0.1 in this process (the comparison)."""
+    from gaplab.app import classroom as cl
     from gaplab.app.serve import serve
+    roots = [path_root] if path_root else ()
+    if one_process:
+        cl._bench_original_client_of = cl.client_address_of
+        cl.client_address_of = bench_client_of
+        return serve(port=port, address="127.0.0.1", classroom=True, path_roots=roots,
+                     max_sessions=max_sessions, max_sessions_per_client=per_client)
     setup = {"sys_path": [str(Path(__file__).resolve().parent)], "client_of": "classroom_clients:bench_client_of"}
-    return serve(port=port, address=STUDENTS_ADDRESS, classroom=True, path_roots=[path_root] if path_root else (),
+    return serve(port=port, address=STUDENTS_ADDRESS, classroom=True, path_roots=roots,
                  max_sessions=max_sessions, max_sessions_per_client=per_client, students_setup=setup)
 
 

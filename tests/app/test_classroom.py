@@ -32,6 +32,25 @@ def test_lecturer_is_this_machine_only_in_classroom_mode():
     assert not p.is_lecturer("192.0.2.8") and not p.is_lecturer(None) and not p.is_lecturer("not an ip")
     # outside classroom mode every session is the lecturer's (gaplab app on 127.0.0.1)
     assert cl.ClassroomPolicy().is_lecturer("192.0.2.8")
+    # the students' own process: every session is a student's, this machine's too
+    only = cl.ClassroomPolicy.for_classroom(students_only=True, own_addresses={"192.0.2.7"})
+    assert not any(only.is_lecturer(a) for a in ("127.0.0.1", "::1", "192.0.2.7", "192.0.2.8"))
+    assert only.limits("127.0.0.1").student
+
+
+def test_the_policy_reaches_the_students_process_as_json_unchanged(tmp_path):
+    import json
+
+    from gaplab.app.students import policy_from_json, policy_json, splits
+    p = cl.ClassroomPolicy.for_classroom(allow_heavy=True, path_roots=[tmp_path], students_only=True,
+                                         max_steps_per_request=77, max_sessions_per_client=3, max_sessions=9,
+                                         heavy={"seg-tiny", "conll2000"})
+    assert policy_from_json(json.loads(json.dumps(policy_json(p)))) == p
+    with pytest.raises(ValueError, match="max_sessions"):
+        policy_from_json(dict(policy_json(p), max_sessions=0))
+    # which addresses get a students' process: not the lecturer's own address, nor every interface
+    assert splits("192.168.1.20") and splits("127.0.0.2") and splits("fe80::1")
+    assert not any(splits(a) for a in ("127.0.0.1", "localhost", "0.0.0.0", "::"))
 
 
 def test_student_limits_heavy_datasets_paths_and_steps():
