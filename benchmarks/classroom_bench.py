@@ -120,8 +120,9 @@ class ServerProcess:
 
     def __init__(self, max_sessions, per_client, log_path, one_process=False):
         from gaplab.app.students import free_port_pair
+        from gaplab.app.testing import free_port
         students = "127.0.0.1" if one_process else STUDENTS_ADDRESS
-        self.port = free_port_pair("127.0.0.1", students)
+        self.port = free_port() if one_process else free_port_pair("127.0.0.1", students)
         self.url = f"http://127.0.0.1:{self.port}/"
         self.student_url = f"http://{students}:{self.port}/"
         self.dir = tempfile.mkdtemp(prefix="gaplab-classroom-")
@@ -289,7 +290,8 @@ def main(argv=None) -> int:
            "one_process": args.one_process,
            "browser_students": args.browser_students, "runs": []}
     log = (args.out or "classroom_bench.json") + ".server.log"
-    srv = ServerProcess(max(counts) + 4, 2, log if args.out else os.devnull, one_process=args.one_process)
+    # room for the plain page loads too: each holds a student session for the unused-session lifetime (5 s)
+    srv = ServerProcess(max(counts) + 16, 2, log if args.out else os.devnull, one_process=args.one_process)
     students = []
     try:
         with sync_playwright() as pw:
