@@ -13,7 +13,9 @@ What lives where:
   periodic tick, drawing the snapshot, the banner and messages, a notebook page's messages);
   ``tabs``: the tabs' indices; ``panel_app``: the ``panel serve`` entry;
   ``serve``: the server behind ``gaplab app``; ``classroom``: serving a class (the policy
-  applied to students' sessions, the session caps, the students' URL and its QR code); ``settings``: the ``param`` parameters made from
+  applied to students' sessions, the session caps, the students' URL and its QR code);
+  ``students``: a classroom's students served by a child process at a lower CPU priority,
+  the lecturer by the main one; ``settings``: the ``param`` parameters made from
   the settings schema; ``styles``: the stylesheets and projector mode's sizes.
 - ``session/``: the headless session (settings, solver, run loop, snapshots); ``views/``: the
   Step, Convergence and Cache tabs' views, each drawing one snapshot.

@@ -4,9 +4,12 @@ and the QR code of it shown in the page (:func:`qr_svg`).
 
 ``gaplab app --classroom`` binds the machine's network address, allows that origin for Bokeh's
 websocket (``allow_websocket_origin``: Bokeh's own check of the Origin header, not a bypass of
-it) and applies the policy to every session whose client is not the lecturer. The lecturer is
-the browser on the serving machine itself (a loopback client address, or the machine's own
-network address): a TCP client address cannot be chosen by a student.
+it) and applies the policy to every session whose client is not the lecturer. In one process
+the lecturer is the browser on the serving machine itself (a loopback client address, or the
+machine's own network address): a TCP client address cannot be chosen by a student. On a
+network address the students get a process of their own (:mod:`gaplab.app.students`) whose
+policy makes every session a student's (``students_only``); the lecturer's page is served on
+127.0.0.1 by the main process.
 
 Nothing here keeps state at module level: :func:`gaplab.app.serve.serve` makes one policy and
 one gate per server and hands them to the app factory in a closure.
@@ -60,6 +63,10 @@ class ClassroomPolicy:
     own_addresses : frozenset of str
         Client addresses that are the lecturer (loopback always is; ``serve`` adds the address
         it binds, so the lecturer may open the URL the students type).
+    students_only : bool
+        Every session is a student's, loopback clients and ``own_addresses`` too: the policy of
+        a classroom's students' process, whose lecturer is served by a process of their own
+        (:mod:`gaplab.app.students`).
 
     Raises
     ------
@@ -76,6 +83,7 @@ class ClassroomPolicy:
     max_sessions: int = 40
     student_refresh_ms: int = 400
     own_addresses: frozenset = frozenset()
+    students_only: bool = False
 
     def __post_init__(self):
         for name in ("max_steps_per_request", "max_sessions_per_client", "max_sessions"):
@@ -92,17 +100,18 @@ class ClassroomPolicy:
         object.__setattr__(self, "own_addresses", frozenset(self.own_addresses))
 
     @classmethod
-    def for_classroom(cls, *, allow_heavy: bool = False, path_roots=(), own_addresses=(), **limits):
+    def for_classroom(cls, *, allow_heavy: bool = False, path_roots=(), own_addresses=(), students_only=False,
+                      **limits):
         """The classroom mode's policy: typed paths only under ``path_roots`` (none: off)."""
         return cls(classroom=True, allow_heavy=allow_heavy, path_roots=tuple(path_roots or ()),
-                   own_addresses=frozenset(own_addresses), **limits)
+                   own_addresses=frozenset(own_addresses), students_only=bool(students_only), **limits)
 
     def is_lecturer(self, client_address: str | None) -> bool:
         """True for the machine's own browser (loopback, or an address of ``own_addresses``),
-        and for every session outside classroom mode."""
+        and for every session outside classroom mode; never with ``students_only``."""
         if not self.classroom:
             return True
-        if not client_address:
+        if self.students_only or not client_address:
             return False
         addr = str(client_address).split("%", 1)[0]
         try:

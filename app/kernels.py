@@ -102,8 +102,9 @@ class _Warmup:
         self._gaps_ready = False  # the exact gap pass kernels are compiled
         self._child = None        # the compile child's last CompileProgress while it runs
         self._child_work = 0.0    # its compile work once it has ended
+        self._after = None        # after(phase) blocks until another process has compiled the phase
 
-    def start(self, *, log=True, extra=None) -> bool:
+    def start(self, *, log=True, extra=None, after=None) -> bool:
         """Start the compile thread (idempotent: False if it was already started)."""
         with self._lock:
             if self._thread is not None:
@@ -111,6 +112,7 @@ class _Warmup:
             self._status = "compiling"
             self._message = "starting"
             self._t0 = time.perf_counter()
+            self._after = after
             self._thread = threading.Thread(target=self._job, args=(log, extra), name="gaplab-warmup",
                                             daemon=True)
             self._thread.start()
@@ -143,10 +145,21 @@ class _Warmup:
         cannot be written) the kernels compile here."""
         from gaplab.core.problems import warmup_plan
         job = warmup_plan(["ocr-small"])[0]
+        self._wait_for_other("first")
         self._progress(0.0, f"{job.model_class} (ocr-small, ocr-large) / fw, gap sampling: a block step")
         self._compile_in_child()
         step_kernels()
         return job
+
+    def _wait_for_other(self, phase):
+        """Wait until another process (the lecturer's, for a classroom's students' process) has
+        compiled ``phase`` ("first": the kernels of a Step; "rest": all), so that this process
+        loads them from numba's on-disk cache instead of compiling them a second time at once.
+        The status stays "compiling" meanwhile: the pages' Steps go to the reference solver."""
+        if self._after is None:
+            return
+        self._progress(0.0, "waiting for the lecturer's server to compile them (then loaded from the cache)")
+        self._after(phase)
 
     def _compile_in_child(self):
         code = f"from gaplab.app.kernels import _child_main; _child_main({os.getpid()})"
@@ -209,6 +222,7 @@ class _Warmup:
                 print(f"gaplab app: default solver kernels ready in {self._t_first - self._t0:.1f} s "
                       f"({work:.0f} units of compile work; {here:.0f} in the server process)",
                       file=sys.stderr, flush=True)
+            self._wait_for_other("rest")
             self._first_rest(job)
             with self._lock:
                 self._gaps_ready = True
@@ -320,10 +334,15 @@ def _child_main(parent: int):
 _WARMUP = _Warmup()
 
 
-def start(*, log: bool = True, extra=None) -> bool:
+def start(*, log: bool = True, extra=None, after=None) -> bool:
     """Compile every solver kernel (:func:`gaplab.core.warmup.warmup`) in a background thread
-    of this process, then call ``extra()`` (e.g. load the default dataset). Idempotent."""
-    return _WARMUP.start(log=log, extra=extra)
+    of this process, then call ``extra()`` (e.g. load the default dataset). Idempotent.
+
+    ``after(phase)``, when given, blocks until another process has compiled ``phase`` into
+    numba's on-disk cache: "first" (the kernels of a Step) before they are loaded here, "rest"
+    (every kernel) before the rest is; meanwhile the status is "compiling" (a classroom's
+    students' process waits so for the lecturer's, :mod:`gaplab.app.students`)."""
+    return _WARMUP.start(log=log, extra=extra, after=after)
 
 
 def state() -> KernelState:

@@ -6,7 +6,9 @@ session (``pn.state.on_session_destroyed``), and so is its Bokeh document (:func
 A session that never connects its websocket (a plain page load) is destroyed after
 ``unused_session_lifetime_ms`` (5 s; a page that connects later gets a new session). With
 ``classroom=True`` (``gaplab app --classroom``) the server binds the network address and applies
-the limits of :mod:`gaplab.app.classroom` to the students' sessions.
+the limits of :mod:`gaplab.app.classroom` to the students' sessions; on a network address the
+students are served by a child process of their own at a lower CPU priority, the lecturer by
+this one on 127.0.0.1 (:mod:`gaplab.app.students`).
 
 Shared by all sessions of the process, loaded once: the compiled solver kernels
 (:mod:`gaplab.app.kernels`) and the data sets with their read-only models
@@ -237,7 +239,7 @@ def serve(port: int = 5006, address: str | None = None, show: bool = False, *,
           unused_session_lifetime_ms: int = 5_000, check_unused_sessions_ms: int = 1_000,
           warmup: bool = True, classroom: bool = False, allow_origins=(), allow_heavy: bool = False,
           path_roots=(), max_sessions: int | None = None, max_sessions_per_client: int | None = None,
-          max_steps_per_request: int | None = None) -> int:
+          max_steps_per_request: int | None = None, students_setup: dict | None = None) -> int:
     """Serve the app on http://address:port/ until interrupted. Returns a process exit code.
 
     Parameters
@@ -259,6 +261,9 @@ def serve(port: int = 5006, address: str | None = None, show: bool = False, *,
         Serve a class: bind the network address, allow its origin, print the URL students
         type (the lecturer's page shows it with a QR code) and apply the limits of
         :class:`gaplab.app.classroom.ClassroomPolicy` to every session not on this machine.
+        On an address other than 127.0.0.1 (and the wildcards) the students get a process of
+        their own at a lower CPU priority, and the lecturer's page is served on
+        127.0.0.1:``port`` by this process (:mod:`gaplab.app.students`).
     allow_origins : iterable of str
         More origins (``HOST[:PORT]``, no port: ``port``) whose pages may connect.
     allow_heavy : bool
@@ -267,15 +272,22 @@ def serve(port: int = 5006, address: str | None = None, show: bool = False, *,
         Classroom mode: folders under which students may type store paths (none: off).
     max_sessions, max_sessions_per_client, max_steps_per_request : int, optional
         Classroom mode: the caps of the policy (defaults: those of ``ClassroomPolicy``).
+    students_setup : dict, optional
+        Classroom mode with a students' process: what that process does before it listens, as
+        JSON values (``imports``: ``--import`` targets; ``data_file``, ``test_file``: as
+        ``--data-file``; for a benchmark on one machine ``sys_path`` and ``client_of``, a
+        ``"module:function"`` giving a session's client address). See
+        :class:`gaplab.app.students.StudentsProcess`.
 
     Raises
     ------
     ValueError
         ``port`` outside [0, 65535], a bad origin, path root or cap, or ``address:port``
-        cannot be listened on (in use, no permission, unknown address); one line, for
-        ``gaplab app`` to print.
+        (or, with a students' process, ``127.0.0.1:port``) cannot be listened on (in use, no
+        permission, unknown address); one line, for ``gaplab app`` to print.
     """
     from . import classroom as cl
+    from . import students
     port = check_port(port)
     extra = [cl.check_origin(o) for o in allow_origins or ()]
     if address is None:
@@ -283,22 +295,26 @@ def serve(port: int = 5006, address: str | None = None, show: bool = False, *,
     policy = _policy(classroom, address, allow_heavy=allow_heavy, path_roots=path_roots,
                      max_sessions=max_sessions, max_sessions_per_client=max_sessions_per_client,
                      max_steps_per_request=max_steps_per_request)
-    import panel as pn
-
+    sessions = {"unused_session_lifetime_ms": unused_session_lifetime_ms,
+                "check_unused_sessions_ms": check_unused_sessions_ms}
     _ignore_messages_of_closed_pages()
+    if classroom and students.splits(address):
+        return students.serve_split(port, address, show, policy=policy, extra=extra, sessions=sessions,
+                                    warmup=warmup, setup=students_setup)
+    return _serve_one(port, address, show, policy=policy, extra=extra, sessions=sessions, warmup=warmup)
 
+
+def _serve_one(port: int, address: str, show: bool, *, policy, extra, sessions: dict, warmup: bool) -> int:
+    """:func:`serve` in this process alone: every session (the lecturer's and, in classroom
+    mode, the students') on ``address:port``. Raises ValueError when it cannot listen."""
+    from . import classroom as cl
+    classroom = policy.classroom
     try:   # binds the port (the server starts below)
         if not port:
             port = _free_port(address)
         url = cl.student_url(address, port)
-        origins = _origins(address, port, extra)
         factory = make_app_factory(policy, cl.SessionGate(policy), student_url=url if classroom else None)
-        server = pn.serve(
-            {"/": factory}, port=port, address=address, show=show, start=False,
-            websocket_origin=origins, title="gaplab · Minding the gaps",
-            unused_session_lifetime_milliseconds=unused_session_lifetime_ms,
-            check_unused_sessions_milliseconds=check_unused_sessions_ms,
-        )
+        server = _listen(factory, port, address, _origins(address, port, extra), show=show, sessions=sessions)
     except OSError as exc:
         raise ValueError(_bind_error(address, port, exc)) from None
     if warmup:   # after the port is ours: a refused port costs no compile
@@ -310,6 +326,17 @@ def serve(port: int = 5006, address: str | None = None, show: bool = False, *,
         print(f"gaplab app: classroom limits: {_describe(policy)}", file=sys.stderr, flush=True)
     _run(server, show)
     return 0
+
+
+def _listen(factory, port: int, address: str, origins, *, sessions: dict, show: bool = False):
+    """A Bokeh server of the per-session ``factory`` on ``address:port``, bound but not started;
+    ``sessions``: ``unused_session_lifetime_ms`` and ``check_unused_sessions_ms``. Raises
+    OSError when it cannot listen."""
+    import panel as pn
+    return pn.serve({"/": factory}, port=port, address=address, show=show, start=False,
+                    websocket_origin=list(origins), title="gaplab · Minding the gaps",
+                    unused_session_lifetime_milliseconds=sessions["unused_session_lifetime_ms"],
+                    check_unused_sessions_milliseconds=sessions["check_unused_sessions_ms"])
 
 
 def _policy(classroom: bool, address: str, *, allow_heavy: bool, path_roots, **caps):

@@ -1,11 +1,13 @@
 """A class on the lecturer's server (a benchmark script, not a timed test).
 
-The server is ``gaplab app --classroom`` (``gaplab.app.serve.serve``) in its own process, on
-127.0.0.1 (see ``classroom_clients.py`` for how a student's client address is given on one
-machine), with a folder holding a FIFO as ``--path-root``. The lecturer's page (a loopback
-client, real Chromium) steps OCR-small while N = 0, 10, 20, 30 students are connected (added to
-the same server). Meanwhile a thread of this script loads the page over plain HTTP once a second
-(a visitor's page load that never connects its websocket).
+The server is ``gaplab app --classroom --address 127.0.0.2`` (``gaplab.app.serve.serve``) in its
+own process: the lecturer's page on http://127.0.0.1:PORT/ is served by that process, the
+students' on http://127.0.0.2:PORT/ by its child process at nice +10 (``gaplab.app.students``;
+see ``classroom_clients.py`` for how a student's client address is given on one machine), with a
+folder holding a FIFO as ``--path-root``. The lecturer's page (real Chromium) steps OCR-small
+while N = 0, 10, 20, 30 students are connected. Meanwhile a thread of this script loads the
+students' page over plain HTTP once a second (a visitor's page load that never connects its
+websocket).
 
 The students, in this order:
 
@@ -23,14 +25,18 @@ The students, in this order:
 
 Reported per N: the lecturer's Step round trip in the page (click -> the status line's new
 iteration, the page's own clock, as ``app_bench.py`` measures it), median and max; page loads
-answered (within 10 s) of those tried; the server process's RSS; the students' clicks sent.
+answered (within 10 s) of those tried; the RSS of the lecturer's process, of the students'
+process and their sum; the students' clicks sent.
 Target at N = 30: median <= 100 ms, max <= 500 ms. ``--busy``: two CPU-bound processes run
 beside (``scripts/busy.py``'s condition) during the timed part.
+
+``--one-process``: the comparison, everyone served by one process on 127.0.0.1 as before the
+students had a process of their own (the bench's client addresses read by that process).
 
 Usage::
 
     python benchmarks/classroom_bench.py [--students 0,10,20,30] [--steps 20] [--repeats 1]
-        [--browser-students 4] [--busy] [--out benchmarks/results/classroom_bench.json]
+        [--browser-students 4] [--busy] [--one-process] [--out benchmarks/results/classroom_bench.json]
 """
 from __future__ import annotations
 
@@ -49,7 +55,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from app_bench import _ROUND_TRIP_JS, _wait_status, finish  # noqa: E402
-from classroom_clients import HEADER, ProtocolStudent, rss_mb, serve_classroom  # noqa: E402
+from classroom_clients import (HEADER, STUDENTS_ADDRESS, ProtocolStudent, rss_mb, serve_classroom,  # noqa: E402
+                               students_pid)
 
 
 #: a student page's own clicks (buttons found in Panel's shadow roots by their text)
@@ -80,17 +87,22 @@ _HOSTILE_KEYS_JS = """() => {
 
 
 class PageLoads:
-    """Plain page loads once a second from a thread: how many are answered within 10 s."""
+    """Plain page loads once a second from a thread: how many are answered within 10 s. Each
+    load comes from a visitor address of its own (the bench's header), so that the per-computer
+    session cap does not turn them into refusals."""
 
     def __init__(self, url):
         self.url, self.stop, self.done = url, threading.Event(), []
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self):
+        k = 0
         while not self.stop.is_set():
             t0 = time.perf_counter()
+            k += 1
+            req = urllib.request.Request(self.url, headers={HEADER: f"10.9.{k // 250 % 250}.{k % 250 + 1}"})
             try:
-                with urllib.request.urlopen(self.url, timeout=10) as r:
+                with urllib.request.urlopen(req, timeout=10) as r:
                     r.read()
                 self.done.append((True, time.perf_counter() - t0))
             except Exception:
@@ -104,25 +116,29 @@ class PageLoads:
 
 class ServerProcess:
     """The classroom server in a child process (its own interpreter: the script's browsers and
-    clients do not share its GIL)."""
+    clients do not share its GIL); ``url``: the lecturer's page, ``student_url``: the students'."""
 
-    def __init__(self, max_sessions, per_client, log_path):
+    def __init__(self, max_sessions, per_client, log_path, one_process=False):
+        from gaplab.app.students import free_port_pair
         from gaplab.app.testing import free_port
-        self.port = free_port()
+        students = "127.0.0.1" if one_process else STUDENTS_ADDRESS
+        self.port = free_port() if one_process else free_port_pair("127.0.0.1", students)
         self.url = f"http://127.0.0.1:{self.port}/"
+        self.student_url = f"http://{students}:{self.port}/"
         self.dir = tempfile.mkdtemp(prefix="gaplab-classroom-")
         self.fifo = os.path.join(self.dir, "store-fifo")
         os.mkfifo(self.fifo)
         self.log = open(log_path, "w")
         self.proc = subprocess.Popen(
             [sys.executable, __file__, "--serve", str(self.port), "--path-root", self.dir,
-             "--max-sessions", str(max_sessions), "--per-client", "2"],
+             "--max-sessions", str(max_sessions), "--per-client", "2"] + (["--one-process"] if one_process else []),
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 600
         while time.time() < deadline:
             try:
-                with urllib.request.urlopen(self.url, timeout=30) as r:
-                    r.read()
+                for url in (self.url, self.student_url):
+                    with urllib.request.urlopen(url, timeout=30) as r:
+                        r.read()
                 return
             except Exception:
                 if self.proc.poll() is not None:
@@ -131,7 +147,11 @@ class ServerProcess:
         raise TimeoutError("the server did not answer in 600 s")
 
     def rss_mb(self):
-        return rss_mb(self.proc.pid)
+        """``{"lecturer": MB, "students": MB, "sum": MB}`` (the students' process: None if gone)."""
+        child = students_pid(self.proc.pid)
+        lect = rss_mb(self.proc.pid)
+        stud = rss_mb(child) if child is not None else None
+        return {"lecturer": lect, "students": stud, "sum": lect + (stud or 0.0)}
 
     def stop(self):
         self.proc.terminate()
@@ -191,13 +211,13 @@ def _add_students(n, students, browser, srv, args):
         if k < args.browser_students:
             m = min(2, args.browser_students - k, n - k)
             urls = ["?dataset=conll2000&steps=200000" if k + j == 0 else "" for j in range(m)]
-            ctx, pages = _open_student(browser, srv.url, client, urls)
+            ctx, pages = _open_student(browser, srv.student_url, client, urls)
             for j, (page, u) in enumerate(zip(pages, urls)):
                 _start_student(page, hostile_keys=(k + j == 1), hostile_url=bool(u))
                 students.append(("browser", ctx, page))
         else:
             fifo = srv.fifo if k == args.browser_students else None
-            st = ProtocolStudent(srv.url, client, fifo=fifo)
+            st = ProtocolStudent(srv.student_url, client, fifo=fifo)
             st.start()
             st.connected.wait(600)
             students.append(("protocol", None, st))
@@ -229,7 +249,8 @@ def _print(run, args):
     ms = run["lecturer_step_ms"]
     print(f"N = {run['students']}: lecturer Step {ms['median']:.0f} ms median, {ms['max']:.0f} ms max "
           f"({ms['n']} of {args.steps * args.repeats}); page loads {run['page_loads']['answered']}/"
-          f"{run['page_loads']['tried']} answered; RSS {run['rss_mb']:.0f} MB; students "
+          f"{run['page_loads']['tried']} answered; RSS {run['rss_mb']['sum']:.0f} MB (lecturer "
+          f"{run['rss_mb']['lecturer']:.0f}, students {run['rss_mb']['students'] or 0:.0f}); students "
           f"{run['students_by_kind']}; load {run['load_avg_1min'][0]:.1f}", flush=True)
 
 
@@ -243,6 +264,8 @@ def _args(argv):
     ap.add_argument("--busy", action="store_true", help="two CPU-bound processes beside, while timing")
     ap.add_argument("--no-page-loads", action="store_true", help="no plain page loads meanwhile")
     ap.add_argument("--out", default=None, help="write the results as JSON here (again after each N)")
+    ap.add_argument("--one-process", action="store_true",
+                    help="everyone served by one process on 127.0.0.1 (as before the students' own process)")
     ap.add_argument("--serve", type=int, default=None, help=argparse.SUPPRESS)   # the server process
     ap.add_argument("--path-root", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--max-sessions", type=int, default=40, help=argparse.SUPPRESS)
@@ -253,7 +276,7 @@ def _args(argv):
 def main(argv=None) -> int:
     args = _args(argv)
     if args.serve is not None:
-        return serve_classroom(args.serve, args.path_root, args.max_sessions, args.per_client)
+        return serve_classroom(args.serve, args.path_root, args.max_sessions, args.per_client, args.one_process)
     counts = [int(c) for c in args.students.split(",")]
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # the server process is stopped
     from playwright.sync_api import sync_playwright
@@ -264,9 +287,11 @@ def main(argv=None) -> int:
         print("no Chromium executable found (apt-get install chromium)", file=sys.stderr)
         return 2
     res = {"machine": {"cpus": os.cpu_count(), "load_avg": os.getloadavg()}, "busy": args.busy,
+           "one_process": args.one_process,
            "browser_students": args.browser_students, "runs": []}
     log = (args.out or "classroom_bench.json") + ".server.log"
-    srv = ServerProcess(max(counts) + 4, 2, log if args.out else os.devnull)
+    # room for the plain page loads too: each holds a student session for the unused-session lifetime (5 s)
+    srv = ServerProcess(max(counts) + 16, 2, log if args.out else os.devnull, one_process=args.one_process)
     students = []
     try:
         with sync_playwright() as pw:
@@ -275,7 +300,7 @@ def main(argv=None) -> int:
             lect.set_default_timeout(300_000)
             lect.goto(srv.url, timeout=300_000)
             _wait_status(lect, r"ready", timeout=900)
-            loads = PageLoads(srv.url)
+            loads = PageLoads(srv.student_url)
             if not args.no_page_loads:
                 loads.thread.start()
             for n in counts:

@@ -2,10 +2,13 @@
 process (``gaplab.app.serve.serve`` with ``classroom=True``) and a student as a Bokeh protocol
 client (the messages a student's page sends, without a browser drawing the page).
 
-A student's address: on one machine every client connects from 127.0.0.1, which the server
-takes for the lecturer. The server of this script reads a bench-only ``X-Bench-Client`` header
-(browser pages) or ``bench_client`` query argument (protocol clients) as the client address,
-and only that differs from ``gaplab app --classroom``.
+The server serves the students on 127.0.0.2 (a second loopback address: on Linux it needs no
+setup), so that, as on a network address, they get a process of their own
+(``gaplab.app.students``) and the lecturer's page on 127.0.0.1 is served by the main process.
+A student's address: on one machine every client connects from 127.0.0.1, so the students'
+process of this script reads a bench-only ``X-Bench-Client`` header (browser pages) or
+``bench_client`` query argument (protocol clients) as the client address (the per-computer
+session cap counts by it); only that differs from ``gaplab app --classroom --address 127.0.0.2``.
 """
 from __future__ import annotations
 
@@ -17,28 +20,58 @@ from pathlib import Path
 HEADER = "X-Bench-Client"
 ARGUMENT = "bench_client"
 
+#: the students' address of the bench's server (the lecturer's page: 127.0.0.1, same port)
+STUDENTS_ADDRESS = "127.0.0.2"
 
-def serve_classroom(port: int, path_root: str | None, max_sessions: int, per_client: int) -> int:
-    """``gaplab app --classroom`` on 127.0.0.1:``port`` with the bench's client addresses (runs
-    until killed)."""
+
+def bench_client_of(doc):
+    """A session's client address: the bench's header or query argument, else the request's."""
+    from gaplab.app import classroom as cl
+    req = getattr(getattr(doc, "session_context", None), "request", None)
+    request_address = getattr(cl, "_bench_original_client_of", cl.client_address_of)
+    if req is not None:
+        args = getattr(req, "arguments", None) or {}
+        if args.get(ARGUMENT):
+            v = args[ARGUMENT][0]
+            return v.decode() if isinstance(v, bytes) else str(v)
+        hdr = (getattr(req, "headers", None) or {}).get(HEADER)
+        if hdr:
+            return hdr
+    return request_address(doc)
+
+
+def serve_classroom(port: int, path_root: str | None, max_sessions: int, per_client: int,
+                    one_process: bool = False) -> int:
+    """``gaplab app --classroom --address 127.0.0.2 --port PORT``, whose students' process reads
+    the bench's client addresses (runs until killed). ``one_process``: as before the students had
+    a process of their own, everyone on 127.0.0.1 in this process (the comparison)."""
     from gaplab.app import classroom as cl
     from gaplab.app.serve import serve
-    original = cl.client_address_of
+    roots = [path_root] if path_root else ()
+    if one_process:
+        cl._bench_original_client_of = cl.client_address_of
+        cl.client_address_of = bench_client_of
+        return serve(port=port, address="127.0.0.1", classroom=True, path_roots=roots,
+                     max_sessions=max_sessions, max_sessions_per_client=per_client)
+    setup = {"sys_path": [str(Path(__file__).resolve().parent)], "client_of": "classroom_clients:bench_client_of"}
+    return serve(port=port, address=STUDENTS_ADDRESS, classroom=True, path_roots=roots,
+                 max_sessions=max_sessions, max_sessions_per_client=per_client, students_setup=setup)
 
-    def bench_client_of(doc):
-        req = getattr(getattr(doc, "session_context", None), "request", None)
-        if req is not None:
-            args = getattr(req, "arguments", None) or {}
-            if args.get(ARGUMENT):
-                v = args[ARGUMENT][0]
-                return v.decode() if isinstance(v, bytes) else str(v)
-            hdr = (getattr(req, "headers", None) or {}).get(HEADER)
-            if hdr:
-                return hdr
-        return original(doc)
-    cl.client_address_of = bench_client_of
-    return serve(port=port, address="127.0.0.1", classroom=True, path_roots=[path_root] if path_root else (),
-                 max_sessions=max_sessions, max_sessions_per_client=per_client)
+
+def students_pid(parent: int) -> int | None:
+    """The pid of the students' process of the server process ``parent`` (None: none running)."""
+    from gaplab.app.students import CHILD_MARK
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            args = (d / "cmdline").read_bytes().split(b"\0")
+            ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == parent and CHILD_MARK.encode() in args:
+            return int(d.name)
+    return None
 
 
 def rss_mb(pid: int) -> float:

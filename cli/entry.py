@@ -49,7 +49,9 @@ def cmd_app(args) -> int:
     return serve(port=args.port, address=args.address, show=args.show, classroom=args.classroom,
                  allow_origins=args.allow_origin, allow_heavy=args.allow_heavy, path_roots=args.path_root,
                  max_sessions=args.max_sessions, max_sessions_per_client=args.max_sessions_per_client,
-                 max_steps_per_request=args.max_steps)
+                 max_steps_per_request=args.max_steps,
+                 students_setup={"imports": list(args.imports), "data_file": args.data_file,
+                                 "test_file": args.test_file})   # repeated in a students' process
 
 
 def _count(text: str) -> int:
@@ -70,8 +72,9 @@ def _add_app_command(sub) -> None:
                    help="interface to bind (default 127.0.0.1; with --classroom the machine's network address)")
     p.add_argument("--show", action="store_true", help="open a browser")
     p.add_argument("--classroom", action="store_true",
-                   help="serve a class: bind the network address, print the URL students type (the page "
-                        "shows it with a QR code) and limit the students' sessions")
+                   help="serve a class: bind the network address, print the URL students type and limit "
+                        "the students' sessions, served by a process of their own at a lower priority; "
+                        "the lecturer opens http://127.0.0.1:PORT/ (it shows the students' URL and its QR code)")
     p.add_argument("--allow-origin", action="append", default=[], metavar="HOST[:PORT]",
                    help="also accept pages served under this host name or address (repeatable)")
     p.add_argument("--allow-heavy", action="store_true",

@@ -32,6 +32,25 @@ def test_lecturer_is_this_machine_only_in_classroom_mode():
     assert not p.is_lecturer("192.0.2.8") and not p.is_lecturer(None) and not p.is_lecturer("not an ip")
     # outside classroom mode every session is the lecturer's (gaplab app on 127.0.0.1)
     assert cl.ClassroomPolicy().is_lecturer("192.0.2.8")
+    # the students' own process: every session is a student's, this machine's too
+    only = cl.ClassroomPolicy.for_classroom(students_only=True, own_addresses={"192.0.2.7"})
+    assert not any(only.is_lecturer(a) for a in ("127.0.0.1", "::1", "192.0.2.7", "192.0.2.8"))
+    assert only.limits("127.0.0.1").student
+
+
+def test_the_policy_reaches_the_students_process_as_json_unchanged(tmp_path):
+    import json
+
+    from gaplab.app.students import policy_from_json, policy_json, splits
+    p = cl.ClassroomPolicy.for_classroom(allow_heavy=True, path_roots=[tmp_path], students_only=True,
+                                         max_steps_per_request=77, max_sessions_per_client=3, max_sessions=9,
+                                         heavy={"seg-tiny", "conll2000"})
+    assert policy_from_json(json.loads(json.dumps(policy_json(p)))) == p
+    with pytest.raises(ValueError, match="max_sessions"):
+        policy_from_json(dict(policy_json(p), max_sessions=0))
+    # which addresses get a students' process: not the lecturer's own address, nor every interface
+    assert splits("192.168.1.20") and splits("127.0.0.2") and splits("fe80::1")
+    assert not any(splits(a) for a in ("127.0.0.1", "localhost", "0.0.0.0", "::"))
 
 
 def test_student_limits_heavy_datasets_paths_and_steps():
@@ -432,3 +451,200 @@ def test_a_students_step_runs_in_the_worker_and_publishes_at_the_page_refresh(se
     it1 = lecturer.session.solver.iteration
     srv.in_doc(srv.made[1], lecturer.on_step)   # on the loop: taken when the handler returns
     assert lecturer.session.solver.iteration == it1 + 1
+
+
+# ----------------------------------------------------------------------------- the students' own process
+def _start_cli(tmp_path, *args):
+    """``gaplab app --classroom ARGS`` (stdout, stderr to files); returns (proc, out, log) once
+    it says "serving on" (or has exited)."""
+    out, log = tmp_path / "server.out", tmp_path / "server.log"
+    cmd = [sys.executable, "-m", "gaplab", "app", "--classroom", *args]
+    with open(out, "w") as fo, open(log, "w") as fe:
+        proc = subprocess.Popen(cmd, stdout=fo, stderr=fe)
+    deadline = time.time() + 300
+    while time.time() < deadline and "serving on" not in log.read_text() and proc.poll() is None:
+        time.sleep(0.2)
+    return proc, out, log
+
+
+def _students_pid(log) -> int:
+    m = re.search(r"the students' server is process (\d+)", log.read_text())
+    assert m, log.read_text()
+    return int(m.group(1))
+
+
+def _proc_stat(pid):
+    """(ppid, nice) of a process, from /proc/PID/stat (fields 4 and 19)."""
+    text = open(f"/proc/{pid}/stat").read()
+    fields = text[text.rindex(")") + 2:].split()
+    return int(fields[1]), int(fields[16])
+
+
+def _tcp_sockets(pid) -> set:
+    """{(local address, local port, "listen"/"established")} of the TCP sockets process ``pid`` holds."""
+    import os
+    import socket
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    out = set()
+    for line in open(f"/proc/{pid}/net/tcp").read().splitlines()[1:]:
+        parts = line.split()
+        if parts[9] in inodes:
+            ip_hex, port_hex = parts[1].split(":")
+            state = {"0A": "listen", "01": "established"}.get(parts[3], parts[3])
+            out.add((socket.inet_ntoa(bytes.fromhex(ip_hex)[::-1]), int(port_hex, 16), state))
+    return out
+
+
+def _page_texts(client, want, timeout=300):
+    """The string properties of every model of a connected page's document (pulled again from
+    the server), once ``want(texts)`` holds."""
+    deadline = time.time() + timeout
+    while True:
+        client.pull()
+        texts = [v for m in client.document.models for v in m.properties_with_values(include_defaults=False).values()
+                 if isinstance(v, str)]
+        if want(texts) or time.time() > deadline:
+            return texts
+        time.sleep(0.5)
+
+
+def _connect(url):
+    """A page's session (its websocket connected, DocumentReady sent, as BokehJS does)."""
+    import panel.models  # noqa: F401 - the document's model types, as the page's BokehJS has them
+
+    import gaplab.app.main  # noqa: F401 - the app's own component types
+    from bokeh.client import pull_session
+    from bokeh.events import DocumentReady
+    client = pull_session(url=url)
+    client.document.callbacks.send_event(DocumentReady())
+    return client
+
+
+def _live_mark_processes(port) -> list:
+    """Pids of live students' processes of ``port`` (their command line names the port)."""
+    import os
+
+    from gaplab.app.students import CHILD_MARK
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                args = open(f"/proc/{d}/cmdline", "rb").read().split(b"\0")
+                state = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if CHILD_MARK.encode() in args and str(port).encode() in args and state != "Z":
+                out.append(int(d))
+    return out
+
+
+def test_a_classroom_on_another_address_serves_the_students_in_a_niced_child_process(tmp_path):
+    """``--address 127.0.0.2``: the lecturer's page is served on 127.0.0.1 by the command's own
+    process and shows the students' URL and its QR code; the students' server is a child process
+    at nice +10 listening on 127.0.0.2, where a page (from this machine too) is a student's, with
+    the students' limits; Ctrl-C (SIGINT to the command) stops both, with no traceback."""
+    import os
+    import signal
+    import urllib.request
+
+    from gaplab.app.students import free_port_pair
+    port = free_port_pair("127.0.0.1", "127.0.0.2")
+    proc, out, log = _start_cli(tmp_path, "--address", "127.0.0.2", "--port", str(port),
+                                "--max-sessions-per-client", "1")
+    clients = []
+    try:
+        assert proc.poll() is None, log.read_text()
+        student_url = f"http://127.0.0.2:{port}/"
+        assert f"gaplab app: classroom mode: students open {student_url}" in out.read_text()
+        child = _students_pid(log)
+        ppid, nice = _proc_stat(child)
+        assert ppid == proc.pid and nice == min(19, _proc_stat(proc.pid)[1] + 10)
+        assert os.getpriority(os.PRIO_PROCESS, child) == nice
+        assert ("127.0.0.1", port, "listen") in _tcp_sockets(proc.pid)
+        assert ("127.0.0.2", port, "listen") in _tcp_sockets(child)
+        assert not [s for s in _tcp_sockets(proc.pid) if s[0] == "127.0.0.2"]
+        assert not [s for s in _tcp_sockets(child) if s[0] == "127.0.0.1"]
+        # the lecturer's page: the students' URL and its QR code
+        clients.append(_connect(f"http://127.0.0.1:{port}/"))
+        texts = _page_texts(clients[-1], lambda t: any(student_url in x and "svg" in x for x in t))
+        assert any(student_url in x and "svg" in x for x in texts), log.read_text()[-3000:]
+        assert "Students' URL" in texts
+        # a student's page: its websocket is the child's; no QR toggle; the per-client cap refuses a second page
+        clients.append(_connect(student_url))
+        texts = _page_texts(clients[-1], lambda t: "Step" in t)
+        assert "Step" in texts and "Students' URL" not in texts, log.read_text()[-3000:]
+        assert ("127.0.0.2", port, "established") in _tcp_sockets(child)
+        assert not [s for s in _tcp_sockets(proc.pid) if s[0] == "127.0.0.2"]
+        clients.append(_connect(student_url))   # a second page from this computer: over the cap of 1
+        texts = _page_texts(clients[-1], lambda t: any("open sessions from your computer" in x for x in t))
+        assert any("This server already has 1 open sessions from your computer" in x for x in texts)
+        for _ in range(2):   # the lecturer's page loads are never refused
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=120) as r:
+                assert r.status == 200
+        assert log.read_text().count("refused a session") == 1, log.read_text()[-3000:]
+        assert "opened (student, 127.0.0.1)" in log.read_text() and "opened (lecturer, 127.0.0.1)" in log.read_text()
+        for c in clients:
+            c.close()
+        os.kill(proc.pid, signal.SIGINT)
+        assert proc.wait(60) == 0, log.read_text()[-3000:]
+        assert not os.path.exists(f"/proc/{child}") and _live_mark_processes(port) == []
+        assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(20)
+
+
+def test_the_students_process_cannot_listen_one_line_and_no_process_left(tmp_path):
+    """A port in use on the students' address: the command's one-line error (exit 2), nothing
+    printed as served, and no students' process left."""
+    import socket
+
+    from gaplab.app.students import free_port_pair
+    port = free_port_pair("127.0.0.1", "127.0.0.2")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.2", port))
+        taken.listen()
+        proc, out, log = _start_cli(tmp_path, "--address", "127.0.0.2", "--port", str(port))
+        assert proc.wait(120) == 2
+    lines = log.read_text().strip().splitlines()
+    assert lines == [f"gaplab app: error: port {port} on 127.0.0.2 is already in use (another server?); choose another "
+                     "--port, or --port 0 for any free port"], lines
+    assert "serving on" not in out.read_text() + log.read_text() and "students open" not in out.read_text()
+    assert _live_mark_processes(port) == []
+
+
+def test_a_students_process_that_dies_is_said_and_the_lecturer_keeps_serving(tmp_path):
+    """``--port 0`` picks a port free on both addresses; a killed students' process is reported
+    in one line and the lecturer's page still loads; SIGTERM stops the command (exit 0)."""
+    import os
+    import signal
+    import urllib.request
+    proc, out, log = _start_cli(tmp_path, "--address", "127.0.0.2", "--port", "0")
+    try:
+        assert proc.poll() is None, log.read_text()
+        port = int(re.search(r"serving on http://127\.0\.0\.1:(\d+)/", log.read_text()).group(1))
+        assert f"students open http://127.0.0.2:{port}/" in out.read_text()
+        child = _students_pid(log)
+        os.kill(child, signal.SIGKILL)
+        deadline = time.time() + 60
+        while time.time() < deadline and "the students' server" not in log.read_text().split("limits:")[-1]:
+            time.sleep(0.2)
+        said = [ln for ln in log.read_text().splitlines() if "ended with exit code" in ln]
+        assert len(said) == 1 and f"process {child}" in said[0] and "lecturer's page keeps working" in said[0]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=120) as r:
+            assert r.status == 200
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0
+        assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(20)

@@ -212,3 +212,42 @@ def test_fake_background_compile_shows_the_note_only_once_the_kernels_are_ready(
     monkeypatch.setattr(kernels._WARMUP, "state", lambda: ready)
     monkeypatch.setenv(kernels.FAKE_BACKGROUND_ENV, "0")
     assert kernels.state() == ready and startup.banner_html(kernels.state()) == ""
+
+
+def test_a_warmup_after_another_process_waits_for_each_phase(monkeypatch):
+    """``start(after=...)`` (a classroom's students' process): nothing is compiled or loaded
+    before the other process has passed a phase; meanwhile the status says it waits (the pages'
+    Steps go to the reference solver while it is "compiling"), and the exact gap kernels wait
+    for the second phase."""
+    import time
+
+    import gaplab.core.warmup as core_warmup
+    done = []
+    monkeypatch.setattr(kernels._Warmup, "_compile_in_child", lambda self: done.append("child compile"))
+    monkeypatch.setattr(kernels, "step_kernels", lambda: done.append("step kernels"))
+    monkeypatch.setattr(kernels._Warmup, "_first_rest", lambda self, job: done.append("rest"))
+    monkeypatch.setattr(core_warmup, "warmup", lambda progress=None: done.append("all kinds"))
+    gates = {"first": threading.Event(), "rest": threading.Event()}
+    asked = []
+
+    def after(phase):
+        asked.append(phase)
+        gates[phase].wait(60)
+    w = kernels._Warmup()
+    assert w.start(log=False, after=after)
+
+    def settle(phase):
+        deadline = time.time() + 60
+        while time.time() < deadline and asked[-1:] != [phase]:
+            time.sleep(0.01)
+        return w.state()
+    ks = settle("first")
+    assert ks.status == "compiling" and not ks.ready and "waiting for the lecturer's server" in ks.message
+    assert done == []
+    gates["first"].set()
+    ks = settle("rest")
+    assert ks.status == "background" and ks.ready and not ks.exact_gaps_ready
+    assert done == ["child compile", "step kernels"]
+    gates["rest"].set()
+    assert w.wait(60) and w.state().status == "ready"
+    assert done == ["child compile", "step kernels", "rest", "all kinds"]
