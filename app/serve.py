@@ -16,6 +16,7 @@ Shared by all sessions of the process, loaded once: the compiled solver kernels
 """
 from __future__ import annotations
 
+import asyncio
 import sys
 
 __all__ = ["serve", "app_factory", "make_app_factory"]
@@ -213,7 +214,9 @@ def _drop_writes_to_closed_pages(loop, context) -> None:
     failure is dropped. Everything else goes to the loop's default handler."""
     from tornado.iostream import StreamClosedError
     from tornado.websocket import WebSocketClosedError
-    if isinstance(context.get("exception"), (WebSocketClosedError, StreamClosedError)):
+    if (isinstance(context.get("exception"), (WebSocketClosedError, StreamClosedError))
+            and isinstance(context.get("future"), asyncio.Future)
+            and "never retrieved" in str(context.get("message", ""))):
         return
     loop.default_exception_handler(context)
 

@@ -1,9 +1,9 @@
 """A classroom server in two processes: the lecturer's sessions in the main process, the
 students' in a child process at a lower CPU priority.
 
-All sessions of one Bokeh server share one event loop and one GIL, so 30 students' pages
-stepping and redrawing delayed the lecturer's Step by a second or more however their solver
-threads were niced. With ``gaplab app --classroom`` on a network address (not 127.0.0.1 itself,
+All sessions of one Bokeh server share one event loop and one GIL: students' pages stepping
+and redrawing would delay the lecturer's Step whatever the priority of their solver threads.
+With ``gaplab app --classroom`` on a network address (not 127.0.0.1 itself,
 nor every interface), :func:`serve_split` runs two Bokeh servers on the same port number:
 
 - the lecturer's, in this process, on 127.0.0.1: every session there is the lecturer's (no
@@ -115,9 +115,17 @@ class StudentsProcess:
         ``test_file``, ``sys_path``, ``client_of``).
     """
 
+    #: seconds the parent waits for the child to listen (its imports, ``--import``, ``--data-file``)
+    ANSWER_TIMEOUT_S = 180.0
+
     def __init__(self, config: dict):
+        json.dumps(config)   # a value JSON cannot carry (TypeError) fails here, before any process starts
+        self.where = f"{config.get('address')}:{config.get('port')}"
         r, w = os.pipe()
-        code = "from gaplab.app.students import child_main; child_main()"
+        # the parent's import path, not the current folder that ``python -c`` puts first: the
+        # child imports the same gaplab and panel as this process
+        code = (f"import sys; sys.path[:] = {json.dumps(list(sys.path))}; "
+                "from gaplab.app.students import child_main; child_main()")
         try:
             # a session of its own: a terminal's Ctrl-C goes to the parent only, which stops it
             self.proc = subprocess.Popen([sys.executable, "-c", code, CHILD_MARK, str(config["port"])],
@@ -142,6 +150,12 @@ class StudentsProcess:
     def bound(self) -> dict:
         """Wait for the child's answer: ``{"bound": True, "pid": n}``, or ``{"error": one line,
         "in_use": bool}`` (also when the child ended before it could answer)."""
+        import select
+        ready, _, _ = select.select([self._replies], [], [], self.ANSWER_TIMEOUT_S)
+        if not ready:
+            self._replies.close()
+            return {"error": f"the students' server process on {self.where} did not start listening within "
+                             f"{self.ANSWER_TIMEOUT_S:.0f} s", "in_use": False}
         line = self._replies.readline()
         self._replies.close()
         try:
@@ -150,7 +164,8 @@ class StudentsProcess:
             reply = None
         if not isinstance(reply, dict):
             code = self.proc.wait()
-            return {"error": f"the students' server process ended as it started (exit code {code})", "in_use": False}
+            return {"error": f"the students' server process on {self.where} ended as it started ({_ended(code)})",
+                    "in_use": False}
         return reply
 
     def follow_warmup(self) -> None:
@@ -171,8 +186,8 @@ class StudentsProcess:
         def run():
             code = self.proc.wait()
             if not self._stopping:
-                print(f"gaplab app: the students' server (process {self.pid}, {url}) ended with exit code "
-                      f"{code}; the lecturer's page keeps working, students cannot connect until gaplab app "
+                print(f"gaplab app: the students' server (process {self.pid}, {url}) ended ({_ended(code)}"
+                      f"); the lecturer's page keeps working, students cannot connect until gaplab app "
                       "is restarted", file=sys.stderr, flush=True)
         threading.Thread(target=run, name="gaplab-students-watch", daemon=True).start()
 
@@ -192,6 +207,11 @@ class StudentsProcess:
             self.proc.wait()
         if not self._replies.closed:
             self._replies.close()
+
+
+def _ended(code: int) -> str:
+    """How a process ended, in words: ``exit code N`` or ``killed by signal N``."""
+    return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
 
 
 def _child_config(port, address, extra, students, sessions, warmup, setup) -> dict:
@@ -238,8 +258,8 @@ def _bind_both(port, address, students, extra, sessions, warmup, setup):
         child = StudentsProcess(_child_config(p, address, extra, students, sessions, warmup, setup))
         try:
             reply = child.bound()
-        except BaseException:
-            child.stop()
+        except BaseException:   # Ctrl-C or SIGTERM while the child starts: it is not reading stdin yet
+            child.stop(timeout=1.0)
             _close(server)
             raise
         if reply.get("bound"):
@@ -281,9 +301,15 @@ def serve_split(port: int, address: str, show: bool, *, policy, extra, sessions:
     ------
     ValueError
         ``address:port`` or ``127.0.0.1:port`` cannot be listened on (one line)."""
-    from .serve import _describe, _run, _warm
     students = dataclasses.replace(policy, students_only=True, own_addresses=frozenset())
-    server, child, port, url = _bind_both(port, address, students, extra, sessions, warmup, setup)
+    with _sigterm_interrupts():
+        return _serve_bound(*_bind_both(port, address, students, extra, sessions, warmup, setup),
+                            show=show, policy=policy, warmup=warmup)
+
+
+def _serve_bound(server, child, port, url, *, show, policy, warmup) -> int:
+    """:func:`serve_split` once both servers listen: the log lines, then serve until stopped."""
+    from .serve import _describe, _run, _warm
     try:
         child.watch(url)
         if warmup:   # both ports are ours: the compile starts here, the child loads what it wrote
@@ -297,8 +323,7 @@ def serve_split(port: int, address: str, show: bool, *, policy, extra, sessions:
               f"process); the students' server is process {child.pid} at nice +{STUDENTS_NICE} on {url} (a page "
               "opened there, also from this machine, is a student's)", file=err, flush=True)
         print(f"gaplab app: classroom limits: {_describe(policy)}", file=err, flush=True)
-        with _sigterm_interrupts():
-            _run(server, show)
+        _run(server, show)
     finally:
         child.stop()
     return 0
@@ -392,13 +417,13 @@ def child_main() -> None:
         reply = os.fdopen(int(cfg["reply_fd"]), "w")
     except (ValueError, KeyError, TypeError, OSError):
         os._exit(2)   # not started by StudentsProcess
-    os.nice(int(cfg.get("nice", STUDENTS_NICE)))
-    server, answer = _child_listen(cfg)
+    server, answer = _child_listen(cfg)   # at full priority: the lecturer's server waits for this answer
     try:
         reply.write(json.dumps(answer) + "\n")
         reply.close()
     except OSError:   # the parent has gone meanwhile
         os._exit(1)
+    os.nice(int(cfg.get("nice", STUDENTS_NICE)))
     if server is None:
         os._exit(2)
     events = {"first": threading.Event(), "rest": threading.Event()}

@@ -15,6 +15,7 @@ writes the summary and the rows.
 from __future__ import annotations
 
 import math
+import errno
 import sys
 import time
 
@@ -180,6 +181,10 @@ def _interrupted(args, what: str, exc) -> int:
     return 130
 
 
+#: errno values of a full disk or quota
+_NO_SPACE = frozenset(getattr(errno, n) for n in ("ENOSPC", "EDQUOT") if hasattr(errno, n))
+
+
 def _write_failed(args, what: str, exc: OSError, store) -> int:
     """A file could not be written (disk full, quota, I/O error): one line naming the cause and
     what the store (if any) keeps, exit 1. Every output is written atomically, so older files
@@ -198,7 +203,8 @@ def _write_failed(args, what: str, exc: OSError, store) -> int:
             kept = f"; {store} keeps {len(saved)} certified points"
             if what == "path" and "resume_state" in saved.meta:
                 kept += f" (free space, then continue with: gaplab path --resume {store})"
-            elif what == "path":  # the disk had no room even for the solver state (larger than a breakpoint)
+            elif what == "path" and exc.errno in _NO_SPACE and not (len(saved) and saved.rows()[-1]["end"]):
+                # the disk had no room even for the solver state (larger than a breakpoint)
                 kept += " but not the solver state (no room for it), so --resume cannot continue it: free space and run the path again"
         except (OSError, PathStoreError):
             pass

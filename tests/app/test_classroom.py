@@ -637,7 +637,7 @@ def test_a_students_process_that_dies_is_said_and_the_lecturer_keeps_serving(tmp
         deadline = time.time() + 60
         while time.time() < deadline and "the students' server" not in log.read_text().split("limits:")[-1]:
             time.sleep(0.2)
-        said = [ln for ln in log.read_text().splitlines() if "ended with exit code" in ln]
+        said = [ln for ln in log.read_text().splitlines() if "ended (killed by signal 9)" in ln]
         assert len(said) == 1 and f"process {child}" in said[0] and "lecturer's page keeps working" in said[0]
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=120) as r:
             assert r.status == 200
@@ -648,3 +648,30 @@ def test_a_students_process_that_dies_is_said_and_the_lecturer_keeps_serving(tmp
         if proc.poll() is None:
             proc.kill()
             proc.wait(20)
+
+
+def test_a_students_process_that_never_listens_is_one_line_naming_where_and_is_stopped(tmp_path, monkeypatch):
+    """A students' process stuck before it listens (here: an ``--import`` module that never
+    returns) gives the lecturer's start-up one line naming the address and port instead of a
+    wait without end; the process is then ended. A setting JSON cannot carry fails before any
+    process starts."""
+    from pathlib import Path
+
+    from gaplab.app import students as st
+    stuck = tmp_path / "stuck_problem.py"
+    stuck.write_text("import time\nwhile True:\n    time.sleep(1)\n")
+    monkeypatch.setattr(st.StudentsProcess, "ANSWER_TIMEOUT_S", 3.0)
+    policy = st.policy_json(cl.ClassroomPolicy.for_classroom())
+    cfg = st._child_config(1, "127.0.0.2", (), cl.ClassroomPolicy.for_classroom(), {"unused_session_lifetime_ms": 5000,
+                           "check_unused_sessions_ms": 1000}, False, {"imports": [str(stuck)]})
+    assert cfg["policy"] == policy
+    child = st.StudentsProcess(cfg)
+    try:
+        reply = child.bound()
+        assert not reply.get("bound") and "127.0.0.2:1" in reply["error"] and "did not start listening" in reply["error"]
+        assert child.proc.poll() is None   # still stuck: the caller stops it
+    finally:
+        child.stop(timeout=1.0)
+    assert child.proc.poll() is not None
+    with pytest.raises(TypeError):
+        st.StudentsProcess(dict(cfg, setup={"imports": [Path(stuck)]}))

@@ -207,3 +207,11 @@ def test_a_write_to_a_page_that_closed_is_dropped_without_a_traceback(caplog):
     for exc in (WebSocketClosedError(), StreamClosedError()):
         assert unretrieved(exc, _drop_writes_to_closed_pages) == ""
     assert "never retrieved" in unretrieved(ValueError("a real bug"), _drop_writes_to_closed_pages)
+    # only the unretrieved write task: the same error raised in a callback is still reported
+    loop = asyncio.new_event_loop()
+    caplog.clear()
+    with caplog.at_level("ERROR", logger="asyncio"):
+        _drop_writes_to_closed_pages(loop, {"message": "Exception in callback on_message",
+                                            "exception": WebSocketClosedError()})
+    loop.close()
+    assert "Exception in callback" in caplog.text
