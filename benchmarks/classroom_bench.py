@@ -289,7 +289,8 @@ def main(argv=None) -> int:
     res = {"machine": {"cpus": os.cpu_count(), "load_avg": os.getloadavg()}, "busy": args.busy,
            "one_process": args.one_process,
            "browser_students": args.browser_students, "runs": []}
-    log = (args.out or "classroom_bench.json") + ".server.log"
+    # the server's log beside the temporary files, not in benchmarks/results (which holds the results only)
+    log = os.path.join(tempfile.gettempdir(), os.path.basename(args.out or "classroom_bench.json") + ".server.log")
     # room for the plain page loads too: each holds a student session for the unused-session lifetime (5 s)
     srv = ServerProcess(max(counts) + 16, 2, log if args.out else os.devnull, one_process=args.one_process)
     students = []
