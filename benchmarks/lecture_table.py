@@ -121,9 +121,13 @@ def _get(d, *keys):
     return d
 
 
-def _first_step(r):
-    v = _get(r, "summary", "cold_first_step_answered_s_median")
+def _seconds(v):
+    """A row's value in seconds and its cell text (None, None: not seen)."""
     return v, None if v is None else f"{v:.1f} s"
+
+
+def _first_step(r):
+    return _seconds(_get(r, "summary", "cold_first_step_answered_s_median"))
 
 
 def _projector(r):
@@ -141,8 +145,7 @@ def _url_visible(r):
 
 
 def _url_steps(r):
-    v = _get(r, "summary", "url_b_iteration_120_s_median")
-    return v, None if v is None else f"{v:.1f} s"
+    return _seconds(_get(r, "summary", "url_b_iteration_120_s_median"))
 
 
 def _url_other(r):
@@ -163,8 +166,7 @@ def _horse(key):
 
 def _horse_tab(r):
     tabs = _get(r, "tabs", "tabs") or []
-    v = next((t.get("ready_s") for t in tabs if t.get("dataset") == "horse-small"), None)
-    return v, None if v is None else f"{v:.1f} s"
+    return _seconds(next((t.get("ready_s") for t in tabs if t.get("dataset") == "horse-small"), None))
 
 
 def _rss(r):

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,17 +33,13 @@ BENCH = os.path.join(ROOT, "benchmarks")
 STUDENT = "192.0.2.10"
 sys.path.insert(0, BENCH)
 from classroom_clients import STUDENTS_ADDRESS  # noqa: E402
+
+from gaplab.app.students import free_port_pair  # noqa: E402
 GET_S, STEP_S = 10.0, 60.0
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_server(path_root: str, log):
-    port = _free_port()
+    port = free_port_pair("127.0.0.1", STUDENTS_ADDRESS)   # the lecturer's and the students' server
     code = (f"import sys; sys.path.insert(0, {BENCH!r})\nfrom classroom_clients import serve_classroom\n"
             f"sys.exit(serve_classroom({port}, {path_root!r}, 40, 6))\n")
     env = dict(os.environ, GAPLAB_DATA=os.environ.get("GAPLAB_DATA") or os.path.join(os.path.dirname(ROOT), "shared",
